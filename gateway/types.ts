@@ -1,0 +1,172 @@
+/**
+ * Types shared across the gateway's modules, and the seams between the request
+ * path (app, providers, translation) and the business state in Deno KV
+ * (callers, credits, key pool, tracing). Each seam is an interface so the
+ * request path reads in order and each store can be tested on its own.
+ *
+ * @module
+ */
+
+/** The five upstream providers. */
+export type ProviderName = "openai" | "anthropic" | "gemini" | "xai" | "openrouter";
+
+/** The routes a model can be listed on. */
+export type RouteName = "chat" | "messages" | "responses" | "gemini";
+
+/** Prices in USD per million tokens. */
+export interface ModelPricing {
+  /** USD per million uncached input tokens. */
+  input: number;
+  /** USD per million output tokens. */
+  output: number;
+  /** USD per million cached input tokens, where the provider bills them apart. */
+  cachedInput?: number;
+}
+
+/** One entry of the model catalog (`gateway/catalog.json`). */
+export interface CatalogEntry {
+  /** The id callers send as `model`. */
+  id: string;
+  /** The provider that serves it. */
+  provider: ProviderName;
+  /** The id sent upstream. */
+  upstream: string;
+  /** The routes it is reachable on. */
+  routes: RouteName[];
+  /** Its prices. */
+  pricing: ModelPricing;
+  /** The most output tokens one call can produce; bounds the reservation. */
+  maxOutputTokens: number;
+}
+
+/**
+ * Token usage of one call, normalised across providers.
+ * `inputTokens` counts every prompt token, cached ones included;
+ * `cachedInputTokens` is the part of it billed at the cached price.
+ */
+export interface Usage {
+  /** All prompt tokens, cached ones included. */
+  inputTokens: number;
+  /** Completion tokens (reasoning tokens included). */
+  outputTokens: number;
+  /** The cached part of `inputTokens`. */
+  cachedInputTokens: number;
+}
+
+/** An authenticated caller. */
+export interface Caller {
+  /** Short public id of the caller key (never the key itself). */
+  id: string;
+  /** Human name given at creation. */
+  name: string;
+}
+
+/** Looks a caller up by the secret key it presented. */
+export interface CallerAuthenticator {
+  /** Resolves the caller owning `secret`, or `null` for an unknown or revoked key. */
+  authenticate(secret: string): Promise<Caller | null>;
+}
+
+/** Money held back for one call until it settles. Amounts are integer micro-USD. */
+export interface Reservation {
+  /** Unique id of the reservation. */
+  id: string;
+  /** The caller it was taken from. */
+  callerId: string;
+  /** Amount held, micro-USD. */
+  amountMicros: number;
+}
+
+/** The result of trying to reserve. */
+export type ReserveResult =
+  | { ok: true; reservation: Reservation; balanceMicros: number }
+  | { ok: false; balanceMicros: number };
+
+/** One trace record: what the gateway saw of one call. */
+export interface TraceRecord {
+  /** Unique id of this call (also the `x-request-id` header). */
+  requestId: string;
+  /** Groups calls: the caller's `Trace-Id` header, or a new id. */
+  traceId: string;
+  /** Caller key id, absent when authentication failed. */
+  callerId?: string;
+  /** Model id as the caller sent it. */
+  model?: string;
+  /** Route name. */
+  route: RouteName;
+  /** Provider, once the model is known. */
+  provider?: ProviderName;
+  /** Short id of the provider key used, if any. */
+  providerKeyId?: string;
+  /** HTTP status returned to the caller. */
+  status: number;
+  /** Whether the caller asked for a stream. */
+  stream: boolean;
+  /** Prompt tokens, cached included. */
+  inputTokens: number;
+  /** Completion tokens. */
+  outputTokens: number;
+  /** Cached prompt tokens. */
+  cachedTokens: number;
+  /** Cost charged, micro-USD. */
+  costMicros: number;
+  /** Wall time from request to last byte, ms. */
+  latencyMs: number;
+  /** Time to first token for streams, ms. */
+  ttftMs?: number;
+  /** Error message returned to the caller, if any (never a provider key). */
+  error?: string;
+  /** Epoch ms when the call started. */
+  time: number;
+}
+
+/** What settles one reserved call: its real cost and its trace, committed together. */
+export interface Settlement {
+  /** The reservation to close. */
+  reservation: Reservation;
+  /** Real cost, micro-USD (0 when nothing was generated). */
+  costMicros: number;
+  /** Usage behind the cost. */
+  usage: Usage;
+  /** The call's trace record. */
+  trace: TraceRecord;
+}
+
+/** Credit balances, reservations, the ledger and trace storage. */
+export interface Billing {
+  /** Holds `amountMicros` of the caller's balance, or reports that it cannot. */
+  reserve(callerId: string, amountMicros: number): Promise<ReserveResult>;
+  /** Closes a reservation: debits the real cost, writes a ledger entry and the trace, in one commit. */
+  settle(settlement: Settlement): Promise<{ balanceMicros: number }>;
+  /** Stores a trace of a call that never reserved (rejected before forwarding). */
+  recordTrace(trace: TraceRecord): Promise<void>;
+  /** The caller's spendable balance, micro-USD. */
+  balance(callerId: string): Promise<number>;
+}
+
+/** A provider key lent to one upstream attempt. */
+export interface KeyLease {
+  /** The provider the key belongs to. */
+  provider: ProviderName;
+  /** Short id naming the key in logs and traces. */
+  keyId: string;
+  /** The key itself; only ever placed in the upstream request's headers. */
+  secret: string;
+}
+
+/** The result of asking the pool for a key. */
+export type AcquireResult =
+  | { ok: true; lease: KeyLease }
+  | { ok: false; retryAfterMs: number };
+
+/** A provider's pool of keys, with per-key RPM/TPM limits and cool-downs. */
+export interface KeyPool {
+  /** Lends a healthy key with room for `estimatedTokens`, skipping `exclude` key ids. */
+  acquire(provider: ProviderName, estimatedTokens: number, exclude?: ReadonlySet<string>): AcquireResult;
+  /** Upstream answered 429: cool the key down for `retryAfterMs` (or the default). */
+  rateLimited(lease: KeyLease, retryAfterMs?: number): void;
+  /** Upstream answered 401/403: take the key out of the pool. */
+  revoke(lease: KeyLease, status: number): void;
+  /** Records the tokens the call really used, for TPM accounting. */
+  recordUsage(lease: KeyLease, tokens: number): void;
+}
