@@ -1,0 +1,185 @@
+/**
+ * The gateway's configuration: one typed object, validated by zod, built
+ * from an optional JSON file (`GATEWAY_CONFIG=path`) with environment
+ * variables on top.
+ *
+ * @module
+ */
+import { z } from "zod";
+import type { ProviderName } from "./types.ts";
+
+/** Every provider, in the order they are listed and configured. */
+export const PROVIDERS: readonly ProviderName[] = [
+  "openai",
+  "anthropic",
+  "gemini",
+  "xai",
+  "openrouter",
+];
+
+const DEFAULT_BASE_URLS: Record<ProviderName, string> = {
+  openai: "https://api.openai.com/v1",
+  anthropic: "https://api.anthropic.com",
+  gemini: "https://generativelanguage.googleapis.com",
+  xai: "https://api.x.ai/v1",
+  openrouter: "https://openrouter.ai/api/v1",
+};
+
+const positiveInt = z.coerce.number().int().positive();
+
+const providerSchema = z.object({
+  baseUrl: z.url({ protocol: /^https?$/ }).transform((url) =>
+    url.replace(/\/+$/, "")
+  ),
+  apiKeys: z.array(z.string().min(1)).default([]),
+  rpm: positiveInt.optional(),
+  tpm: positiveInt.optional(),
+});
+
+/** Settings of one provider. */
+export type ProviderConfig = z.infer<typeof providerSchema>;
+
+const configSchema = z.object({
+  port: z.coerce.number().int().min(0).max(65535).default(8080),
+  hostname: z.string().min(1).default("0.0.0.0"),
+  kvPath: z.string().min(1).default("./data/gateway.kv"),
+  adminToken: z.string().min(16, "must be at least 16 characters").optional(),
+  maxBodyBytes: positiveInt.default(32 * 1024 * 1024),
+  upstreamTimeoutMs: positiveInt.default(120_000),
+  keyCooldownMs: positiveInt.default(60_000),
+  callerCacheMs: z.coerce.number().int().min(0).max(1000).default(1000),
+  traceRetentionDays: positiveInt.default(30),
+  drainTimeoutMs: positiveInt.default(30_000),
+  // parseConfig fills every provider with its defaults before validation.
+  providers: z.object({
+    openai: providerSchema,
+    anthropic: providerSchema,
+    gemini: providerSchema,
+    xai: providerSchema,
+    openrouter: providerSchema,
+  }),
+});
+
+/** The validated configuration of a gateway. */
+export type GatewayConfig = z.infer<typeof configSchema>;
+
+/** A configuration that failed validation; the message names the field. */
+export class ConfigError extends Error {
+  /** Builds the error from a one-line message. */
+  constructor(message: string) {
+    super(message);
+    this.name = "ConfigError";
+  }
+}
+
+/** Where configuration values may come from. */
+export interface ConfigSources {
+  /** Environment variables (usually `Deno.env.toObject()`). */
+  env?: Record<string, string | undefined>;
+  /** A parsed JSON config file, in the shape of {@linkcode GatewayConfig}. */
+  file?: unknown;
+}
+
+/**
+ * Builds and validates the configuration. Environment variables override the
+ * file; provider keys come from `P_API_KEYS` (comma-separated) or `P_API_KEY`.
+ *
+ * @param sources The environment and the parsed config file.
+ * @returns The validated configuration.
+ * @throws {ConfigError} naming the first invalid field.
+ *
+ * @example Configuring from an environment
+ * ```ts
+ * import { parseConfig } from "./config.ts";
+ * const config = parseConfig({ env: { PORT: "9000", OPENAI_API_KEYS: "sk-a,sk-b" } });
+ * console.log(config.port, config.providers.openai.apiKeys.length); // 9000 2
+ * ```
+ */
+export function parseConfig(sources: ConfigSources = {}): GatewayConfig {
+  const env = sources.env ?? {};
+  const file = sources.file ?? {};
+  if (typeof file !== "object" || file === null || Array.isArray(file)) {
+    throw new ConfigError(
+      "Invalid config: the config file must hold a JSON object",
+    );
+  }
+  const merged: Record<string, unknown> = structuredClone(file) as Record<
+    string,
+    unknown
+  >;
+  const set = (field: string, value: string | undefined) => {
+    if (value !== undefined && value !== "") merged[field] = value;
+  };
+  set("port", env.PORT);
+  set("hostname", env.HOST);
+  set("kvPath", env.GATEWAY_KV_PATH);
+  set("adminToken", env.GATEWAY_ADMIN_TOKEN);
+  set("maxBodyBytes", env.GATEWAY_MAX_BODY_BYTES);
+  set("upstreamTimeoutMs", env.GATEWAY_UPSTREAM_TIMEOUT_MS);
+  set("keyCooldownMs", env.GATEWAY_KEY_COOLDOWN_MS);
+  set("drainTimeoutMs", env.GATEWAY_DRAIN_TIMEOUT_MS);
+
+  const providers = {
+    ...(merged.providers as
+      | Record<string, Record<string, unknown>>
+      | undefined),
+  };
+  for (const name of PROVIDERS) {
+    const prefix = name.toUpperCase();
+    const fromFile = providers[name] ?? {};
+    const provider: Record<string, unknown> = {
+      baseUrl: DEFAULT_BASE_URLS[name],
+      ...fromFile,
+    };
+    const keys = env[`${prefix}_API_KEYS`] ?? env[`${prefix}_API_KEY`];
+    if (keys) {
+      provider.apiKeys = keys.split(",").map((k) => k.trim()).filter((k) =>
+        k !== ""
+      );
+    }
+    if (env[`${prefix}_BASE_URL`]) provider.baseUrl = env[`${prefix}_BASE_URL`];
+    if (env[`${prefix}_RPM`]) provider.rpm = env[`${prefix}_RPM`];
+    if (env[`${prefix}_TPM`]) provider.tpm = env[`${prefix}_TPM`];
+    providers[name] = provider;
+  }
+  merged.providers = providers;
+
+  const parsed = configSchema.safeParse(merged);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue.path.join(".") || "(root)";
+    throw new ConfigError(`Invalid config: "${field}" ${issue.message}`);
+  }
+  return parsed.data;
+}
+
+/**
+ * Reads `GATEWAY_CONFIG` (if set) and the environment, and validates them.
+ *
+ * @param env The environment; defaults to the process environment.
+ * @returns The validated configuration.
+ * @throws {ConfigError} for an unreadable file or an invalid field.
+ */
+export async function loadConfig(
+  env: Record<string, string | undefined> = Deno.env.toObject(),
+): Promise<GatewayConfig> {
+  const path = env.GATEWAY_CONFIG;
+  if (!path) return parseConfig({ env });
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (error) {
+    throw new ConfigError(
+      `Cannot read config file "${path}": ${(error as Error).message}`,
+    );
+  }
+  let file: unknown;
+  try {
+    file = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(
+      `Cannot parse config file "${path}": ${(error as Error).message}`,
+    );
+  }
+  return parseConfig({ env, file });
+}

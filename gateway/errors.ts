@@ -1,0 +1,201 @@
+/**
+ * Errors the gateway returns, and their shape in each caller convention:
+ * OpenAI on `chat` and `responses`, Anthropic on `messages`, Google on `gemini`.
+ *
+ * @module
+ */
+import type { RouteName } from "./types.ts";
+
+/** A failure the caller is meant to see, with the status it is sent with. */
+export class GatewayError extends Error {
+  /** HTTP status sent to the caller. */
+  readonly status: number;
+  /** Machine-readable code (OpenAI `code`), e.g. `"model_not_found"`. */
+  readonly code: string;
+  /** The request field at fault, if any (OpenAI `param`). */
+  readonly param: string | null;
+  /** Seconds the caller should wait, sent as `retry-after`. */
+  readonly retryAfterSeconds?: number;
+
+  /**
+   * @param status HTTP status.
+   * @param message Sentence-case message, no trailing period.
+   * @param options Code, param and retry hint.
+   */
+  constructor(
+    status: number,
+    message: string,
+    options: {
+      code?: string;
+      param?: string | null;
+      retryAfterSeconds?: number;
+    } = {},
+  ) {
+    super(message);
+    this.name = "GatewayError";
+    this.status = status;
+    this.code = options.code ?? defaultCode(status);
+    this.param = options.param ?? null;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+  }
+}
+
+function defaultCode(status: number): string {
+  switch (status) {
+    case 400:
+      return "invalid_request";
+    case 401:
+      return "invalid_api_key";
+    case 402:
+      return "insufficient_credits";
+    case 403:
+      return "forbidden";
+    case 404:
+      return "not_found";
+    case 413:
+      return "request_too_large";
+    case 429:
+      return "rate_limited";
+    case 502:
+      return "upstream_error";
+    case 503:
+      return "unavailable";
+    case 504:
+      return "upstream_timeout";
+    default:
+      return status >= 500 ? "internal_error" : "error";
+  }
+}
+
+function openAIType(status: number): string {
+  if (status === 401) return "authentication_error";
+  if (status === 402) return "insufficient_quota";
+  if (status === 403) return "permission_error";
+  if (status === 404) return "not_found_error";
+  if (status === 429) return "rate_limit_error";
+  if (status >= 500) return "server_error";
+  return "invalid_request_error";
+}
+
+function anthropicType(status: number): string {
+  switch (status) {
+    case 401:
+      return "authentication_error";
+    case 402:
+      return "billing_error";
+    case 403:
+      return "permission_error";
+    case 404:
+      return "not_found_error";
+    case 413:
+      return "request_too_large";
+    case 429:
+      return "rate_limit_error";
+    case 504:
+      return "timeout_error";
+    case 529:
+      return "overloaded_error";
+    default:
+      return status >= 500 ? "api_error" : "invalid_request_error";
+  }
+}
+
+function googleStatus(status: number): string {
+  switch (status) {
+    case 401:
+      return "UNAUTHENTICATED";
+    case 402:
+    case 429:
+      return "RESOURCE_EXHAUSTED";
+    case 403:
+      return "PERMISSION_DENIED";
+    case 404:
+      return "NOT_FOUND";
+    case 502:
+    case 503:
+      return "UNAVAILABLE";
+    case 504:
+      return "DEADLINE_EXCEEDED";
+    default:
+      return status >= 500 ? "INTERNAL" : "INVALID_ARGUMENT";
+  }
+}
+
+/**
+ * The JSON body of an error in the convention of `route`.
+ *
+ * @param route The route the caller used.
+ * @param error The error to describe.
+ * @returns The body to send.
+ */
+export function errorBody(
+  route: RouteName,
+  error: GatewayError,
+): Record<string, unknown> {
+  switch (route) {
+    case "messages":
+      return {
+        type: "error",
+        error: { type: anthropicType(error.status), message: error.message },
+      };
+    case "gemini":
+      return {
+        error: {
+          code: error.status,
+          message: error.message,
+          status: googleStatus(error.status),
+        },
+      };
+    default:
+      return {
+        error: {
+          message: error.message,
+          type: openAIType(error.status),
+          param: error.param,
+          code: error.code,
+        },
+      };
+  }
+}
+
+/**
+ * The in-stream error event of `route`'s convention, as SSE text, for a
+ * failure after streaming began.
+ *
+ * @param route The route the caller used.
+ * @param error The error to describe.
+ * @returns One SSE frame.
+ */
+export function streamErrorFrame(
+  route: RouteName,
+  error: GatewayError,
+): string {
+  const body = errorBody(route, error);
+  switch (route) {
+    case "messages":
+      return `event: error\ndata: ${JSON.stringify(body)}\n\n`;
+    case "responses":
+      return `event: error\ndata: ${
+        JSON.stringify({
+          type: "error",
+          code: error.code,
+          message: error.message,
+          param: error.param,
+        })
+      }\n\n`;
+    default:
+      return `data: ${JSON.stringify(body)}\n\n`;
+  }
+}
+
+/**
+ * Turns anything thrown into a {@linkcode GatewayError}; unknown failures
+ * become a 500 whose message hides internals.
+ *
+ * @param error What was thrown.
+ * @returns A gateway error.
+ */
+export function toGatewayError(error: unknown): GatewayError {
+  if (error instanceof GatewayError) return error;
+  return new GatewayError(500, "Internal gateway error");
+}

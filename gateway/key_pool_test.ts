@@ -1,0 +1,127 @@
+import assert from "node:assert/strict";
+import { MemoryKeyPool, providerKeyId } from "./key_pool.ts";
+import type { KeyLease } from "./types.ts";
+
+function clock(start = 1_700_000_000_000) {
+  let now = start;
+  return { now: () => now, advance: (ms: number) => (now += ms) };
+}
+
+function leaseOf(result: ReturnType<MemoryKeyPool["acquire"]>): KeyLease {
+  assert.ok(result.ok, "expected a key");
+  return result.lease;
+}
+
+Deno.test("providerKeyId() names a key without revealing it", async () => {
+  const id = await providerKeyId("openai", "sk-secret-value");
+  assert.match(id, /^openai:[0-9a-f]{8}$/);
+  assert.ok(!id.includes("secret"));
+  assert.equal(id, await providerKeyId("openai", "sk-secret-value"));
+});
+
+Deno.test("acquire() spreads calls over the least-used keys", async () => {
+  const t = clock();
+  const pool = await MemoryKeyPool.create(
+    { openai: { keys: ["a", "b", "c"] } },
+    {
+      defaultCooldownMs: 1000,
+      now: t.now,
+    },
+  );
+  const used = new Map<string, number>();
+  for (let i = 0; i < 30; i++) {
+    const lease = leaseOf(pool.acquire("openai", 10));
+    used.set(lease.secret, (used.get(lease.secret) ?? 0) + 1);
+    pool.recordUsage(lease, 10);
+  }
+  assert.deepEqual([...used.values()], [10, 10, 10]);
+});
+
+Deno.test("acquire() keeps each key within its RPM and says when one frees up", async () => {
+  const t = clock();
+  const pool = await MemoryKeyPool.create(
+    { xai: { keys: ["a", "b"], rpm: 2 } },
+    {
+      defaultCooldownMs: 1000,
+      now: t.now,
+    },
+  );
+  for (let i = 0; i < 4; i++) {
+    pool.recordUsage(leaseOf(pool.acquire("xai", 1)), 1);
+  }
+  const refused = pool.acquire("xai", 1);
+  assert.equal(refused.ok, false);
+  assert.ok(
+    !refused.ok && refused.retryAfterMs > 0 && refused.retryAfterMs <= 60_000,
+  );
+  t.advance(60_000);
+  assert.ok(pool.acquire("xai", 1).ok);
+});
+
+Deno.test("acquire() keeps each key within its TPM", async () => {
+  const t = clock();
+  const pool = await MemoryKeyPool.create({
+    openai: { keys: ["a"], tpm: 1000 },
+  }, {
+    defaultCooldownMs: 1000,
+    now: t.now,
+  });
+  const lease = leaseOf(pool.acquire("openai", 600));
+  pool.recordUsage(lease, 900);
+  assert.equal(pool.acquire("openai", 200).ok, false);
+  assert.ok(pool.acquire("openai", 100).ok);
+});
+
+Deno.test("rateLimited() cools a key down for its retry-after", async () => {
+  const t = clock();
+  const pool = await MemoryKeyPool.create({ anthropic: { keys: ["a", "b"] } }, {
+    defaultCooldownMs: 30_000,
+    now: t.now,
+  });
+  const first = leaseOf(pool.acquire("anthropic", 1));
+  pool.rateLimited(first, 5_000);
+  for (let i = 0; i < 5; i++) {
+    const lease = leaseOf(pool.acquire("anthropic", 1));
+    assert.notEqual(lease.keyId, first.keyId);
+    pool.recordUsage(lease, 1);
+  }
+  const second = leaseOf(pool.acquire("anthropic", 1));
+  pool.rateLimited(second);
+  const none = pool.acquire("anthropic", 1);
+  assert.deepEqual(none, { ok: false, retryAfterMs: 5_000 });
+  t.advance(5_000);
+  assert.equal(leaseOf(pool.acquire("anthropic", 1)).keyId, first.keyId);
+});
+
+Deno.test("revoke() takes a key out of the pool and reports it by id", async () => {
+  const revoked: string[] = [];
+  const pool = await MemoryKeyPool.create({ gemini: { keys: ["a", "b"] } }, {
+    defaultCooldownMs: 1000,
+    onRevoke: (_provider, keyId, status) => revoked.push(`${keyId} ${status}`),
+  });
+  const lease = leaseOf(pool.acquire("gemini", 1));
+  pool.revoke(lease, 401);
+  assert.deepEqual(revoked, [`${lease.keyId} 401`]);
+  assert.equal(pool.healthyKeys("gemini"), 1);
+  const exclude = new Set<string>();
+  for (let i = 0; i < 3; i++) {
+    const next = leaseOf(pool.acquire("gemini", 1, exclude));
+    assert.notEqual(next.keyId, lease.keyId);
+    pool.recordUsage(next, 1);
+  }
+});
+
+Deno.test("acquire() skips excluded keys and reports no key at all as -1", async () => {
+  const pool = await MemoryKeyPool.create({
+    openai: { keys: ["a"] },
+    xai: { keys: [] },
+  }, {
+    defaultCooldownMs: 1000,
+  });
+  const lease = leaseOf(pool.acquire("openai", 1));
+  assert.deepEqual(pool.acquire("openai", 1, new Set([lease.keyId])), {
+    ok: false,
+    retryAfterMs: -1,
+  });
+  assert.deepEqual(pool.acquire("xai", 1), { ok: false, retryAfterMs: -1 });
+});
