@@ -8,7 +8,12 @@
  */
 
 /** The five upstream providers. */
-export type ProviderName = "openai" | "anthropic" | "gemini" | "xai" | "openrouter";
+export type ProviderName =
+  | "openai"
+  | "anthropic"
+  | "gemini"
+  | "xai"
+  | "openrouter";
 
 /** The routes a model can be listed on. */
 export type RouteName = "chat" | "messages" | "responses" | "gemini";
@@ -162,7 +167,11 @@ export type AcquireResult =
 /** A provider's pool of keys, with per-key RPM/TPM limits and cool-downs. */
 export interface KeyPool {
   /** Lends a healthy key with room for `estimatedTokens`, skipping `exclude` key ids. */
-  acquire(provider: ProviderName, estimatedTokens: number, exclude?: ReadonlySet<string>): AcquireResult;
+  acquire(
+    provider: ProviderName,
+    estimatedTokens: number,
+    exclude?: ReadonlySet<string>,
+  ): AcquireResult;
   /** Upstream answered 429: cool the key down for `retryAfterMs` (or the default). */
   rateLimited(lease: KeyLease, retryAfterMs?: number): void;
   /** Upstream answered 401/403: take the key out of the pool. */
