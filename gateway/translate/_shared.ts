@@ -1,0 +1,174 @@
+/**
+ * Helpers the chat translators share: reading chat content, data URLs, tool
+ * call arguments, and building stream chunks.
+ *
+ * @module
+ */
+
+import type { Usage } from "../types.ts";
+import {
+  type ChatCompletionChunk,
+  type ChatFinishReason,
+  type ChatMessage,
+  type ChatRequest,
+  type ChatTextPart,
+  chatUsage,
+  TranslationError,
+} from "./chat_types.ts";
+
+/** The text of a string-or-text-parts content, parts joined without separator. */
+export function textOf(content: string | ChatTextPart[]): string {
+  return typeof content === "string"
+    ? content
+    : content.map((part) => part.text).join("");
+}
+
+/** A decoded `data:` URL: its media type and base64 payload. */
+export interface DataUrl {
+  mediaType: string;
+  base64: string;
+}
+
+/**
+ * Splits a base64 `data:` URL. Returns `null` for any other URL; throws for a
+ * `data:` URL that is not base64, which no upstream accepts.
+ */
+export function parseDataUrl(url: string, param: string): DataUrl | null {
+  if (!url.startsWith("data:")) return null;
+  const match = /^data:([^;,]+)((?:;[^;,]+)*);base64,(.*)$/s.exec(url);
+  if (!match) {
+    throw new TranslationError(
+      `Cannot read data URL "${url.slice(0, 40)}": expected base64`,
+      param,
+    );
+  }
+  return { mediaType: match[1].toLowerCase(), base64: match[3] };
+}
+
+/** Whether a URL can be fetched by the upstream itself. */
+export function isHttpUrl(url: string): boolean {
+  return url.startsWith("https://") || url.startsWith("http://");
+}
+
+/** Parses a tool call's arguments JSON into the object upstreams expect. */
+export function parseArguments(
+  json: string,
+  param: string,
+): Record<string, unknown> {
+  if (json.trim() === "") return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    throw new TranslationError(
+      `Cannot parse tool call arguments "${json.slice(0, 40)}": expected JSON`,
+      param,
+    );
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new TranslationError(
+      `Tool call arguments "${json.slice(0, 40)}" are not a JSON object`,
+      param,
+    );
+  }
+  return value as Record<string, unknown>;
+}
+
+/** Maps every tool call id in the conversation to its function name. */
+export function toolNamesById(messages: ChatMessage[]): Map<string, string> {
+  const names = new Map<string, string>();
+  for (const message of messages) {
+    if (message.role !== "assistant") continue;
+    for (const call of message.tool_calls ?? []) {
+      names.set(call.id, call.function.name);
+    }
+  }
+  return names;
+}
+
+/** The caller's stop sequences as a list, or `undefined` when there are none. */
+export function stopSequences(stop: ChatRequest["stop"]): string[] | undefined {
+  if (stop === undefined || stop === null) return undefined;
+  const list = (typeof stop === "string" ? [stop] : stop).filter((s) =>
+    s.length > 0
+  );
+  return list.length > 0 ? list : undefined;
+}
+
+/** The caller's output token cap (`max_completion_tokens` wins over `max_tokens`). */
+export function maxOutputTokens(chat: ChatRequest): number | undefined {
+  return chat.max_completion_tokens ?? chat.max_tokens ?? undefined;
+}
+
+/** Rejects `n > 1`, which neither translated upstream can stream as choices. */
+export function requireSingleChoice(chat: ChatRequest): void {
+  if ((chat.n ?? 1) > 1) {
+    throw new TranslationError(
+      `Cannot return "${chat.n}" choices for this model: only n=1 is supported`,
+      "n",
+    );
+  }
+}
+
+/** Current Unix time in seconds, as `created`. */
+export function nowSeconds(): number {
+  return Math.floor(Date.now() / 1000);
+}
+
+/** A completion id in the chat convention, keeping the upstream id for cross-reference. */
+export function chatId(upstreamId: string | undefined): string {
+  return `chatcmpl-${upstreamId ?? crypto.randomUUID().replaceAll("-", "")}`;
+}
+
+/** A tool call id for upstreams that do not name their calls. */
+export function newToolCallId(): string {
+  return `call_${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`;
+}
+
+/** Builds the chunks of one stream, all sharing id, `created` and model. */
+export class ChunkBuilder {
+  id: string;
+  readonly created: number = nowSeconds();
+
+  constructor(
+    readonly model: string,
+    readonly includeUsage: boolean,
+    upstreamId?: string,
+  ) {
+    this.id = chatId(upstreamId);
+  }
+
+  /** A chunk with one choice. */
+  delta(
+    delta: ChatCompletionChunk["choices"][number]["delta"],
+    finishReason: ChatFinishReason | null = null,
+  ): ChatCompletionChunk {
+    const chunk: ChatCompletionChunk = {
+      id: this.id,
+      object: "chat.completion.chunk",
+      created: this.created,
+      model: this.model,
+      choices: [{
+        index: 0,
+        delta,
+        finish_reason: finishReason,
+        logprobs: null,
+      }],
+    };
+    // OpenAI marks every chunk `usage: null` once the caller asked for usage.
+    if (this.includeUsage) chunk.usage = null;
+    return chunk;
+  }
+
+  /** The final usage chunk, `choices: []`. */
+  usage(usage: Usage): ChatCompletionChunk {
+    return {
+      id: this.id,
+      object: "chat.completion.chunk",
+      created: this.created,
+      model: this.model,
+      choices: [],
+      usage: chatUsage(usage),
+    };
+  }
+}

@@ -1,0 +1,727 @@
+/**
+ * Translation between the OpenAI Chat Completions convention (the gateway's
+ * `chat` route) and Anthropic's Messages API: request, response, stream,
+ * usage and errors. Pure functions, no I/O.
+ *
+ * @module
+ */
+
+import type { Usage } from "../types.ts";
+import {
+  chatId,
+  ChunkBuilder,
+  isHttpUrl,
+  maxOutputTokens,
+  nowSeconds,
+  parseArguments,
+  parseDataUrl,
+  requireSingleChoice,
+  stopSequences,
+  textOf,
+  toolNamesById,
+} from "./_shared.ts";
+import {
+  type ChatCompletion,
+  chatError,
+  type ChatErrorBody,
+  type ChatErrorType,
+  chatErrorType,
+  type ChatFinishReason,
+  type ChatRequest,
+  type ChatStreamOptions,
+  type ChatStreamPiece,
+  type ChatStreamTranslator,
+  type ChatToolCall,
+  chatUsage,
+  type ChatUserPart,
+  TranslationError,
+  type UpstreamEvent,
+} from "./chat_types.ts";
+
+/** An Anthropic text block. */
+export interface AnthropicTextBlock {
+  /** Block kind. */
+  type: "text";
+  /** The text. */
+  text: string;
+}
+
+/** An Anthropic image or PDF source: inline base64, or a URL Anthropic fetches. */
+export type AnthropicSource =
+  | { type: "base64"; media_type: string; data: string }
+  | { type: "url"; url: string };
+
+/** A content block Anthropic accepts in a request message. */
+export type AnthropicRequestBlock =
+  | AnthropicTextBlock
+  | { type: "image"; source: AnthropicSource }
+  | { type: "document"; source: AnthropicSource }
+  | {
+    type: "tool_use";
+    id: string;
+    name: string;
+    input: Record<string, unknown>;
+  }
+  | {
+    type: "tool_result";
+    tool_use_id: string;
+    content: string | AnthropicTextBlock[];
+  };
+
+/** One turn of an Anthropic conversation. */
+export interface AnthropicMessage {
+  /** Who speaks; turns alternate. */
+  role: "user" | "assistant";
+  /** Text, or blocks. */
+  content: string | AnthropicRequestBlock[];
+}
+
+/** An Anthropic tool definition. */
+export interface AnthropicTool {
+  /** Tool name. */
+  name: string;
+  /** What it does. */
+  description?: string;
+  /** JSON schema of the input object. */
+  input_schema: Record<string, unknown>;
+}
+
+/** Anthropic's `tool_choice`. */
+export type AnthropicToolChoice =
+  | { type: "auto" | "any"; disable_parallel_tool_use?: boolean }
+  | { type: "tool"; name: string; disable_parallel_tool_use?: boolean }
+  | { type: "none" };
+
+/** The body of `POST /v1/messages`. */
+export interface AnthropicRequest {
+  /** Upstream model id. */
+  model: string;
+  /** Output token cap (required by Anthropic). */
+  max_tokens: number;
+  /** The conversation, alternating roles. */
+  messages: AnthropicMessage[];
+  /** System prompt. */
+  system?: string | AnthropicTextBlock[];
+  /** Sampling temperature, 0 to 1. */
+  temperature?: number;
+  /** Nucleus sampling. */
+  top_p?: number;
+  /** Stop sequences. */
+  stop_sequences?: string[];
+  /** Stream the answer. */
+  stream?: boolean;
+  /** Tools the model may call. */
+  tools?: AnthropicTool[];
+  /** How the model may use tools. */
+  tool_choice?: AnthropicToolChoice;
+  /** End-user id. */
+  metadata?: { user_id: string };
+}
+
+/** Anthropic usage, as in a message and in `message_start` / `message_delta` events. */
+export interface AnthropicUsage {
+  /** Uncached input tokens (cache reads and writes excluded). */
+  input_tokens?: number | null;
+  /** Output tokens. */
+  output_tokens?: number | null;
+  /** Input tokens written to the cache. */
+  cache_creation_input_tokens?: number | null;
+  /** Input tokens read from the cache. */
+  cache_read_input_tokens?: number | null;
+}
+
+/** A content block of an Anthropic response. */
+export type AnthropicResponseBlock =
+  | AnthropicTextBlock
+  | { type: "tool_use"; id: string; name: string; input: unknown }
+  | { type: string; [key: string]: unknown };
+
+/** A non-streamed Anthropic response. */
+export interface AnthropicResponse {
+  /** Message id, `msg_…`. */
+  id: string;
+  /** Always `"message"`. */
+  type: "message";
+  /** Always `"assistant"`. */
+  role: "assistant";
+  /** Upstream model id. */
+  model: string;
+  /** Generated blocks. */
+  content: AnthropicResponseBlock[];
+  /** Why generation stopped. */
+  stop_reason: string | null;
+  /** The stop sequence hit, if any. */
+  stop_sequence?: string | null;
+  /** Token usage. */
+  usage: AnthropicUsage;
+}
+
+const imageMediaTypes = new Set([
+  "image/jpeg",
+  "image/png",
+  "image/gif",
+  "image/webp",
+]);
+
+/**
+ * Translates a chat request into an Anthropic Messages request.
+ *
+ * `system` and `developer` messages, wherever they are, become the top-level
+ * `system`; `tool` messages become `tool_result` blocks in a user turn; turns of
+ * the same role are merged, since Anthropic wants them alternating.
+ *
+ * @param chat The validated chat request.
+ * @param upstreamModel The model id Anthropic knows.
+ * @param defaultMaxTokens The cap to send when the caller gave none (Anthropic requires one).
+ * @returns The Messages request body.
+ * @throws {TranslationError} When the request holds something Anthropic cannot take.
+ *
+ * @example Translate a short request
+ * ```ts
+ * import { toAnthropicRequest } from "./chat_anthropic.ts";
+ * const body = toAnthropicRequest(
+ *   { model: "claude-haiku-4-5", messages: [{ role: "system", content: "Be brief" }, { role: "user", content: "Hi" }] },
+ *   "claude-haiku-4-5",
+ *   1024,
+ * );
+ * console.log(body.system); // "Be brief"
+ * ```
+ */
+export function toAnthropicRequest(
+  chat: ChatRequest,
+  upstreamModel: string,
+  defaultMaxTokens: number,
+): AnthropicRequest {
+  requireSingleChoice(chat);
+  const request: AnthropicRequest = {
+    model: upstreamModel,
+    max_tokens: maxOutputTokens(chat) ?? defaultMaxTokens,
+    messages: anthropicMessages(chat),
+  };
+  const system = anthropicSystem(chat);
+  if (system !== undefined) request.system = system;
+  // Anthropic accepts temperature 0 to 1 where OpenAI accepts 0 to 2: clamp
+  // rather than fail a request every OpenAI client may send.
+  if (chat.temperature != null) {
+    request.temperature = Math.min(chat.temperature, 1);
+  }
+  // Recent Claude models reject temperature and top_p together; temperature wins.
+  if (chat.top_p != null && chat.temperature == null) {
+    request.top_p = chat.top_p;
+  }
+  const stop = stopSequences(chat.stop);
+  if (stop) request.stop_sequences = stop;
+  if (chat.stream) request.stream = true;
+  if (chat.user) request.metadata = { user_id: chat.user };
+  if (chat.tools && chat.tools.length > 0) {
+    request.tools = chat.tools.map((tool) => ({
+      name: tool.function.name,
+      ...(tool.function.description
+        ? { description: tool.function.description }
+        : {}),
+      input_schema: tool.function.parameters ??
+        { type: "object", properties: {} },
+    }));
+    const choice = anthropicToolChoice(chat);
+    if (choice) request.tool_choice = choice;
+  }
+  return request;
+}
+
+function anthropicSystem(
+  chat: ChatRequest,
+): string | AnthropicTextBlock[] | undefined {
+  const texts = chat.messages.flatMap((message) =>
+    message.role === "system" || message.role === "developer"
+      ? [textOf(message.content)]
+      : []
+  ).filter((text) => text.length > 0);
+  if (texts.length === 0) return undefined;
+  if (texts.length === 1) return texts[0];
+  return texts.map((text) => ({ type: "text", text }));
+}
+
+function anthropicToolChoice(
+  chat: ChatRequest,
+): AnthropicToolChoice | undefined {
+  const choice = chat.tool_choice;
+  const single = chat.parallel_tool_calls === false
+    ? { disable_parallel_tool_use: true }
+    : {};
+  if (choice === "none") return { type: "none" };
+  if (choice === "required") return { type: "any", ...single };
+  if (typeof choice === "object") {
+    return { type: "tool", name: choice.function.name, ...single };
+  }
+  if (choice === "auto" || chat.parallel_tool_calls === false) {
+    return { type: "auto", ...single };
+  }
+  return undefined;
+}
+
+function anthropicMessages(chat: ChatRequest): AnthropicMessage[] {
+  const toolNames = toolNamesById(chat.messages);
+  const turns: AnthropicMessage[] = [];
+  const append = (
+    role: AnthropicMessage["role"],
+    blocks: AnthropicRequestBlock[],
+  ) => {
+    if (blocks.length === 0) return;
+    const last = turns.at(-1);
+    if (last?.role === role) {
+      last.content = [...asBlocks(last.content), ...blocks];
+    } else {
+      turns.push({ role, content: blocks });
+    }
+  };
+  chat.messages.forEach((message, i) => {
+    const param = `messages[${i}]`;
+    switch (message.role) {
+      case "system":
+      case "developer":
+        return;
+      case "user":
+        return append("user", userBlocks(message.content, param));
+      case "assistant":
+        return append("assistant", assistantBlocks(message, param));
+      case "tool":
+        if (!toolNames.has(message.tool_call_id)) {
+          throw new TranslationError(
+            `Tool message answers unknown tool call "${message.tool_call_id}"`,
+            `${param}.tool_call_id`,
+          );
+        }
+        return append("user", [{
+          type: "tool_result",
+          tool_use_id: message.tool_call_id,
+          content: textOf(message.content),
+        }]);
+    }
+  });
+  // A lone string turn reads best as a string, as Anthropic's own examples send it.
+  return turns.map((turn) => {
+    const blocks = asBlocks(turn.content);
+    return blocks.length === 1 && blocks[0].type === "text"
+      ? { role: turn.role, content: blocks[0].text }
+      : turn;
+  });
+}
+
+function asBlocks(
+  content: string | AnthropicRequestBlock[],
+): AnthropicRequestBlock[] {
+  return typeof content === "string"
+    ? [{ type: "text", text: content }]
+    : content;
+}
+
+function userBlocks(
+  content: string | ChatUserPart[],
+  param: string,
+): AnthropicRequestBlock[] {
+  if (typeof content === "string") {
+    return content ? [{ type: "text", text: content }] : [];
+  }
+  return content.flatMap((part, j): AnthropicRequestBlock[] => {
+    const partParam = `${param}.content[${j}]`;
+    switch (part.type) {
+      case "text":
+        return part.text ? [{ type: "text", text: part.text }] : [];
+      case "image_url":
+        return [{
+          type: "image",
+          source: imageSource(part.image_url.url, partParam),
+        }];
+      case "file":
+        return [{
+          type: "document",
+          source: pdfSource(part.file.file_data, partParam),
+        }];
+      case "input_audio":
+        throw new TranslationError(
+          "Cannot send audio to this model: Anthropic accepts no audio input",
+          partParam,
+        );
+    }
+  });
+}
+
+function imageSource(url: string, param: string): AnthropicSource {
+  const data = parseDataUrl(url, param);
+  if (data) {
+    if (!imageMediaTypes.has(data.mediaType)) {
+      throw new TranslationError(
+        `Cannot send image of type "${data.mediaType}": expected jpeg, png, gif or webp`,
+        param,
+      );
+    }
+    return { type: "base64", media_type: data.mediaType, data: data.base64 };
+  }
+  if (isHttpUrl(url)) return { type: "url", url };
+  throw new TranslationError(
+    `Cannot read image URL "${url.slice(0, 40)}": expected data: or http(s)`,
+    param,
+  );
+}
+
+function pdfSource(
+  fileData: string | undefined,
+  param: string,
+): AnthropicSource {
+  const data = fileData ? parseDataUrl(fileData, param) : null;
+  if (data?.mediaType !== "application/pdf") {
+    throw new TranslationError(
+      "Cannot send this file: only inline PDF file_data is supported",
+      param,
+    );
+  }
+  return { type: "base64", media_type: data.mediaType, data: data.base64 };
+}
+
+function assistantBlocks(
+  message: Extract<ChatRequest["messages"][number], { role: "assistant" }>,
+  param: string,
+): AnthropicRequestBlock[] {
+  const blocks: AnthropicRequestBlock[] = [];
+  const content = message.content;
+  if (typeof content === "string") {
+    if (content) blocks.push({ type: "text", text: content });
+  } else if (content) {
+    for (const part of content) {
+      const text = part.type === "text" ? part.text : part.refusal;
+      if (text) blocks.push({ type: "text", text });
+    }
+  }
+  (message.tool_calls ?? []).forEach((call, k) => {
+    blocks.push({
+      type: "tool_use",
+      id: call.id,
+      name: call.function.name,
+      input: parseArguments(
+        call.function.arguments,
+        `${param}.tool_calls[${k}].function.arguments`,
+      ),
+    });
+  });
+  return blocks;
+}
+
+/**
+ * Maps an Anthropic stop reason to the chat convention.
+ *
+ * @param reason Anthropic's `stop_reason`.
+ * @returns The chat `finish_reason`.
+ */
+export function finishReasonFromAnthropic(
+  reason: string | null | undefined,
+): ChatFinishReason {
+  switch (reason) {
+    case "max_tokens":
+    case "model_context_window_exceeded":
+      return "length";
+    case "tool_use":
+      return "tool_calls";
+    case "refusal":
+      return "content_filter";
+    default:
+      // end_turn, stop_sequence, pause_turn.
+      return "stop";
+  }
+}
+
+/**
+ * Normalises Anthropic usage. Anthropic's `input_tokens` excludes cache reads
+ * and cache writes, so all three are summed; cache writes count at the input
+ * price (Anthropic bills them a little higher), cache reads as cached.
+ *
+ * @param usage Anthropic's `usage`.
+ * @returns The gateway's {@link Usage}.
+ */
+export function usageFromAnthropic(
+  usage: AnthropicUsage | null | undefined,
+): Usage {
+  const cacheRead = usage?.cache_read_input_tokens ?? 0;
+  return {
+    inputTokens: (usage?.input_tokens ?? 0) + cacheRead +
+      (usage?.cache_creation_input_tokens ?? 0),
+    outputTokens: usage?.output_tokens ?? 0,
+    cachedInputTokens: cacheRead,
+  };
+}
+
+/**
+ * Translates a non-streamed Anthropic response into a chat completion.
+ *
+ * @param message The Messages response body.
+ * @param model The model id as the caller sent it.
+ * @returns The chat completion.
+ */
+export function fromAnthropicResponse(
+  message: AnthropicResponse,
+  model: string,
+): ChatCompletion {
+  const texts: string[] = [];
+  const toolCalls: ChatToolCall[] = [];
+  for (const block of message.content) {
+    if (block.type === "text") texts.push((block as AnthropicTextBlock).text);
+    if (block.type === "tool_use") {
+      const use = block as { id: string; name: string; input: unknown };
+      toolCalls.push({
+        id: use.id,
+        type: "function",
+        function: {
+          name: use.name,
+          arguments: JSON.stringify(use.input ?? {}),
+        },
+      });
+    }
+  }
+  return {
+    id: chatId(message.id),
+    object: "chat.completion",
+    created: nowSeconds(),
+    model,
+    choices: [{
+      index: 0,
+      message: {
+        role: "assistant",
+        content: texts.length > 0 ? texts.join("") : null,
+        refusal: null,
+        ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+      },
+      finish_reason: finishReasonFromAnthropic(message.stop_reason),
+      logprobs: null,
+    }],
+    usage: chatUsage(usageFromAnthropic(message.usage)),
+  };
+}
+
+const anthropicErrorTypes = new Map<string, ChatErrorType>([
+  ["invalid_request_error", "invalid_request_error"],
+  ["request_too_large", "invalid_request_error"],
+  ["authentication_error", "authentication_error"],
+  ["permission_error", "permission_error"],
+  ["billing_error", "permission_error"],
+  ["not_found_error", "not_found_error"],
+  ["rate_limit_error", "rate_limit_error"],
+  ["api_error", "server_error"],
+  ["overloaded_error", "server_error"],
+  ["timeout_error", "server_error"],
+]);
+
+/**
+ * Translates an Anthropic error body (`{type:"error", error:{type, message}}`)
+ * into the chat convention, keeping Anthropic's type as `code`.
+ *
+ * @param status The upstream HTTP status (used when the body says nothing).
+ * @param body The parsed upstream body, or anything unreadable.
+ * @returns The chat error body.
+ */
+export function errorFromAnthropic(
+  status: number,
+  body: unknown,
+): ChatErrorBody {
+  const error =
+    (body as { error?: { type?: unknown; message?: unknown } } | null)?.error;
+  const upstreamType = typeof error?.type === "string" ? error.type : undefined;
+  const message = typeof error?.message === "string"
+    ? error.message
+    : `Upstream answered status "${status}"`;
+  return chatError(
+    message,
+    anthropicErrorTypes.get(upstreamType ?? "") ?? chatErrorType(status),
+    upstreamType ?? null,
+  );
+}
+
+interface StreamEvent {
+  type: string;
+  index?: number;
+  message?: { id?: string; usage?: AnthropicUsage };
+  content_block?: { type: string; id?: string; name?: string };
+  delta?: {
+    type?: string;
+    text?: string;
+    partial_json?: string;
+    stop_reason?: string | null;
+  };
+  usage?: AnthropicUsage;
+  error?: { type?: string; message?: string };
+}
+
+/**
+ * Translates one Anthropic Messages stream into chat chunks: the first chunk
+ * carries the role, text deltas become `content`, each `tool_use` block becomes
+ * a tool call whose first fragment holds `index`, `id`, `type` and name and
+ * whose `input_json_delta`s follow as `arguments` fragments, and `message_delta`
+ * gives the finish reason. `event: error` becomes the OpenAI in-stream error.
+ *
+ * @example Feed a recorded stream
+ * ```ts
+ * import { AnthropicChatStream } from "./chat_anthropic.ts";
+ * const stream = new AnthropicChatStream({ model: "claude-haiku-4-5", includeUsage: true });
+ * stream.push({ event: "message_start", data: '{"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":5,"output_tokens":1}}}' });
+ * console.log(stream.usage.inputTokens); // 5
+ * ```
+ */
+export class AnthropicChatStream implements ChatStreamTranslator {
+  #chunks: ChunkBuilder;
+  #usage: AnthropicUsage = {};
+  /** Anthropic content block index → chat tool call index and arguments seen so far. */
+  #toolCalls = new Map<number, { index: number; arguments: string }>();
+  #started = false;
+  #finished = false;
+  #failed = false;
+
+  /**
+   * Creates a translator for one call.
+   *
+   * @param options The caller's model id and whether it asked for a usage chunk.
+   */
+  constructor(options: ChatStreamOptions) {
+    this.#chunks = new ChunkBuilder(options.model, options.includeUsage);
+  }
+
+  /** Tokens Anthropic reported so far. */
+  get usage(): Usage {
+    return usageFromAnthropic(this.#usage);
+  }
+
+  /** Whether an error event has been emitted. */
+  get failed(): boolean {
+    return this.#failed;
+  }
+
+  /**
+   * Translates one upstream event.
+   *
+   * @param event The server-sent event as `eventsource-parser` gives it.
+   * @returns The chat pieces to send, possibly none.
+   */
+  push(event: UpstreamEvent): ChatStreamPiece[] {
+    if (this.#failed) return [];
+    let data: StreamEvent;
+    try {
+      data = JSON.parse(event.data);
+    } catch {
+      return this.#fail(
+        chatError("Upstream sent a malformed stream event", "server_error"),
+      );
+    }
+    switch (data.type ?? event.event) {
+      case "message_start":
+        return this.#start(data);
+      case "content_block_start":
+        return this.#blockStart(data);
+      case "content_block_delta":
+        return this.#blockDelta(data);
+      case "content_block_stop":
+        return this.#blockStop(data);
+      case "message_delta":
+        Object.assign(this.#usage, definedFields(data.usage));
+        this.#finished = true;
+        return [
+          this.#chunks.delta(
+            {},
+            finishReasonFromAnthropic(data.delta?.stop_reason),
+          ),
+        ];
+      case "error":
+        return this.#fail(errorFromAnthropic(500, data));
+      default:
+        // ping, message_stop and event types added after this was written.
+        return [];
+    }
+  }
+
+  /**
+   * Ends the stream.
+   *
+   * @returns The usage chunk when asked for, or an error event if Anthropic stopped early.
+   */
+  finish(): ChatStreamPiece[] {
+    if (this.#failed) return [];
+    if (!this.#finished) {
+      return this.#fail(
+        chatError(
+          "Upstream stream ended before the message was complete",
+          "server_error",
+        ),
+      );
+    }
+    return this.#chunks.includeUsage ? [this.#chunks.usage(this.usage)] : [];
+  }
+
+  #start(data: StreamEvent): ChatStreamPiece[] {
+    if (this.#started) return [];
+    this.#started = true;
+    this.#chunks.id = chatId(data.message?.id);
+    Object.assign(this.#usage, definedFields(data.message?.usage));
+    return [
+      this.#chunks.delta({ role: "assistant", content: "", refusal: null }),
+    ];
+  }
+
+  #blockStart(data: StreamEvent): ChatStreamPiece[] {
+    const block = data.content_block;
+    if (block?.type !== "tool_use" || data.index === undefined) return [];
+    const index = this.#toolCalls.size;
+    this.#toolCalls.set(data.index, { index, arguments: "" });
+    return [this.#chunks.delta({
+      tool_calls: [{
+        index,
+        id: block.id,
+        type: "function",
+        function: { name: block.name, arguments: "" },
+      }],
+    })];
+  }
+
+  #blockDelta(data: StreamEvent): ChatStreamPiece[] {
+    const delta = data.delta;
+    if (delta?.type === "text_delta" && delta.text) {
+      return [this.#chunks.delta({ content: delta.text })];
+    }
+    if (delta?.type === "input_json_delta" && delta.partial_json) {
+      const call = this.#toolCalls.get(data.index ?? -1);
+      if (!call) return [];
+      call.arguments += delta.partial_json;
+      return [
+        this.#chunks.delta({
+          tool_calls: [{
+            index: call.index,
+            function: { arguments: delta.partial_json },
+          }],
+        }),
+      ];
+    }
+    // thinking, signature and citation deltas have no chat counterpart.
+    return [];
+  }
+
+  #blockStop(data: StreamEvent): ChatStreamPiece[] {
+    const call = this.#toolCalls.get(data.index ?? -1);
+    // A tool called without input streams no JSON at all; "{}" keeps the joined arguments valid.
+    if (!call || call.arguments !== "") return [];
+    call.arguments = "{}";
+    return [
+      this.#chunks.delta({
+        tool_calls: [{ index: call.index, function: { arguments: "{}" } }],
+      }),
+    ];
+  }
+
+  #fail(error: ChatErrorBody): ChatStreamPiece[] {
+    this.#failed = true;
+    return [error];
+  }
+}
+
+/** The fields of an Anthropic usage object that are set (message_delta sends nulls). */
+function definedFields(usage: AnthropicUsage | undefined): AnthropicUsage {
+  return Object.fromEntries(
+    Object.entries(usage ?? {}).filter(([, value]) =>
+      typeof value === "number"
+    ),
+  );
+}

@@ -1,0 +1,564 @@
+/**
+ * The OpenAI Chat Completions convention as the gateway's `chat` route speaks
+ * it: the zod schema of the request (reused by route validation), the types of
+ * the response, the stream chunk and the in-stream error, usage conversion,
+ * and the pieces every chat translator shares.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import type { Usage } from "../types.ts";
+
+/** A text part of a message's content. */
+export interface ChatTextPart {
+  /** Part kind. */
+  type: "text";
+  /** The text. */
+  text: string;
+}
+
+/** An image part of a user message: a `data:` URL or an http(s) URL. */
+export interface ChatImagePart {
+  /** Part kind. */
+  type: "image_url";
+  /** The image location. */
+  image_url: { url: string; detail?: string };
+}
+
+/** An audio part of a user message (base64 audio). */
+export interface ChatAudioPart {
+  /** Part kind. */
+  type: "input_audio";
+  /** The audio. */
+  input_audio: { data: string; format: string };
+}
+
+/** A file part of a user message: inline `file_data` (a `data:` URL) or an uploaded `file_id`. */
+export interface ChatFilePart {
+  /** Part kind. */
+  type: "file";
+  /** The file. */
+  file: { file_data?: string; file_id?: string; filename?: string };
+}
+
+/** A refusal part of an assistant message. */
+export interface ChatRefusalPart {
+  /** Part kind. */
+  type: "refusal";
+  /** The refusal text. */
+  refusal: string;
+}
+
+/** Any part a user message can hold. */
+export type ChatUserPart =
+  | ChatTextPart
+  | ChatImagePart
+  | ChatAudioPart
+  | ChatFilePart;
+
+/** A function call the assistant made. */
+export interface ChatToolCall {
+  /** Id the matching `tool` message refers to. */
+  id: string;
+  /** Always `"function"`. */
+  type: "function";
+  /** The function and its arguments, a JSON string. */
+  function: { name: string; arguments: string };
+  /**
+   * Provider data carried with the call, as Gemini's own OpenAI-compatible
+   * endpoint does: `{google: {thought_signature}}`.
+   */
+  extra_content?: { google?: { thought_signature?: string } };
+}
+
+/** A `system` or `developer` message. */
+export interface ChatSystemMessage {
+  /** Who speaks. */
+  role: "system" | "developer";
+  /** The instructions. */
+  content: string | ChatTextPart[];
+  /** Optional participant name. */
+  name?: string;
+}
+
+/** A `user` message. */
+export interface ChatUserMessage {
+  /** Who speaks. */
+  role: "user";
+  /** Text, or parts. */
+  content: string | ChatUserPart[];
+  /** Optional participant name. */
+  name?: string;
+}
+
+/** An `assistant` message: text, tool calls, or both. */
+export interface ChatAssistantMessage {
+  /** Who speaks. */
+  role: "assistant";
+  /** Text, or parts; `null` when the message is only tool calls. */
+  content?: string | (ChatTextPart | ChatRefusalPart)[] | null;
+  /** Function calls the assistant made. */
+  tool_calls?: ChatToolCall[];
+  /** Refusal text, if the model refused. */
+  refusal?: string | null;
+  /** Optional participant name. */
+  name?: string;
+}
+
+/** A `tool` message: the result of one tool call. */
+export interface ChatToolMessage {
+  /** Who speaks. */
+  role: "tool";
+  /** The result. */
+  content: string | ChatTextPart[];
+  /** The `id` of the tool call this answers. */
+  tool_call_id: string;
+}
+
+/** Any chat message. */
+export type ChatMessage =
+  | ChatSystemMessage
+  | ChatUserMessage
+  | ChatAssistantMessage
+  | ChatToolMessage;
+
+/** A function tool the model may call. */
+export interface ChatTool {
+  /** Always `"function"`. */
+  type: "function";
+  /** The function. */
+  function: {
+    name: string;
+    description?: string;
+    /** JSON schema of the arguments object. */
+    parameters?: Record<string, unknown>;
+    strict?: boolean | null;
+  };
+}
+
+/** How the model may use tools. */
+export type ChatToolChoice =
+  | "auto"
+  | "none"
+  | "required"
+  | { type: "function"; function: { name: string } };
+
+/** The body of `POST /chat/completions`. Unknown fields are kept for native passthrough. */
+export interface ChatRequest {
+  /** Model id. */
+  model: string;
+  /** The conversation. */
+  messages: ChatMessage[];
+  /** Stream the answer as server-sent events. */
+  stream?: boolean | null;
+  /** Stream options; `include_usage` adds a final usage chunk. */
+  stream_options?: { include_usage?: boolean | null } | null;
+  /** Legacy output token cap. */
+  max_tokens?: number | null;
+  /** Output token cap; wins over `max_tokens`. */
+  max_completion_tokens?: number | null;
+  /** Sampling temperature, 0 to 2. */
+  temperature?: number | null;
+  /** Nucleus sampling. */
+  top_p?: number | null;
+  /** Stop sequences. */
+  stop?: string | string[] | null;
+  /** Number of choices. */
+  n?: number | null;
+  /** Tools the model may call. */
+  tools?: ChatTool[];
+  /** How the model may use tools. */
+  tool_choice?: ChatToolChoice;
+  /** Whether the model may call several tools in one turn. */
+  parallel_tool_calls?: boolean | null;
+  /** Output format. */
+  response_format?:
+    | { type: "text" }
+    | { type: "json_object" }
+    | {
+      type: "json_schema";
+      json_schema: { name: string; schema?: Record<string, unknown> };
+    };
+  /** Seed for deterministic sampling. */
+  seed?: number | null;
+  /** Presence penalty. */
+  presence_penalty?: number | null;
+  /** Frequency penalty. */
+  frequency_penalty?: number | null;
+  /** End-user id. */
+  user?: string;
+}
+
+const textPart = z.looseObject({ type: z.literal("text"), text: z.string() });
+const imagePart = z.looseObject({
+  type: z.literal("image_url"),
+  image_url: z.looseObject({ url: z.string(), detail: z.string().optional() }),
+});
+const audioPart = z.looseObject({
+  type: z.literal("input_audio"),
+  input_audio: z.looseObject({ data: z.string(), format: z.string() }),
+});
+const filePart = z.looseObject({
+  type: z.literal("file"),
+  file: z.looseObject({
+    file_data: z.string().optional(),
+    file_id: z.string().optional(),
+    filename: z.string().optional(),
+  }),
+});
+const refusalPart = z.looseObject({
+  type: z.literal("refusal"),
+  refusal: z.string(),
+});
+const textContent = z.union([z.string(), z.array(textPart)]);
+
+const toolCall = z.looseObject({
+  id: z.string(),
+  type: z.literal("function"),
+  function: z.looseObject({ name: z.string(), arguments: z.string() }),
+  extra_content: z.looseObject({
+    google: z.looseObject({ thought_signature: z.string().optional() })
+      .optional(),
+  }).optional(),
+});
+
+const message = z.discriminatedUnion("role", [
+  z.looseObject({
+    role: z.enum(["system", "developer"]),
+    content: textContent,
+    name: z.string().optional(),
+  }),
+  z.looseObject({
+    role: z.literal("user"),
+    content: z.union([
+      z.string(),
+      z.array(
+        z.discriminatedUnion("type", [
+          textPart,
+          imagePart,
+          audioPart,
+          filePart,
+        ]),
+      ),
+    ]),
+    name: z.string().optional(),
+  }),
+  z.looseObject({
+    role: z.literal("assistant"),
+    content: z.union([
+      z.string(),
+      z.array(z.discriminatedUnion("type", [textPart, refusalPart])),
+    ])
+      .nullish(),
+    tool_calls: z.array(toolCall).optional(),
+    refusal: z.string().nullish(),
+    name: z.string().optional(),
+  }),
+  z.looseObject({
+    role: z.literal("tool"),
+    content: textContent,
+    tool_call_id: z.string(),
+  }),
+]);
+
+const nullableNumber = z.number().nullish();
+
+/**
+ * Validates a chat completions request body. Unknown top-level and message
+ * fields are kept, so a native passthrough forwards them untouched.
+ *
+ * @example Validate a body
+ * ```ts
+ * import { chatRequestSchema } from "./chat_types.ts";
+ * const parsed = chatRequestSchema.safeParse({ model: "gpt-4o", messages: [{ role: "user", content: "Hi" }] });
+ * console.log(parsed.success); // true
+ * ```
+ */
+export const chatRequestSchema: z.ZodType<ChatRequest> = z.looseObject({
+  model: z.string().min(1),
+  messages: z.array(message).min(1),
+  stream: z.boolean().nullish(),
+  stream_options: z.looseObject({ include_usage: z.boolean().nullish() })
+    .nullish(),
+  max_tokens: z.number().int().positive().nullish(),
+  max_completion_tokens: z.number().int().positive().nullish(),
+  temperature: nullableNumber,
+  top_p: nullableNumber,
+  stop: z.union([z.string(), z.array(z.string())]).nullish(),
+  n: z.number().int().positive().nullish(),
+  tools: z.array(z.looseObject({
+    type: z.literal("function"),
+    function: z.looseObject({
+      name: z.string(),
+      description: z.string().optional(),
+      parameters: z.record(z.string(), z.unknown()).optional(),
+      strict: z.boolean().nullish(),
+    }),
+  })).optional(),
+  tool_choice: z.union([
+    z.enum(["auto", "none", "required"]),
+    z.looseObject({
+      type: z.literal("function"),
+      function: z.looseObject({ name: z.string() }),
+    }),
+  ]).optional(),
+  parallel_tool_calls: z.boolean().nullish(),
+  response_format: z.discriminatedUnion("type", [
+    z.looseObject({ type: z.literal("text") }),
+    z.looseObject({ type: z.literal("json_object") }),
+    z.looseObject({
+      type: z.literal("json_schema"),
+      json_schema: z.looseObject({
+        name: z.string(),
+        schema: z.record(z.string(), z.unknown()).optional(),
+      }),
+    }),
+  ]).optional(),
+  seed: nullableNumber,
+  presence_penalty: nullableNumber,
+  frequency_penalty: nullableNumber,
+  user: z.string().optional(),
+});
+
+/** Why the model stopped, in the chat convention. */
+export type ChatFinishReason =
+  | "stop"
+  | "length"
+  | "tool_calls"
+  | "content_filter";
+
+/** Token usage in the chat convention. */
+export interface ChatUsage {
+  /** Prompt tokens, cached ones included. */
+  prompt_tokens: number;
+  /** Completion tokens. */
+  completion_tokens: number;
+  /** Sum of both. */
+  total_tokens: number;
+  /** Breakdown of the prompt tokens. */
+  prompt_tokens_details?: { cached_tokens?: number } | null;
+}
+
+/** A non-streamed chat completion. */
+export interface ChatCompletion {
+  /** Completion id. */
+  id: string;
+  /** Always `"chat.completion"`. */
+  object: "chat.completion";
+  /** Unix seconds. */
+  created: number;
+  /** Model id as the caller sent it. */
+  model: string;
+  /** One choice per candidate answer. */
+  choices: {
+    index: number;
+    message: {
+      role: "assistant";
+      content: string | null;
+      refusal: string | null;
+      tool_calls?: ChatToolCall[];
+    };
+    finish_reason: ChatFinishReason;
+    logprobs: null;
+  }[];
+  /** Token usage. */
+  usage: ChatUsage;
+}
+
+/** A tool call fragment in a stream chunk; `id`, `type` and `name` come only in the first. */
+export interface ChatToolCallDelta {
+  /** Position of the call in the message's `tool_calls`. */
+  index: number;
+  /** Call id (first fragment only). */
+  id?: string;
+  /** Always `"function"` (first fragment only). */
+  type?: "function";
+  /** Name (first fragment) and a piece of the arguments JSON. */
+  function: { name?: string; arguments: string };
+  /** Provider data, as on {@link ChatToolCall} (first fragment only). */
+  extra_content?: { google?: { thought_signature?: string } };
+}
+
+/** One `chat.completion.chunk` of a stream. */
+export interface ChatCompletionChunk {
+  /** Completion id, the same in every chunk. */
+  id: string;
+  /** Always `"chat.completion.chunk"`. */
+  object: "chat.completion.chunk";
+  /** Unix seconds, the same in every chunk. */
+  created: number;
+  /** Model id as the caller sent it. */
+  model: string;
+  /** The delta; empty in the final usage chunk. */
+  choices: {
+    index: number;
+    delta: {
+      role?: "assistant";
+      content?: string | null;
+      refusal?: string | null;
+      tool_calls?: ChatToolCallDelta[];
+    };
+    finish_reason: ChatFinishReason | null;
+    logprobs: null;
+  }[];
+  /** `null` in every chunk but the last when the caller asked for usage. */
+  usage?: ChatUsage | null;
+}
+
+/** Error categories of the OpenAI convention. */
+export type ChatErrorType =
+  | "invalid_request_error"
+  | "authentication_error"
+  | "permission_error"
+  | "not_found_error"
+  | "rate_limit_error"
+  | "server_error";
+
+/**
+ * An error body in the OpenAI convention: the body of an error response, and
+ * also the `data:` of an in-stream error event.
+ */
+export interface ChatErrorBody {
+  /** The error. */
+  error: {
+    message: string;
+    type: ChatErrorType;
+    param: string | null;
+    code: string | null;
+  };
+}
+
+/** What a stream translator emits: chunks and, at most once and last, an error event. */
+export type ChatStreamPiece = ChatCompletionChunk | ChatErrorBody;
+
+/** One upstream server-sent event, as `eventsource-parser` yields it. */
+export interface UpstreamEvent {
+  /** The `event:` field, when the upstream names its events. */
+  event?: string;
+  /** The `data:` field. */
+  data: string;
+}
+
+/**
+ * Translates one upstream stream into chat chunks. Create one per call, feed
+ * every upstream event to `push()`, then call `finish()` once when the upstream
+ * body ends. Each piece is written as `data: ${JSON.stringify(piece)}`; after
+ * `finish()` the caller writes `data: [DONE]` unless the last piece was an error.
+ */
+export interface ChatStreamTranslator {
+  /** Translates one upstream event into zero or more pieces. */
+  push(event: UpstreamEvent): ChatStreamPiece[];
+  /**
+   * Ends the stream: the usage chunk (`choices: []`) when the caller asked for
+   * `stream_options.include_usage`, as OpenAI does, or an error event when the
+   * upstream stopped before its end.
+   */
+  finish(): ChatStreamPiece[];
+  /** Tokens the upstream reported so far; bill this even if the client left. */
+  readonly usage: Usage;
+  /** Whether an error event has been emitted. */
+  readonly failed: boolean;
+}
+
+/** Options every stream translator takes. */
+export interface ChatStreamOptions {
+  /** Model id as the caller sent it. */
+  model: string;
+  /** Emit the final usage chunk (the caller's `stream_options.include_usage`). */
+  includeUsage: boolean;
+}
+
+/**
+ * A chat request that cannot be expressed in the upstream convention (an audio
+ * part for Anthropic, a tool result with no matching call). The gateway
+ * answers 400 `invalid_request_error` with `param`.
+ */
+export class TranslationError extends Error {
+  /** Where in the request the problem is, as OpenAI's `param`: `messages[2].content[1]`. */
+  readonly param: string;
+
+  /**
+   * Creates the error.
+   *
+   * @param message What cannot be translated.
+   * @param param Where in the request it is.
+   */
+  constructor(message: string, param: string) {
+    super(message);
+    this.name = "TranslationError";
+    this.param = param;
+  }
+}
+
+/**
+ * Normalises chat-convention usage (OpenAI, xAI, OpenRouter passthrough).
+ *
+ * @param usage The `usage` object of a completion or final chunk.
+ * @returns The gateway's {@link Usage}.
+ */
+export function usageFromChat(usage: ChatUsage | null | undefined): Usage {
+  return {
+    inputTokens: usage?.prompt_tokens ?? 0,
+    outputTokens: usage?.completion_tokens ?? 0,
+    cachedInputTokens: usage?.prompt_tokens_details?.cached_tokens ?? 0,
+  };
+}
+
+/**
+ * Expresses gateway usage in the chat convention.
+ *
+ * @param usage Normalised usage.
+ * @returns The chat `usage` object, cached tokens in `prompt_tokens_details`.
+ */
+export function chatUsage(usage: Usage): ChatUsage {
+  return {
+    prompt_tokens: usage.inputTokens,
+    completion_tokens: usage.outputTokens,
+    total_tokens: usage.inputTokens + usage.outputTokens,
+    prompt_tokens_details: { cached_tokens: usage.cachedInputTokens },
+  };
+}
+
+/**
+ * The OpenAI error type for an HTTP status.
+ *
+ * @param status Upstream HTTP status.
+ * @returns The matching error type; 5xx and unknown statuses are `server_error`.
+ */
+export function chatErrorType(status: number): ChatErrorType {
+  if (status === 401) return "authentication_error";
+  if (status === 403) return "permission_error";
+  if (status === 404) return "not_found_error";
+  if (status === 429) return "rate_limit_error";
+  if (status >= 400 && status < 500) return "invalid_request_error";
+  return "server_error";
+}
+
+/**
+ * Builds an OpenAI-convention error body.
+ *
+ * @param message Human-readable message.
+ * @param type Error category.
+ * @param code Machine code, if any.
+ * @returns The body, usable as a response or as an in-stream error event.
+ */
+export function chatError(
+  message: string,
+  type: ChatErrorType,
+  code: string | null = null,
+): ChatErrorBody {
+  return { error: { message, type, param: null, code } };
+}
+
+/**
+ * Tells an in-stream error event from a chunk.
+ *
+ * @param piece A piece a stream translator emitted.
+ * @returns Whether it is the error event.
+ */
+export function isChatStreamError(
+  piece: ChatStreamPiece,
+): piece is ChatErrorBody {
+  return "error" in piece;
+}
