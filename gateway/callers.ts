@@ -1,0 +1,268 @@
+/**
+ * Caller keys: creating, listing, showing and revoking them, and
+ * authenticating a presented key. A key is 32 random bytes, shown once at
+ * creation (`mk-` then 52 base32 characters) and stored only as its SHA-256
+ * hash.
+ *
+ * @example Create a caller and authenticate its key
+ * ```ts
+ * import { createCaller, createCallerAuthenticator } from "./callers.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const created = await createCaller(kv, { name: "alice", creditsMicros: 10_000_000 });
+ * const auth = createCallerAuthenticator(kv);
+ * const caller = await auth.authenticate(created.key); // { id, name: "alice" }
+ * kv.close();
+ * ```
+ *
+ * @module
+ */
+
+import { randomId } from "./_ids.ts";
+import { addOpeningBalanceWrites, balance } from "./credits.ts";
+import {
+  balanceKey,
+  callerByHashKey,
+  callerKey,
+  callersPrefix,
+} from "./kv_keys.ts";
+import type { Caller, CallerAuthenticator } from "./types.ts";
+
+/** Every caller key starts with this. */
+export const CALLER_KEY_PREFIX = "mk-";
+
+/** Random bytes in a caller key. */
+const KEY_BYTES = 32;
+
+/** A caller as stored in KV (no secret, only its hash). */
+export interface CallerRecord {
+  /** Public id, `ck_…`. */
+  id: string;
+  /** Human name. */
+  name: string;
+  /** Lowercase hex SHA-256 of the key. */
+  keyHash: string;
+  /** Epoch ms of creation. */
+  createdAt: number;
+}
+
+/** A caller as shown to an admin: no secret, no hash. */
+export interface CallerInfo {
+  /** Public id. */
+  id: string;
+  /** Human name. */
+  name: string;
+  /** Spendable balance, micro-USD. */
+  balanceMicros: number;
+  /** Epoch ms of creation. */
+  createdAt: number;
+}
+
+/** A newly created caller, with its key: the only time the key is seen. */
+export interface NewCaller extends CallerInfo {
+  /** The secret key, `mk-…`. Not stored; show it once. */
+  key: string;
+}
+
+/**
+ * The lowercase hex SHA-256 of a caller key, as stored.
+ *
+ * @param key The secret key.
+ * @returns 64 hex characters.
+ */
+export async function hashCallerKey(key: string): Promise<string> {
+  const digest = await crypto.subtle.digest(
+    "SHA-256",
+    new TextEncoder().encode(key),
+  );
+  return Array.from(
+    new Uint8Array(digest),
+    (byte) => byte.toString(16).padStart(2, "0"),
+  ).join("");
+}
+
+/**
+ * Creates a caller with a fresh random key and opening credits, in one commit
+ * (caller, hash index, balance and its ledger entry).
+ *
+ * @param kv The gateway's KV.
+ * @param options `name` (1 to 200 characters) and `creditsMicros`, opening credits in micro-USD.
+ * @returns The caller with its key; the key cannot be recovered later.
+ * @throws {RangeError} When the name is empty or too long, or the credits are not a non-negative integer.
+ */
+export async function createCaller(
+  kv: Deno.Kv,
+  options: { name: string; creditsMicros: number; now?: number },
+): Promise<NewCaller> {
+  const name = options.name.trim();
+  if (name.length === 0 || name.length > 200) {
+    throw new RangeError(
+      `Invalid caller name "${options.name}": expected 1 to 200 characters`,
+    );
+  }
+  const key = randomId(CALLER_KEY_PREFIX, KEY_BYTES);
+  const record: CallerRecord = {
+    id: randomId("ck_", 10),
+    name,
+    keyHash: await hashCallerKey(key),
+    createdAt: options.now ?? Date.now(),
+  };
+  const caller: Caller = { id: record.id, name };
+  const op = kv.atomic()
+    .check({ key: callerKey(record.id), versionstamp: null })
+    .check({ key: callerByHashKey(record.keyHash), versionstamp: null })
+    .set(callerKey(record.id), record)
+    .set(callerByHashKey(record.keyHash), caller);
+  addOpeningBalanceWrites(
+    op,
+    record.id,
+    options.creditsMicros,
+    record.createdAt,
+  );
+  const committed = await op.commit();
+  // 80 random bits of id and 256 of key: a collision means something is broken.
+  if (!committed.ok) {
+    throw new Error(
+      `Could not create caller "${name}": id or key already taken`,
+    );
+  }
+  return {
+    id: record.id,
+    key,
+    name,
+    balanceMicros: options.creditsMicros,
+    createdAt: record.createdAt,
+  };
+}
+
+/**
+ * Shows one caller, without secret or hash.
+ *
+ * @param kv The gateway's KV.
+ * @param callerId The caller's id.
+ * @returns The caller, or `null` when unknown or revoked.
+ */
+export async function getCaller(
+  kv: Deno.Kv,
+  callerId: string,
+): Promise<CallerInfo | null> {
+  const [record, current] = await kv.getMany<[CallerRecord, number]>([
+    callerKey(callerId),
+    balanceKey(callerId),
+  ]);
+  if (record.value === null) return null;
+  return toInfo(record.value, current.value ?? 0);
+}
+
+/**
+ * Lists every caller, oldest first, without secrets or hashes.
+ *
+ * @param kv The gateway's KV.
+ * @returns The callers.
+ */
+export async function listCallers(kv: Deno.Kv): Promise<CallerInfo[]> {
+  const callers: CallerInfo[] = [];
+  for await (
+    const entry of kv.list<CallerRecord>({ prefix: callersPrefix() })
+  ) {
+    callers.push(toInfo(entry.value, await balance(kv, entry.value.id)));
+  }
+  return callers.sort((a, b) =>
+    a.createdAt - b.createdAt || a.id.localeCompare(b.id)
+  );
+}
+
+/**
+ * Revokes a caller: its key stops authenticating (within the authenticator's
+ * cache lifetime, at most one second). Its balance and ledger stay, for the
+ * record and for reservations still settling.
+ *
+ * @param kv The gateway's KV.
+ * @param callerId The caller's id.
+ * @returns `true` when revoked, `false` when the caller was unknown.
+ */
+export async function revokeCaller(
+  kv: Deno.Kv,
+  callerId: string,
+): Promise<boolean> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const record = await kv.get<CallerRecord>(callerKey(callerId));
+    if (record.value === null) return false;
+    const committed = await kv.atomic()
+      .check(record)
+      .delete(callerKey(callerId))
+      .delete(callerByHashKey(record.value.keyHash))
+      .commit();
+    if (committed.ok) return true;
+  }
+  throw new Error(`Could not revoke caller "${callerId}": it kept changing`);
+}
+
+function toInfo(record: CallerRecord, balanceMicros: number): CallerInfo {
+  return {
+    id: record.id,
+    name: record.name,
+    balanceMicros,
+    createdAt: record.createdAt,
+  };
+}
+
+/** Options of {@linkcode createCallerAuthenticator}. */
+export interface CallerAuthenticatorOptions {
+  /** How long a lookup (found or not) is reused, ms; at most and by default 1000. */
+  cacheTtlMs?: number;
+  /** The most lookups kept; the oldest go first. Default 10 000. */
+  maxCacheEntries?: number;
+  /** Clock, epoch ms; tests replace it. */
+  now?: () => number;
+}
+
+/**
+ * Creates the {@linkcode CallerAuthenticator} the gateway checks every request
+ * with. A lookup, found or not, is cached for at most one second, so a revoked
+ * key stops working within a second in every process sharing the KV, and a
+ * flood of bad keys costs one KV read per key per second.
+ *
+ * The lookup is by the key's SHA-256 hash; no secret is ever compared, and
+ * how long the lookup takes can reveal at most something about a hash, which
+ * gives nothing towards a key.
+ *
+ * @param kv The gateway's KV.
+ * @param options Cache lifetime and size, clock.
+ * @returns The authenticator.
+ * @throws {RangeError} When `cacheTtlMs` is above 1000 or negative.
+ */
+export function createCallerAuthenticator(
+  kv: Deno.Kv,
+  options: CallerAuthenticatorOptions = {},
+): CallerAuthenticator {
+  const ttl = options.cacheTtlMs ?? 1000;
+  if (!(ttl >= 0 && ttl <= 1000)) {
+    throw new RangeError(`Invalid cacheTtlMs "${ttl}": expected 0 to 1000`);
+  }
+  const maxEntries = Math.max(1, options.maxCacheEntries ?? 10_000);
+  const now = options.now ?? Date.now;
+  const cache = new Map<string, { caller: Caller | null; expiresAt: number }>();
+
+  return {
+    async authenticate(secret: string): Promise<Caller | null> {
+      if (!secret.startsWith(CALLER_KEY_PREFIX) || secret.length > 256) {
+        return null;
+      }
+      const hash = await hashCallerKey(secret);
+      const cached = cache.get(hash);
+      if (cached !== undefined && cached.expiresAt > now()) {
+        return cached.caller;
+      }
+      const found = await kv.get<Caller>(callerByHashKey(hash));
+      // Map order is insertion order: re-inserting keeps the oldest first.
+      cache.delete(hash);
+      for (const oldest of cache.keys()) {
+        if (cache.size < maxEntries) break;
+        cache.delete(oldest);
+      }
+      cache.set(hash, { caller: found.value, expiresAt: now() + ttl });
+      return found.value;
+    },
+  };
+}

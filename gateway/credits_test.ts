@@ -1,0 +1,400 @@
+import assert from "node:assert/strict";
+import { createCaller } from "./callers.ts";
+import {
+  balance,
+  costMicros,
+  createBilling,
+  creditsResponse,
+  listLedger,
+  maxCostMicros,
+  microsToUsd,
+  type ReservationRecord,
+  sweepExpiredReservations,
+  topUp,
+  usdToMicros,
+} from "./credits.ts";
+import { reservationKey } from "./kv_keys.ts";
+import { listTraces } from "./tracing.ts";
+import type { Reservation, Settlement, TraceRecord } from "./types.ts";
+
+function traceFor(callerId: string, requestId: string): TraceRecord {
+  return {
+    requestId,
+    traceId: `trace-${requestId}`,
+    callerId,
+    model: "gpt-4o",
+    route: "chat",
+    provider: "openai",
+    status: 200,
+    stream: false,
+    inputTokens: 10,
+    outputTokens: 20,
+    cachedTokens: 0,
+    costMicros: 0,
+    latencyMs: 5,
+    time: Date.now(),
+  };
+}
+
+function settlementFor(
+  reservation: Reservation,
+  cost: number,
+  requestId: string,
+): Settlement {
+  return {
+    reservation,
+    costMicros: cost,
+    usage: { inputTokens: 10, outputTokens: 20, cachedInputTokens: 0 },
+    trace: traceFor(reservation.callerId, requestId),
+  };
+}
+
+async function ledgerSum(kv: Deno.Kv, callerId: string): Promise<number> {
+  const entries = await listLedger(kv, callerId);
+  return entries.reduce((sum, entry) => sum + entry.amountMicros, 0);
+}
+
+async function withKv(fn: (kv: Deno.Kv) => Promise<void>): Promise<void> {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    await fn(kv);
+  } finally {
+    kv.close();
+  }
+}
+
+Deno.test("usdToMicros() and microsToUsd() convert between USD and integer micro-USD", () => {
+  assert.equal(usdToMicros(10), 10_000_000);
+  assert.equal(usdToMicros(0.1), 100_000);
+  assert.equal(usdToMicros(-2.5), -2_500_000);
+  assert.equal(usdToMicros(0.0000004), 0);
+  assert.equal(microsToUsd(1_500_000), 1.5);
+  assert.throws(() => usdToMicros(Number.NaN), RangeError);
+  assert.throws(() => usdToMicros(Infinity), RangeError);
+});
+
+Deno.test("costMicros() rounds the whole call up to the next micro-USD, once", () => {
+  // 3 tokens at 0.1 USD/M are 0.3 micro-USD: one micro-USD, not one per token.
+  assert.equal(
+    costMicros({ inputTokens: 3, outputTokens: 0, cachedInputTokens: 0 }, {
+      input: 0.1,
+      output: 0,
+    }),
+    1,
+  );
+  // 1.1 * 10 is 11.000000000000002 in floating point; the cost stays exactly 11.
+  assert.equal(
+    costMicros({ inputTokens: 10, outputTokens: 0, cachedInputTokens: 0 }, {
+      input: 1.1,
+      output: 0,
+    }),
+    11,
+  );
+  assert.equal(
+    costMicros({ inputTokens: 1, outputTokens: 1, cachedInputTokens: 0 }, {
+      input: 0.15,
+      output: 0.6,
+    }),
+    1,
+  );
+  assert.equal(
+    costMicros({ inputTokens: 0, outputTokens: 0, cachedInputTokens: 0 }, {
+      input: 3,
+      output: 15,
+    }),
+    0,
+  );
+  assert.equal(
+    costMicros({
+      inputTokens: 1_000_000,
+      outputTokens: 1_000_000,
+      cachedInputTokens: 0,
+    }, { input: 3, output: 15 }),
+    18_000_000,
+  );
+});
+
+Deno.test("costMicros() bills cached tokens at the cached price, else at the input price", () => {
+  const usage = {
+    inputTokens: 1000,
+    outputTokens: 100,
+    cachedInputTokens: 800,
+  };
+  assert.equal(
+    costMicros(usage, { input: 3, output: 15, cachedInput: 0.3 }),
+    200 * 3 + 800 * 0.3 + 100 * 15,
+  );
+  assert.equal(
+    costMicros(usage, { input: 3, output: 15 }),
+    1000 * 3 + 100 * 15,
+  );
+  assert.throws(
+    () =>
+      costMicros({ inputTokens: 1, outputTokens: 0, cachedInputTokens: 2 }, {
+        input: 1,
+        output: 1,
+      }),
+    RangeError,
+  );
+  assert.throws(
+    () =>
+      costMicros({ inputTokens: -1, outputTokens: 0, cachedInputTokens: 0 }, {
+        input: 1,
+        output: 1,
+      }),
+    RangeError,
+  );
+});
+
+Deno.test("maxCostMicros() prices the input estimate and every possible output token", () => {
+  assert.equal(
+    maxCostMicros({ input: 2.5, output: 10, cachedInput: 1.25 }, 400, 1000),
+    400 * 2.5 + 1000 * 10,
+  );
+  assert.equal(maxCostMicros({ input: 0.1, output: 0.1 }, 1.2, 0), 1);
+});
+
+Deno.test("reserve() lets exactly the reservations that fit succeed among 100 concurrent ones", async () => {
+  await withKv(async (kv) => {
+    const caller = await createCaller(kv, {
+      name: "busy",
+      creditsMicros: 10_500,
+    });
+    const billing = createBilling(kv);
+    const results = await Promise.all(
+      Array.from({ length: 100 }, () => billing.reserve(caller.id, 1_000)),
+    );
+    assert.equal(results.filter((result) => result.ok).length, 10);
+    assert.equal(await balance(kv, caller.id), 500);
+    const refused = results.filter((result) => !result.ok);
+    assert.ok(refused.every((result) => result.balanceMicros === 500));
+  });
+});
+
+Deno.test("reserve() never lets two billing instances on one KV spend past the balance", async () => {
+  await withKv(async (kv) => {
+    const caller = await createCaller(kv, {
+      name: "shared",
+      creditsMicros: 10_000,
+    });
+    const first = createBilling(kv);
+    const second = createBilling(kv);
+    const results = await Promise.all(
+      Array.from(
+        { length: 60 },
+        (_, i) => (i % 2 === 0 ? first : second).reserve(caller.id, 1_000),
+      ),
+    );
+    assert.equal(results.filter((result) => result.ok).length, 10);
+    assert.equal(await balance(kv, caller.id), 0);
+  });
+});
+
+Deno.test("reserve() refuses an unknown caller without writing anything", async () => {
+  await withKv(async (kv) => {
+    const result = await createBilling(kv).reserve("ck_missing", 1);
+    assert.deepEqual(result, { ok: false, balanceMicros: 0 });
+    assert.equal((await Array.fromAsync(kv.list({ prefix: [] }))).length, 0);
+  });
+});
+
+Deno.test("settle() returns the unspent part of the reservation and records the charge and trace", async () => {
+  await withKv(async (kv) => {
+    const caller = await createCaller(kv, {
+      name: "alice",
+      creditsMicros: 100_000,
+    });
+    const billing = createBilling(kv);
+    const held = await billing.reserve(caller.id, 5_000);
+    assert.ok(held.ok);
+    assert.equal(held.balanceMicros, 95_000);
+    const settled = await billing.settle(
+      settlementFor(held.reservation, 1_234, "req_1"),
+    );
+    assert.deepEqual(settled, { balanceMicros: 98_766 });
+    assert.equal(await billing.balance(caller.id), 98_766);
+
+    const [charge, opening] = await listLedger(kv, caller.id);
+    assert.equal(opening.kind, "topup");
+    assert.equal(charge.kind, "charge");
+    assert.equal(charge.amountMicros, -1_234);
+    assert.equal(charge.requestId, "req_1");
+    assert.equal(charge.model, "gpt-4o");
+    assert.equal(charge.provider, "openai");
+    assert.equal(charge.outputTokens, 20);
+
+    const [trace] = await listTraces(kv, caller.id);
+    assert.equal(trace.requestId, "req_1");
+    assert.equal(trace.costMicros, 1_234);
+    assert.deepEqual(await creditsResponse(billing, caller), {
+      balance: 0.098766,
+      currency: "USD",
+    });
+  });
+});
+
+Deno.test("settle() refuses to close a reservation twice", async () => {
+  await withKv(async (kv) => {
+    const caller = await createCaller(kv, {
+      name: "twice",
+      creditsMicros: 10_000,
+    });
+    const billing = createBilling(kv);
+    const held = await billing.reserve(caller.id, 5_000);
+    assert.ok(held.ok);
+    await billing.settle(settlementFor(held.reservation, 1_000, "req_1"));
+    await assert.rejects(
+      billing.settle(settlementFor(held.reservation, 1_000, "req_1")),
+      /already settled/,
+    );
+    await assert.rejects(
+      billing.settle(
+        settlementFor(
+          { id: "rs_nope", callerId: caller.id, amountMicros: 1 },
+          0,
+          "req_2",
+        ),
+      ),
+      /unknown/,
+    );
+    assert.equal(await balance(kv, caller.id), 9_000);
+  });
+});
+
+Deno.test("settle() charges a cost above the reservation only down to a zero balance", async () => {
+  await withKv(async (kv) => {
+    const caller = await createCaller(kv, {
+      name: "over",
+      creditsMicros: 3_000,
+    });
+    const billing = createBilling(kv);
+    const held = await billing.reserve(caller.id, 1_000);
+    assert.ok(held.ok);
+    const settled = await billing.settle(
+      settlementFor(held.reservation, 5_000, "req_1"),
+    );
+    assert.equal(settled.balanceMicros, 0);
+    const [charge] = await listLedger(kv, caller.id, { limit: 1 });
+    assert.equal(charge.amountMicros, -3_000);
+    assert.equal(charge.costMicros, 5_000);
+    assert.equal(await ledgerSum(kv, caller.id), 0);
+  });
+});
+
+Deno.test("sweepExpiredReservations() releases a reservation its crashed process left open", async () => {
+  await withKv(async (kv) => {
+    let now = 1_000_000;
+    const caller = await createCaller(kv, {
+      name: "crash",
+      creditsMicros: 10_000,
+    });
+    const billing = createBilling(kv, {
+      reservationTtlMs: 60_000,
+      now: () => now,
+    });
+    const held = await billing.reserve(caller.id, 4_000);
+    assert.ok(held.ok);
+
+    assert.deepEqual(await sweepExpiredReservations(kv, now + 60_000), {
+      released: 0,
+      releasedMicros: 0,
+    });
+    assert.equal(await balance(kv, caller.id), 6_000);
+
+    now += 60_001;
+    assert.deepEqual(await sweepExpiredReservations(kv, now), {
+      released: 1,
+      releasedMicros: 4_000,
+    });
+    assert.equal(await balance(kv, caller.id), 10_000);
+    assert.deepEqual(await sweepExpiredReservations(kv, now), {
+      released: 0,
+      releasedMicros: 0,
+    });
+    const stored = await kv.get<ReservationRecord>(
+      reservationKey(held.reservation.id),
+    );
+    assert.equal(stored.value?.state, "expired");
+
+    // The process was only slow: its late settle still pays the real cost, once.
+    await billing.settle(settlementFor(held.reservation, 1_500, "req_late"));
+    assert.equal(await balance(kv, caller.id), 8_500);
+    assert.equal(await ledgerSum(kv, caller.id), 8_500);
+  });
+});
+
+Deno.test("sweepExpiredReservations() racing settle() never returns the money twice", async () => {
+  await withKv(async (kv) => {
+    let now = 0;
+    const caller = await createCaller(kv, {
+      name: "race",
+      creditsMicros: 1_000_000,
+    });
+    const billing = createBilling(kv, { reservationTtlMs: 10, now: () => now });
+    const reservations: Reservation[] = [];
+    for (let i = 0; i < 20; i++) {
+      const held = await billing.reserve(caller.id, 10_000);
+      assert.ok(held.ok);
+      reservations.push(held.reservation);
+    }
+    now = 100;
+    await Promise.all([
+      sweepExpiredReservations(kv, now),
+      ...reservations.map((reservation, i) =>
+        billing.settle(settlementFor(reservation, 700, `req_${i}`))
+      ),
+      sweepExpiredReservations(kv, now),
+    ]);
+    assert.equal(await balance(kv, caller.id), 1_000_000 - 20 * 700);
+    assert.equal(await ledgerSum(kv, caller.id), 1_000_000 - 20 * 700);
+  });
+});
+
+Deno.test("topUp() adds and removes credits as ledger entries, never below zero", async () => {
+  await withKv(async (kv) => {
+    const caller = await createCaller(kv, { name: "bob", creditsMicros: 0 });
+    assert.equal((await listLedger(kv, caller.id)).length, 0);
+    assert.equal(await topUp(kv, caller.id, 5_000), 5_000);
+    assert.equal(await topUp(kv, caller.id, -2_000), 3_000);
+    assert.throws(() => topUp(kv, caller.id, 1.5), RangeError);
+    await assert.rejects(topUp(kv, caller.id, -3_001), RangeError);
+    await assert.rejects(topUp(kv, "ck_missing", 1), Deno.errors.NotFound);
+    const entries = await listLedger(kv, caller.id);
+    assert.deepEqual(entries.map((entry) => entry.amountMicros), [
+      -2_000,
+      5_000,
+    ]);
+    assert.equal(await balance(kv, caller.id), 3_000);
+  });
+});
+
+Deno.test("the ledger sums exactly to the balance change over mixed concurrent work", async () => {
+  await withKv(async (kv) => {
+    const caller = await createCaller(kv, {
+      name: "mixed",
+      creditsMicros: 50_000,
+    });
+    const billing = createBilling(kv);
+    let reserved = 0;
+    const work = Array.from({ length: 40 }, async (_, i) => {
+      if (i % 10 === 0) return void await topUp(kv, caller.id, 1_000 + i);
+      const held = await billing.reserve(caller.id, 3_000);
+      if (!held.ok) return;
+      reserved++;
+      await billing.settle(
+        settlementFor(held.reservation, (i * 997) % 3_001, `req_${i}`),
+      );
+    });
+    await Promise.all(work);
+    const entries = await listLedger(kv, caller.id);
+    const now = await balance(kv, caller.id);
+    assert.ok(now >= 0);
+    assert.equal(
+      entries.reduce((sum, entry) => sum + entry.amountMicros, 0),
+      now,
+    );
+    const charges = entries.filter((entry) => entry.kind === "charge");
+    assert.equal(charges.length, reserved);
+    assert.ok(reserved > 10);
+  });
+});

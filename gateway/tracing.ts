@@ -1,0 +1,250 @@
+/**
+ * Trace records of gateway calls: stored in Deno KV (written inside the
+ * settle transaction, kept for a retention period) and read back newest first;
+ * plus one OpenTelemetry span per call with the GenAI semantic-convention
+ * attributes, exported by Deno's built-in OpenTelemetry when `OTEL_DENO=true`.
+ *
+ * @example Store and read a trace
+ * ```ts
+ * import { listTraces, recordTrace } from "./tracing.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * await recordTrace(kv, {
+ *   requestId: "req_1", traceId: "t1", callerId: "ck_1", route: "chat", status: 200,
+ *   stream: false, inputTokens: 3, outputTokens: 5, cachedTokens: 0, costMicros: 12,
+ *   latencyMs: 40, time: Date.now(),
+ * });
+ * const traces = await listTraces(kv, "ck_1", { limit: 10 });
+ * kv.close();
+ * ```
+ *
+ * @module
+ */
+
+import {
+  type Attributes,
+  SpanKind,
+  SpanStatusCode,
+  trace as otelTrace,
+} from "@opentelemetry/api";
+import { z } from "zod";
+import { timeOrderedId } from "./_ids.ts";
+import {
+  anonymousTraceKey,
+  traceByTraceIdKey,
+  traceByTraceIdPrefix,
+  traceKey,
+  tracesPrefix,
+} from "./kv_keys.ts";
+import type { Caller, ProviderName, TraceRecord } from "./types.ts";
+
+/** Default time a trace record is kept: 30 days. */
+export const DEFAULT_TRACE_RETENTION_MS: number = 30 * 24 * 60 * 60 * 1000;
+
+/** The most trace records one listing returns. */
+export const MAX_TRACE_LIMIT = 1000;
+
+/** Options for storing traces. */
+export interface TraceStoreOptions {
+  /** How long a trace is kept, ms (KV `expireIn`); default {@linkcode DEFAULT_TRACE_RETENTION_MS}. */
+  retentionMs?: number;
+}
+
+/**
+ * Adds the writes that store `trace` to an atomic operation, so the caller
+ * commits them together with its own (settle writes the trace in the same
+ * commit as the money). The record goes under the caller's traces and under
+ * the trace-id index; a trace without a caller goes under the anonymous prefix.
+ *
+ * @param op The atomic operation to extend.
+ * @param trace The record to store.
+ * @param options Retention.
+ * @returns The same operation, for chaining.
+ */
+export function addTraceWrites(
+  op: Deno.AtomicOperation,
+  trace: TraceRecord,
+  options: TraceStoreOptions = {},
+): Deno.AtomicOperation {
+  const expireIn = options.retentionMs ?? DEFAULT_TRACE_RETENTION_MS;
+  const entryId = timeOrderedId(trace.time);
+  if (trace.callerId === undefined) {
+    return op.set(anonymousTraceKey(entryId), trace, { expireIn });
+  }
+  return op
+    .set(traceKey(trace.callerId, entryId), trace, { expireIn })
+    .set(traceByTraceIdKey(trace.callerId, trace.traceId, entryId), trace, {
+      expireIn,
+    });
+}
+
+/**
+ * Stores one trace record in its own commit (for calls that never reserved).
+ *
+ * @param kv The gateway's KV.
+ * @param trace The record to store.
+ * @param options Retention.
+ * @returns Resolves once committed.
+ */
+export async function recordTrace(
+  kv: Deno.Kv,
+  trace: TraceRecord,
+  options: TraceStoreOptions = {},
+): Promise<void> {
+  const result = await addTraceWrites(kv.atomic(), trace, options).commit();
+  if (!result.ok) throw new Error(`Could not store trace "${trace.requestId}"`);
+}
+
+/** Options for {@linkcode listTraces}. */
+export interface ListTracesOptions {
+  /** Only the calls sharing this trace id. */
+  traceId?: string;
+  /** The most records to return; default 50, at most {@linkcode MAX_TRACE_LIMIT}. */
+  limit?: number;
+}
+
+/**
+ * Lists one caller's trace records, newest first.
+ *
+ * @param kv The gateway's KV.
+ * @param callerId Whose traces.
+ * @param options Trace id filter and limit.
+ * @returns The records, newest first.
+ */
+export async function listTraces(
+  kv: Deno.Kv,
+  callerId: string,
+  options: ListTracesOptions = {},
+): Promise<TraceRecord[]> {
+  const limit = Math.min(options.limit ?? 50, MAX_TRACE_LIMIT);
+  const prefix = options.traceId === undefined
+    ? tracesPrefix(callerId)
+    : traceByTraceIdPrefix(callerId, options.traceId);
+  const traces: TraceRecord[] = [];
+  for await (
+    const entry of kv.list<TraceRecord>({ prefix }, { reverse: true, limit })
+  ) {
+    traces.push(entry.value);
+  }
+  return traces;
+}
+
+const tracesQuerySchema = z.object({
+  trace_id: z.string().min(1).max(256).optional(),
+  limit: z.coerce.number().int().min(1).max(MAX_TRACE_LIMIT).optional(),
+});
+
+/** The JSON body of `GET /traces`. */
+export interface TracesResponse {
+  /** Always `"list"`. */
+  object: "list";
+  /** The caller's own trace records, newest first. */
+  data: TraceRecord[];
+}
+
+/**
+ * Builds the body of `GET /traces?trace_id=&limit=` for the authenticated
+ * caller: only that caller's records, newest first.
+ *
+ * @param kv The gateway's KV.
+ * @param caller The authenticated caller.
+ * @param query The request's query parameters.
+ * @returns The response body.
+ * @throws {RangeError} When `limit` is not an integer from 1 to 1000 or `trace_id` is empty; answer 400.
+ */
+export async function tracesResponse(
+  kv: Deno.Kv,
+  caller: Caller,
+  query: URLSearchParams | Record<string, string | undefined>,
+): Promise<TracesResponse> {
+  const raw = query instanceof URLSearchParams
+    ? Object.fromEntries(query)
+    : query;
+  const parsed = tracesQuerySchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new RangeError(
+      `Invalid query parameter "${String(issue.path[0])}": ${issue.message}`,
+    );
+  }
+  const data = await listTraces(kv, caller.id, {
+    traceId: parsed.data.trace_id,
+    limit: parsed.data.limit,
+  });
+  return { object: "list", data };
+}
+
+/** The instrumentation scope of the gateway's spans. */
+export const TRACER_NAME = "@org/mcpkit/gateway";
+
+// Values of `gen_ai.provider.name` from the GenAI semantic conventions, where
+// they list the provider; OpenRouter has no listed value.
+const OTEL_PROVIDER_NAMES: Record<ProviderName, string> = {
+  openai: "openai",
+  anthropic: "anthropic",
+  gemini: "gcp.gemini",
+  xai: "x_ai",
+  openrouter: "openrouter",
+};
+
+/**
+ * Records one finished call as an OpenTelemetry span named `{operation} {model}`
+ * (`chat gpt-4o`, `generate_content gemini-2.5-pro`), timed from
+ * `trace.time` to `trace.time + trace.latencyMs`, with the GenAI
+ * semantic-convention attributes and the gateway's own (`mcpkit.*`). Without
+ * `OTEL_DENO=true` the OpenTelemetry API is a no-op and this costs nearly
+ * nothing. Called inside a `Deno.serve` handler, the span is a child of the
+ * request's server span.
+ *
+ * @param trace The call's trace record.
+ * @param extra More attributes to set on the span.
+ * @returns Nothing; the span is ended and queued for export.
+ */
+export function recordSpan(trace: TraceRecord, extra: Attributes = {}): void {
+  const operation = trace.route === "gemini" ? "generate_content" : "chat";
+  const attributes: Attributes = {
+    "gen_ai.operation.name": operation,
+    "gen_ai.usage.input_tokens": trace.inputTokens,
+    "gen_ai.usage.output_tokens": trace.outputTokens,
+    "gen_ai.usage.cache_read.input_tokens": trace.cachedTokens,
+    "http.response.status_code": trace.status,
+    "mcpkit.route": trace.route,
+    "mcpkit.request_id": trace.requestId,
+    "mcpkit.trace_id": trace.traceId,
+    "mcpkit.stream": trace.stream,
+    "mcpkit.cost_micros": trace.costMicros,
+    "mcpkit.cost_usd": trace.costMicros / 1_000_000,
+  };
+  if (trace.model !== undefined) {
+    attributes["gen_ai.request.model"] = trace.model;
+  }
+  if (trace.provider !== undefined) {
+    attributes["gen_ai.provider.name"] = OTEL_PROVIDER_NAMES[trace.provider];
+    // The older name of the same attribute, still read by many back ends.
+    attributes["gen_ai.system"] = OTEL_PROVIDER_NAMES[trace.provider];
+  }
+  if (trace.callerId !== undefined) {
+    attributes["mcpkit.caller_id"] = trace.callerId;
+  }
+  if (trace.providerKeyId !== undefined) {
+    attributes["mcpkit.provider_key_id"] = trace.providerKeyId;
+  }
+  if (trace.ttftMs !== undefined) attributes["mcpkit.ttft_ms"] = trace.ttftMs;
+  if (trace.status >= 400) attributes["error.type"] = String(trace.status);
+
+  const span = otelTrace.getTracer(TRACER_NAME).startSpan(
+    `${operation} ${trace.model ?? "unknown"}`,
+    {
+      kind: SpanKind.CLIENT,
+      startTime: trace.time,
+      attributes: { ...attributes, ...extra },
+    },
+  );
+  if (trace.status >= 400) {
+    span.setStatus({
+      code: SpanStatusCode.ERROR,
+      message: trace.error ?? `HTTP ${trace.status}`,
+    });
+  }
+  span.end(trace.time + trace.latencyMs);
+}
