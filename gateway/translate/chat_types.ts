@@ -8,6 +8,7 @@
  */
 
 import { z } from "zod";
+import { GatewayError } from "../errors.ts";
 import type { Usage } from "../types.ts";
 
 /** A text part of a message's content. */
@@ -471,23 +472,20 @@ export interface ChatStreamOptions {
 
 /**
  * A chat request that cannot be expressed in the upstream convention (an audio
- * part for Anthropic, a tool result with no matching call). The gateway
- * answers 400 `invalid_request_error` with `param`.
+ * part for Anthropic, a tool result with no matching call): a 400
+ * {@linkcode GatewayError} naming the request field at fault as `param`, so the
+ * gateway answers it like any other invalid request.
  */
-export class TranslationError extends Error {
-  /** Where in the request the problem is, as OpenAI's `param`: `messages[2].content[1]`. */
-  readonly param: string;
-
+export class TranslationError extends GatewayError {
   /**
    * Creates the error.
    *
    * @param message What cannot be translated.
-   * @param param Where in the request it is.
+   * @param param Where in the request it is, as OpenAI's `param`: `messages[2].content[1]`.
    */
   constructor(message: string, param: string) {
-    super(message);
+    super(400, message, { code: "unsupported_content", param });
     this.name = "TranslationError";
-    this.param = param;
   }
 }
 
