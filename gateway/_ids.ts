@@ -34,23 +34,44 @@ export function randomId(prefix: string, bytes: number): string {
   return prefix + base32(crypto.getRandomValues(new Uint8Array(bytes)));
 }
 
-let lastTime = -1;
-const lastRandom = new Uint8Array(10);
+function timePart(time: number): string {
+  let rest = Math.max(0, Math.floor(time));
+  let out = "";
+  for (let i = 0; i < 10; i++) {
+    out = CROCKFORD[rest % 32] + out;
+    rest = Math.floor(rest / 32);
+  }
+  return out;
+}
 
 /**
  * A ULID-like id that sorts by `time` (10 characters of epoch ms) then by 80
  * random bits, so ids from several processes in the same millisecond never
- * collide and a reverse KV list reads newest first. Within one process the
- * ids are monotonic: a second id in the same millisecond (or a clock that
- * stepped back) increments the random part instead of drawing a new one.
+ * collide and a reverse KV list reads newest first. Ids of the same
+ * millisecond sort in no particular order; see {@linkcode monotonicId}.
  *
  * @param time Epoch ms the id sorts by.
  * @returns The 26-character id.
  */
 export function timeOrderedId(time: number): string {
-  let at = Math.max(0, Math.floor(time));
+  return timePart(time) + base32(crypto.getRandomValues(new Uint8Array(10)));
+}
+
+let lastTime = -1;
+const lastRandom = new Uint8Array(10);
+
+/**
+ * Like {@linkcode timeOrderedId}, but ids made by this process never sort
+ * before an earlier one: a second id in the same millisecond (or after the
+ * clock stepped back) increments the random part instead of drawing anew.
+ * For the ledger, whose entries are made at commit time.
+ *
+ * @param time Epoch ms, normally now.
+ * @returns The 26-character id.
+ */
+export function monotonicId(time: number): string {
+  const at = Math.max(0, Math.floor(time));
   if (at <= lastTime) {
-    at = lastTime;
     for (let i = lastRandom.length - 1; i >= 0; i--) {
       lastRandom[i] = (lastRandom[i] + 1) & 0xff;
       if (lastRandom[i] !== 0) break;
@@ -59,10 +80,5 @@ export function timeOrderedId(time: number): string {
     lastTime = at;
     crypto.getRandomValues(lastRandom);
   }
-  let timePart = "";
-  for (let i = 0; i < 10; i++) {
-    timePart = CROCKFORD[at % 32] + timePart;
-    at = Math.floor(at / 32);
-  }
-  return timePart + base32(lastRandom);
+  return timePart(lastTime) + base32(lastRandom);
 }

@@ -38,7 +38,7 @@
  * @module
  */
 
-import { randomId, timeOrderedId } from "./_ids.ts";
+import { monotonicId, randomId } from "./_ids.ts";
 import { commitWithRetry } from "./_kv_retry.ts";
 import {
   balanceKey,
@@ -359,7 +359,7 @@ class KvBilling implements Billing {
             const remaining = available - charged;
             const time = this.#now();
             const entry: LedgerEntry = {
-              id: timeOrderedId(time),
+              id: monotonicId(time),
               callerId: record.callerId,
               kind: "charge",
               amountMicros: -charged,
@@ -465,7 +465,7 @@ export function addOpeningBalanceWrites(
   );
   if (amountMicros === 0) return op;
   const entry: LedgerEntry = {
-    id: timeOrderedId(time),
+    id: monotonicId(time),
     callerId,
     kind: "topup",
     amountMicros,
@@ -515,7 +515,7 @@ export function topUp(
       );
     }
     const entry: LedgerEntry = {
-      id: timeOrderedId(now),
+      id: monotonicId(now),
       callerId,
       kind: "topup",
       amountMicros,

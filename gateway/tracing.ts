@@ -53,7 +53,7 @@ export interface TraceStoreOptions {
 /**
  * Adds the writes that store `trace` to an atomic operation, so the caller
  * commits them together with its own (settle writes the trace in the same
- * commit as the money). The record goes under the caller's traces and under
+ * commit as the money). Records sort by `trace.time`, the call's start. The record goes under the caller's traces and under
  * the trace-id index; a trace without a caller goes under the anonymous prefix.
  *
  * @param op The atomic operation to extend.
