@@ -1,0 +1,316 @@
+/**
+ * Anthropic's Messages API (`POST /v1/messages`), as the simulator speaks it,
+ * streamed and not.
+ *
+ * Keys come from `x-api-key` (or `Authorization: Bearer`); errors are
+ * `{type: "error", error: {type, message}, request_id}`. As in the real API,
+ * `usage.input_tokens` counts only the uncached part of the prompt: the whole
+ * prompt is `input_tokens + cache_creation_input_tokens + cache_read_input_tokens`.
+ *
+ * @module
+ */
+
+import {
+  BadRequestError,
+  type Dialect,
+  type Exchange,
+  type SseEvent,
+  type Wire,
+} from "./exchange.ts";
+import {
+  type Prompt,
+  PromptMeter,
+  type Reply,
+  type ToolDeclaration,
+} from "./reply.ts";
+import { splitEvenly, splitText } from "./tokens.ts";
+
+type Json = Record<string, unknown>;
+
+function isObject(value: unknown): value is Json {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function asArray(value: unknown): unknown[] {
+  return Array.isArray(value) ? value : [];
+}
+
+const ERROR_KINDS: Record<number, { type: string; message: string }> = {
+  400: { type: "invalid_request_error", message: "Invalid request" },
+  401: { type: "authentication_error", message: "invalid x-api-key" },
+  403: {
+    type: "permission_error",
+    message:
+      "Your API key does not have permission to use the specified resource",
+  },
+  404: { type: "not_found_error", message: "Not found" },
+  413: {
+    type: "request_too_large",
+    message: "Request exceeds the maximum allowed number of bytes",
+  },
+  429: {
+    type: "rate_limit_error",
+    message: "Number of requests has exceeded your rate limit",
+  },
+  500: { type: "api_error", message: "Internal server error" },
+  503: { type: "overloaded_error", message: "Overloaded" },
+  529: { type: "overloaded_error", message: "Overloaded" },
+};
+
+/** Anthropic's HTTP conventions. */
+export const anthropicWire: Wire = {
+  readKey(request) {
+    const key = request.headers.get("x-api-key");
+    if (key) return key;
+    const match = request.headers.get("authorization")?.match(
+      /^Bearer\s+(.+)$/i,
+    );
+    return match ? match[1].trim() : undefined;
+  },
+  errorBody(status, message) {
+    const kind = ERROR_KINDS[status] ??
+      (status >= 500 ? ERROR_KINDS[500] : ERROR_KINDS[400]);
+    return {
+      type: "error",
+      error: { type: kind.type, message: message ?? kind.message },
+      request_id: `req_sim${
+        crypto.randomUUID().replaceAll("-", "").slice(0, 20)
+      }`,
+    };
+  },
+  missingKeyMessage: "x-api-key header is required",
+  invalidKeyMessage: "invalid x-api-key",
+  eventDelimiter: "\n\n",
+};
+
+function blockText(content: unknown): string {
+  if (typeof content === "string") return content;
+  return asArray(content).map((
+    block,
+  ) => (isObject(block) && block.type === "text"
+    ? String(block.text ?? "")
+    : "")
+  ).join("");
+}
+
+function measureBlocks(meter: PromptMeter, content: unknown): void {
+  if (typeof content === "string") return meter.text(content);
+  for (const block of asArray(content)) {
+    if (!isObject(block)) continue;
+    switch (block.type) {
+      case "image":
+        meter.image();
+        break;
+      case "tool_use":
+        meter.text(block.name);
+        meter.json(block.input);
+        break;
+      case "tool_result":
+        measureBlocks(meter, block.content);
+        break;
+      case "thinking":
+        meter.text(block.thinking);
+        break;
+      case "document":
+        meter.json(block.source);
+        break;
+      default:
+        meter.text(block.text);
+    }
+  }
+}
+
+function parseMessages(body: Json): { prompt: Prompt; model: string } {
+  if (typeof body.model !== "string" || body.model === "") {
+    throw new BadRequestError("model: Field required");
+  }
+  if (
+    typeof body.max_tokens !== "number" || !Number.isInteger(body.max_tokens) ||
+    body.max_tokens < 1
+  ) {
+    throw new BadRequestError("max_tokens: Field required");
+  }
+  if (!Array.isArray(body.messages) || body.messages.length === 0) {
+    throw new BadRequestError("messages: at least one message is required");
+  }
+  const meter = new PromptMeter();
+  measureBlocks(meter, body.system);
+  const toolNames = new Map<string, string>();
+  let lastUserText = "";
+  for (const message of body.messages) {
+    if (
+      !isObject(message) ||
+      (message.role !== "user" && message.role !== "assistant")
+    ) {
+      throw new BadRequestError(
+        `messages: Input tag "${
+          isObject(message) ? message.role : message
+        }" is not a valid role`,
+      );
+    }
+    measureBlocks(meter, message.content);
+    for (const block of asArray(message.content)) {
+      if (isObject(block) && block.type === "tool_use") {
+        toolNames.set(String(block.id), String(block.name));
+      }
+    }
+    if (message.role === "user") lastUserText = blockText(message.content);
+  }
+  const last = body.messages[body.messages.length - 1] as Json;
+  const result = last.role === "user"
+    ? asArray(last.content).find((block) =>
+      isObject(block) && block.type === "tool_result"
+    ) as Json | undefined
+    : undefined;
+  const toolResult = result
+    ? {
+      name: toolNames.get(String(result.tool_use_id)),
+      text: typeof result.content === "string"
+        ? result.content
+        : blockText(result.content),
+    }
+    : undefined;
+
+  const tools: ToolDeclaration[] = [];
+  for (const tool of asArray(body.tools)) {
+    if (!isObject(tool) || typeof tool.name !== "string") {
+      throw new BadRequestError("tools: each tool needs a name");
+    }
+    meter.json(tool);
+    if (tool.input_schema !== undefined) {
+      tools.push({ name: tool.name, schema: tool.input_schema });
+    }
+  }
+  const choice = isObject(body.tool_choice) ? body.tool_choice : {};
+  const forcedTool = choice.type === "any"
+    ? tools[0]?.name
+    : choice.type === "tool"
+    ? String(choice.name)
+    : undefined;
+  return {
+    model: body.model,
+    prompt: {
+      chars: meter.chars,
+      images: meter.images,
+      lastUserText,
+      toolResult,
+      tools,
+      forcedTool,
+      toolsDisabled: choice.type === "none",
+      maxOutputTokens: body.max_tokens,
+    },
+  };
+}
+
+const STOP_REASON: Record<Reply["stop"], string> = {
+  end: "end_turn",
+  length: "max_tokens",
+  tool: "tool_use",
+};
+
+function inputUsage(reply: Reply): Json {
+  return {
+    input_tokens: reply.inputTokens - reply.cachedTokens -
+      reply.cacheCreationTokens,
+    cache_creation_input_tokens: reply.cacheCreationTokens,
+    cache_read_input_tokens: reply.cachedTokens,
+  };
+}
+
+function fullUsage(reply: Reply): Json {
+  return {
+    ...inputUsage(reply),
+    cache_creation: {
+      ephemeral_5m_input_tokens: reply.cacheCreationTokens,
+      ephemeral_1h_input_tokens: 0,
+    },
+    output_tokens: reply.outputTokens,
+    service_tier: "standard",
+  };
+}
+
+function messagesExchange(body: Json): Exchange {
+  const { prompt, model } = parseMessages(body);
+  const message = (
+    id: string,
+    content: Json[],
+    reply: Reply,
+    done: boolean,
+  ): Json => ({
+    id: `msg_${id}`,
+    type: "message",
+    role: "assistant",
+    model,
+    content,
+    stop_reason: done ? STOP_REASON[reply.stop] : null,
+    stop_sequence: null,
+    usage: done ? fullUsage(reply) : { ...fullUsage(reply), output_tokens: 1 },
+  });
+  return {
+    prompt,
+    stream: body.stream === true,
+    body(reply, id) {
+      const { content } = reply;
+      const block = content.kind === "text"
+        ? { type: "text", text: content.text }
+        : {
+          type: "tool_use",
+          id: `toolu_${id}`,
+          name: content.name,
+          input: JSON.parse(content.arguments),
+        };
+      return message(id, [block], reply, true);
+    },
+    events(reply, id) {
+      const events: SseEvent[] = [];
+      const push = (type: string, fields: Json = {}) => {
+        events.push({ event: type, data: JSON.stringify({ type, ...fields }) });
+      };
+      push("message_start", { message: message(id, [], reply, false) });
+      const { content } = reply;
+      if (content.kind === "text") {
+        push("content_block_start", {
+          index: 0,
+          content_block: { type: "text", text: "" },
+        });
+        push("ping");
+        for (const text of splitText(content.text)) {
+          push("content_block_delta", {
+            index: 0,
+            delta: { type: "text_delta", text },
+          });
+        }
+      } else {
+        push("content_block_start", {
+          index: 0,
+          content_block: {
+            type: "tool_use",
+            id: `toolu_${id}`,
+            name: content.name,
+            input: {},
+          },
+        });
+        push("ping");
+        for (const partial_json of splitEvenly(content.arguments, 4)) {
+          push("content_block_delta", {
+            index: 0,
+            delta: { type: "input_json_delta", partial_json },
+          });
+        }
+      }
+      push("content_block_stop", { index: 0 });
+      push("message_delta", {
+        delta: { stop_reason: STOP_REASON[reply.stop], stop_sequence: null },
+        usage: { ...inputUsage(reply), output_tokens: reply.outputTokens },
+      });
+      push("message_stop");
+      return events;
+    },
+  };
+}
+
+/** The Messages endpoint (`POST /v1/messages`). */
+export const messages: Dialect = {
+  wire: anthropicWire,
+  parse: (body) => messagesExchange(body as Json),
+};

@@ -1,0 +1,315 @@
+/**
+ * Gemini's native API (`POST /v1beta/models/{model}:generateContent` and
+ * `:streamGenerateContent`), as the simulator speaks it. With `alt=sse` the
+ * stream is SSE (`data: {...}` separated by CRLF CRLF, as Google sends it);
+ * without it, a JSON array of the same chunks.
+ *
+ * Keys come from `x-goog-api-key` or `?key=`; errors are
+ * `{error: {code, message, status}}` (a 429 with `retryAfter` adds Google's
+ * `RetryInfo` detail). A missing key answers 401 `UNAUTHENTICATED`.
+ * `promptTokenCount` includes `cachedContentTokenCount`, as in the real API.
+ *
+ * @module
+ */
+
+import {
+  BadRequestError,
+  type Dialect,
+  type Exchange,
+  type SseEvent,
+  type Wire,
+} from "./exchange.ts";
+import {
+  type Prompt,
+  PromptMeter,
+  type Reply,
+  type ToolDeclaration,
+} from "./reply.ts";
+import { splitText } from "./tokens.ts";
+
+type Json = Record<string, unknown>;
+
+function isObject(value: unknown): value is Json {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function asArray(value: unknown): unknown[] {
+  return Array.isArray(value) ? value : [];
+}
+
+const STATUS_NAMES: Record<number, { status: string; message: string }> = {
+  400: {
+    status: "INVALID_ARGUMENT",
+    message: "Request contains an invalid argument.",
+  },
+  401: {
+    status: "UNAUTHENTICATED",
+    message: "Request had invalid authentication credentials.",
+  },
+  403: {
+    status: "PERMISSION_DENIED",
+    message: "The caller does not have permission",
+  },
+  404: { status: "NOT_FOUND", message: "Requested entity was not found." },
+  429: {
+    status: "RESOURCE_EXHAUSTED",
+    message: "Resource has been exhausted (e.g. check quota).",
+  },
+  500: { status: "INTERNAL", message: "An internal error has occurred." },
+  503: {
+    status: "UNAVAILABLE",
+    message: "The model is overloaded. Please try again later.",
+  },
+  504: {
+    status: "DEADLINE_EXCEEDED",
+    message: "Deadline expired before operation could complete.",
+  },
+};
+
+/** Gemini's HTTP conventions. */
+export const geminiWire: Wire = {
+  readKey(request, url) {
+    return request.headers.get("x-goog-api-key") ??
+      url.searchParams.get("key") ?? undefined;
+  },
+  errorBody(status, message, retryAfter) {
+    const name = STATUS_NAMES[status] ??
+      (status >= 500 ? STATUS_NAMES[500] : STATUS_NAMES[400]);
+    const error: Json = {
+      code: status,
+      message: message ?? name.message,
+      status: name.status,
+    };
+    if (status === 429 && retryAfter !== undefined) {
+      error.details = [{
+        "@type": "type.googleapis.com/google.rpc.RetryInfo",
+        retryDelay: `${retryAfter}s`,
+      }];
+    }
+    return { error };
+  },
+  missingKeyMessage:
+    "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.",
+  invalidKeyMessage: "API key not valid. Please pass a valid API key.",
+  eventDelimiter: "\r\n\r\n",
+};
+
+/** Reads a field the REST API accepts in camelCase or snake_case. */
+function field(object: Json, camel: string, snake: string): unknown {
+  return object[camel] ?? object[snake];
+}
+
+function measureParts(meter: PromptMeter, parts: unknown): string {
+  let text = "";
+  for (const part of asArray(parts)) {
+    if (!isObject(part)) continue;
+    if (typeof part.text === "string") {
+      meter.text(part.text);
+      text += part.text;
+    }
+    if (
+      field(part, "inlineData", "inline_data") !== undefined ||
+      field(part, "fileData", "file_data") !== undefined
+    ) {
+      meter.image();
+    }
+    const call = field(part, "functionCall", "function_call");
+    if (isObject(call)) {
+      meter.text(call.name);
+      meter.json(call.args);
+    }
+    const response = field(part, "functionResponse", "function_response");
+    if (isObject(response)) meter.json(response.response);
+  }
+  return text;
+}
+
+function lastFunctionResponse(content: Json): Json | undefined {
+  for (const part of asArray(content.parts)) {
+    if (!isObject(part)) continue;
+    const response = field(part, "functionResponse", "function_response");
+    if (isObject(response)) return response;
+  }
+  return undefined;
+}
+
+function parseGenerate(
+  body: Json,
+  url: URL,
+): { prompt: Prompt; model: string; stream: boolean; sse: boolean } {
+  const match = url.pathname.match(
+    /\/models\/([^/:]+):(generateContent|streamGenerateContent)$/,
+  );
+  if (!match) throw new BadRequestError(`Unknown method in "${url.pathname}"`);
+  if (!Array.isArray(body.contents) || body.contents.length === 0) {
+    throw new BadRequestError(
+      "* GenerateContentRequest.contents: contents is not specified",
+    );
+  }
+  const meter = new PromptMeter();
+  const system = field(body, "systemInstruction", "system_instruction");
+  if (isObject(system)) measureParts(meter, system.parts);
+  let lastUserText = "";
+  for (const content of body.contents) {
+    if (!isObject(content)) {
+      throw new BadRequestError(
+        "* GenerateContentRequest.contents: each content must be an object",
+      );
+    }
+    const text = measureParts(meter, content.parts);
+    if (content.role !== "model" && text !== "") lastUserText = text;
+  }
+  const last = body.contents[body.contents.length - 1] as Json;
+  const response = lastFunctionResponse(last);
+  const toolResult = response
+    ? {
+      name: typeof response.name === "string" ? response.name : undefined,
+      text: JSON.stringify(response.response ?? {}),
+    }
+    : undefined;
+
+  const tools: ToolDeclaration[] = [];
+  for (const tool of asArray(body.tools)) {
+    if (!isObject(tool)) continue;
+    meter.json(tool);
+    for (
+      const declaration of asArray(
+        field(tool, "functionDeclarations", "function_declarations"),
+      )
+    ) {
+      if (!isObject(declaration) || typeof declaration.name !== "string") {
+        continue;
+      }
+      tools.push({
+        name: declaration.name,
+        schema: declaration.parameters ??
+          field(declaration, "parametersJsonSchema", "parameters_json_schema"),
+      });
+    }
+  }
+  const toolConfig = field(body, "toolConfig", "tool_config");
+  const calling = isObject(toolConfig)
+    ? field(toolConfig, "functionCallingConfig", "function_calling_config")
+    : undefined;
+  const mode = isObject(calling) && typeof calling.mode === "string"
+    ? calling.mode.toUpperCase()
+    : "AUTO";
+  const allowed = isObject(calling)
+    ? asArray(field(calling, "allowedFunctionNames", "allowed_function_names"))
+    : [];
+  const config = field(body, "generationConfig", "generation_config");
+  const limit = isObject(config)
+    ? field(config, "maxOutputTokens", "max_output_tokens")
+    : undefined;
+  if (
+    limit !== undefined &&
+    (typeof limit !== "number" || !Number.isInteger(limit) || limit < 1)
+  ) {
+    throw new BadRequestError(
+      `* GenerateContentRequest.generation_config.max_output_tokens: must be a positive integer, got "${limit}"`,
+    );
+  }
+  const stream = match[2] === "streamGenerateContent";
+  return {
+    model: match[1],
+    stream,
+    sse: stream && url.searchParams.get("alt") === "sse",
+    prompt: {
+      chars: meter.chars,
+      images: meter.images,
+      lastUserText,
+      toolResult,
+      tools,
+      forcedTool: mode === "ANY"
+        ? String(allowed[0] ?? tools[0]?.name)
+        : undefined,
+      toolsDisabled: mode === "NONE",
+      maxOutputTokens: limit as number | undefined,
+    },
+  };
+}
+
+function usageMetadata(reply: Reply, final: boolean): Json {
+  const usage: Json = {
+    promptTokenCount: reply.inputTokens,
+    ...(final ? { candidatesTokenCount: reply.outputTokens } : {}),
+    totalTokenCount: reply.inputTokens + (final ? reply.outputTokens : 0),
+    ...(reply.cachedTokens > 0
+      ? { cachedContentTokenCount: reply.cachedTokens }
+      : {}),
+    promptTokensDetails: [{ modality: "TEXT", tokenCount: reply.inputTokens }],
+  };
+  if (reply.cachedTokens > 0) {
+    usage.cacheTokensDetails = [{
+      modality: "TEXT",
+      tokenCount: reply.cachedTokens,
+    }];
+  }
+  return usage;
+}
+
+function generateExchange(body: Json, url: URL): Exchange {
+  const { prompt, model, stream, sse } = parseGenerate(body, url);
+  const chunk = (
+    id: string,
+    parts: Json[],
+    reply: Reply,
+    finish: boolean,
+  ): Json => ({
+    candidates: [{
+      content: { parts, role: "model" },
+      ...(finish
+        ? { finishReason: reply.stop === "length" ? "MAX_TOKENS" : "STOP" }
+        : {}),
+      index: 0,
+    }],
+    usageMetadata: usageMetadata(reply, finish),
+    modelVersion: model,
+    responseId: id,
+  });
+  const chunks = (reply: Reply, id: string): Json[] => {
+    const { content } = reply;
+    if (content.kind === "tool") {
+      return [
+        chunk(
+          id,
+          [{
+            functionCall: {
+              name: content.name,
+              args: JSON.parse(content.arguments),
+            },
+          }],
+          reply,
+          true,
+        ),
+      ];
+    }
+    const pieces = splitText(content.text);
+    return pieces.map((text, i) =>
+      chunk(id, [{ text }], reply, i === pieces.length - 1)
+    );
+  };
+  return {
+    prompt,
+    stream: sse,
+    body(reply, id) {
+      if (stream) return chunks(reply, id);
+      const { content } = reply;
+      const part = content.kind === "text" ? { text: content.text } : {
+        functionCall: {
+          name: content.name,
+          args: JSON.parse(content.arguments),
+        },
+      };
+      return chunk(id, [part], reply, true);
+    },
+    events: (reply, id): SseEvent[] =>
+      chunks(reply, id).map((data) => ({ data: JSON.stringify(data) })),
+  };
+}
+
+/** The generateContent / streamGenerateContent endpoint. */
+export const generateContent: Dialect = {
+  wire: geminiWire,
+  parse: (body, url) => generateExchange(body as Json, url),
+};

@@ -1,0 +1,307 @@
+/**
+ * A provider simulator: one loopback HTTP server that speaks the wire formats
+ * of all five upstream providers, deterministically and without network, so
+ * the gateway can be demonstrated, tested and benchmarked against it.
+ *
+ * Paths, each in the official SDK's own base-URL convention:
+ *
+ * | Provider | Base URL | Endpoints |
+ * |---|---|---|
+ * | openai | `${baseUrl}/openai/v1` | `POST /chat/completions`, `POST /responses` |
+ * | xai | `${baseUrl}/xai/v1` | the same |
+ * | openrouter | `${baseUrl}/openrouter/api/v1` | the same |
+ * | anthropic | `${baseUrl}/anthropic` | `POST /v1/messages` |
+ * | gemini | `${baseUrl}/gemini` | `POST /v1beta/models/{model}:generateContent`, `:streamGenerateContent?alt=sse`, and the OpenAI-compatible `POST /v1beta/openai/chat/completions` |
+ *
+ * Replies are `Echo: <last user text>` unless configured; tool calls follow
+ * the rules in `reply.ts` (a forcing `tool_choice`, or `call tool <name>` in
+ * the last user message); token counts are one per four characters. Each
+ * request's behaviour (latency, error status, hang, garbage, cut or slow
+ * stream, reply, usage) merges the default, the presented key's behaviour and
+ * the first matching scripted step.
+ *
+ * @example
+ * ```ts
+ * import OpenAI from "openai";
+ * import { startSimulator } from "./mod.ts";
+ *
+ * await using sim = await startSimulator();
+ * const client = new OpenAI({ baseURL: sim.baseUrls.openai, apiKey: "sk-test" });
+ * const completion = await client.chat.completions.create({
+ *   model: "gpt-4o",
+ *   messages: [{ role: "user", content: "hi" }],
+ * });
+ * completion.choices[0].message.content; // "Echo: hi"
+ * sim.enqueue({ match: { provider: "openai" }, behaviour: { status: 429, retryAfter: 2 } });
+ * ```
+ *
+ * @module
+ */
+
+import { Hono } from "hono";
+import type { ProviderName } from "../types.ts";
+import { anthropicWire, messages } from "./anthropic.ts";
+import {
+  type Behaviour,
+  BehaviourBook,
+  type ScriptedStep,
+} from "./behaviour.ts";
+import {
+  type Dialect,
+  handleExchange,
+  notFound,
+  type SimulatedRequest,
+  type SimulatorState,
+  type Wire,
+} from "./exchange.ts";
+import { geminiWire, generateContent } from "./gemini.ts";
+import { chatCompletions, openaiWire, responses } from "./openai.ts";
+
+export type {
+  Behaviour,
+  BehaviourMatch,
+  ScriptedStep,
+  UsageOverride,
+} from "./behaviour.ts";
+export type { SimulatedRequest } from "./exchange.ts";
+
+/** Options of {@linkcode startSimulator}. */
+export interface SimulatorOptions {
+  /** Port to listen on; 0 (the default) picks a free one. */
+  port?: number;
+  /** Interface to listen on (default `127.0.0.1`). */
+  hostname?: string;
+  /** Behaviour of every request (default: answer at once). */
+  behaviour?: Behaviour;
+  /** Behaviours per provider key. */
+  keys?: Record<string, Behaviour>;
+  /** When set, any other provider key is refused with the provider's 401. */
+  validKeys?: Iterable<string>;
+  /** Most request records kept; past it the oldest half is dropped (default 10 000). */
+  maxRecords?: number;
+}
+
+/** A running simulator. */
+export interface Simulator extends AsyncDisposable {
+  /** The port it listens on. */
+  readonly port: number;
+  /** `http://host:port`, without a trailing slash. */
+  readonly baseUrl: string;
+  /** Each provider's base URL, in its official SDK's convention. */
+  readonly baseUrls: Readonly<Record<ProviderName, string>>;
+  /** Requests received, oldest first (the same array across {@linkcode Simulator.clear}). */
+  readonly requests: SimulatedRequest[];
+  /** How many requests the client aborted before their response ended. */
+  readonly aborted: number;
+  /** How many scripted requests are still queued. */
+  readonly pending: number;
+  /**
+   * Queues a behaviour for the next matching request(s).
+   *
+   * @param step The behaviour, what it matches and how many times.
+   */
+  enqueue(step: ScriptedStep): void;
+  /**
+   * Sets (or with `undefined` removes) the behaviour of one provider key.
+   *
+   * @param key The provider key.
+   * @param behaviour Its behaviour.
+   */
+  setKeyBehaviour(key: string, behaviour: Behaviour | undefined): void;
+  /**
+   * Replaces the default behaviour.
+   *
+   * @param behaviour The new default.
+   */
+  setDefaultBehaviour(behaviour: Behaviour): void;
+  /** Forgets recorded requests, the abort count and the scripted queue. */
+  clear(): void;
+  /**
+   * Resolves once `predicate` holds, re-checked whenever a request is recorded, answered or aborted.
+   *
+   * @param predicate The condition, e.g. `() => sim.aborted === 1`.
+   * @param timeoutMs How long to wait before rejecting (default 2000).
+   * @returns A promise that resolves when the condition holds.
+   */
+  waitFor(predicate: () => boolean, timeoutMs?: number): Promise<void>;
+  /**
+   * The gateway's environment for using this simulator: `P_BASE_URL` for each provider.
+   *
+   * @returns Variable names to values.
+   */
+  env(): Record<string, string>;
+  /**
+   * Stops the server: hanging requests and open streams are cut, then the listener closes.
+   *
+   * @returns A promise that resolves once the server has shut down.
+   */
+  close(): Promise<void>;
+}
+
+const PROVIDER_PATHS: Record<ProviderName, string> = {
+  openai: "/openai/v1",
+  anthropic: "/anthropic",
+  gemini: "/gemini",
+  xai: "/xai/v1",
+  openrouter: "/openrouter/api/v1",
+};
+
+const FAMILY_WIRE: Record<ProviderName, Wire> = {
+  openai: openaiWire,
+  xai: openaiWire,
+  openrouter: openaiWire,
+  anthropic: anthropicWire,
+  gemini: geminiWire,
+};
+
+function buildApp(state: SimulatorState): Hono {
+  const app = new Hono();
+  const serve = (path: string, provider: ProviderName, dialect: Dialect) => {
+    app.post(path, (c) => handleExchange(state, c.req.raw, provider, dialect));
+  };
+  for (const provider of ["openai", "xai", "openrouter"] as const) {
+    serve(
+      `${PROVIDER_PATHS[provider]}/chat/completions`,
+      provider,
+      chatCompletions,
+    );
+    serve(`${PROVIDER_PATHS[provider]}/responses`, provider, responses);
+  }
+  serve("/anthropic/v1/messages", "anthropic", messages);
+  serve("/gemini/:version/openai/chat/completions", "gemini", {
+    ...chatCompletions,
+    wire: openaiWire,
+  });
+  serve("/gemini/:version/models/*", "gemini", generateContent);
+  app.get("/health", (c) => c.json({ ok: true }));
+  for (const provider of Object.keys(PROVIDER_PATHS) as ProviderName[]) {
+    const prefix = PROVIDER_PATHS[provider].split("/").slice(0, 2).join("/");
+    app.all(
+      `${prefix}/*`,
+      (c) => notFound(state, c.req.raw, provider, FAMILY_WIRE[provider]),
+    );
+  }
+  return app;
+}
+
+/**
+ * Starts a simulator on loopback.
+ *
+ * @example
+ * ```ts
+ * import { startSimulator } from "./mod.ts";
+ *
+ * const sim = await startSimulator({ keys: { "sk-bad": { status: 401 } } });
+ * console.log(sim.baseUrls.anthropic); // http://127.0.0.1:<port>/anthropic
+ * await sim.close();
+ * ```
+ *
+ * @param options Port, behaviours and limits.
+ * @returns The running simulator.
+ */
+export function startSimulator(
+  options: SimulatorOptions = {},
+): Promise<Simulator> {
+  const closing = new AbortController();
+  const waiters = new Set<() => void>();
+  const state: SimulatorState = {
+    book: new BehaviourBook(options.behaviour, options.keys),
+    requests: [],
+    maxRecords: options.maxRecords ?? 10_000,
+    validKeys: options.validKeys ? new Set(options.validKeys) : undefined,
+    closing: closing.signal,
+    aborted: 0,
+    nextId: 1,
+    changed() {
+      for (const check of waiters) check();
+    },
+  };
+  const app = buildApp(state);
+  const hostname = options.hostname ?? "127.0.0.1";
+  return new Promise((resolve) => {
+    let server: Deno.HttpServer | undefined;
+    const simulator = (port: number): Simulator => {
+      const baseUrl = `http://${
+        hostname.includes(":") ? `[${hostname}]` : hostname
+      }:${port}`;
+      const baseUrls = Object.fromEntries(
+        Object.entries(PROVIDER_PATHS).map((
+          [provider, path],
+        ) => [provider, `${baseUrl}${path}`]),
+      ) as Record<ProviderName, string>;
+      let closed: Promise<void> | undefined;
+      const close = (): Promise<void> => {
+        closed ??= (async () => {
+          closing.abort();
+          state.changed();
+          await server?.shutdown();
+        })();
+        return closed;
+      };
+      return {
+        port,
+        baseUrl,
+        baseUrls,
+        get requests() {
+          return state.requests;
+        },
+        get aborted() {
+          return state.aborted;
+        },
+        get pending() {
+          return state.book.pending;
+        },
+        enqueue: (step) => state.book.enqueue(step),
+        setKeyBehaviour: (key, behaviour) =>
+          state.book.setForKey(key, behaviour),
+        setDefaultBehaviour: (behaviour) => state.book.setDefault(behaviour),
+        clear() {
+          state.requests.length = 0;
+          state.aborted = 0;
+          state.book.clearQueue();
+        },
+        waitFor(predicate, timeoutMs = 2000) {
+          if (predicate()) return Promise.resolve();
+          return new Promise((resolveWait, rejectWait) => {
+            const check = () => {
+              if (closing.signal.aborted) {
+                done();
+                rejectWait(new Error("Simulator closed while waiting"));
+              } else if (predicate()) {
+                done();
+                resolveWait();
+              }
+            };
+            const timer = setTimeout(() => {
+              waiters.delete(check);
+              rejectWait(
+                new Error(
+                  `Timed out after "${timeoutMs}" ms waiting for the simulator`,
+                ),
+              );
+            }, timeoutMs);
+            const done = () => {
+              clearTimeout(timer);
+              waiters.delete(check);
+            };
+            waiters.add(check);
+          });
+        },
+        env() {
+          return Object.fromEntries(
+            Object.entries(baseUrls).map((
+              [provider, url],
+            ) => [`${provider.toUpperCase()}_BASE_URL`, url]),
+          );
+        },
+        close,
+        [Symbol.asyncDispose]: close,
+      };
+    };
+    server = Deno.serve({
+      port: options.port ?? 0,
+      hostname,
+      onListen: ({ port }) => resolve(simulator(port)),
+    }, app.fetch);
+  });
+}

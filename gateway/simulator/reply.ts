@@ -1,0 +1,187 @@
+/**
+ * What the simulator answers, independent of wire format: each format's parser
+ * reduces a request to a {@linkcode Prompt}, and {@linkcode decideReply} turns
+ * it into a text or tool-call reply with deterministic usage.
+ *
+ * Rules:
+ * - The last message is a tool result: reply `Tool <name> returned: <result>`.
+ * - Tools are declared and either the request forces one (`tool_choice`
+ *   `required`/named, Anthropic `any`/`tool`, Gemini mode `ANY`) or the last
+ *   user text contains `call tool <name>` naming a declared tool: reply with a
+ *   call of that tool, arguments generated from its parameter schema.
+ * - Otherwise: the behaviour's `reply`, else `Echo: <last user text>` (first
+ *   200 characters).
+ * - Input tokens: ceil(characters of all prompt text, tool definitions and
+ *   tool arguments / 4) + 258 per image. Cached tokens: see
+ *   {@linkcode defaultCachedTokens}. Output tokens: ceil(reply characters / 4);
+ *   a text reply over the request's output limit is cut to limit × 4
+ *   characters and reported as stopped for length. Tool calls are never cut.
+ *
+ * @module
+ */
+
+import type { Behaviour } from "./behaviour.ts";
+import {
+  argumentsFromSchema,
+  defaultCachedTokens,
+  IMAGE_TOKENS,
+  tokensForChars,
+} from "./tokens.ts";
+
+/** A tool the request declares. */
+export interface ToolDeclaration {
+  /** Its name. */
+  name: string;
+  /** Its parameter schema. */
+  schema: unknown;
+}
+
+/** A request reduced to what decides the reply; built by each wire format's parser. */
+export interface Prompt {
+  /** Characters of prompt text (system, messages, tool definitions and calls). */
+  chars: number;
+  /** Number of images. */
+  images: number;
+  /** Text of the last user message. */
+  lastUserText: string;
+  /** Set when the last message is a tool result. */
+  toolResult?: { name?: string; text: string };
+  /** Declared tools. */
+  tools: ToolDeclaration[];
+  /** A tool the request forces (named, or the first one for "any"). */
+  forcedTool?: string;
+  /** `tool_choice: none` or equivalent. */
+  toolsDisabled: boolean;
+  /** Output token limit, if the request sets one. */
+  maxOutputTokens?: number;
+}
+
+/** Accumulates the size of a prompt while a parser walks it. */
+export class PromptMeter {
+  /** Characters seen. */
+  chars = 0;
+  /** Images seen. */
+  images = 0;
+
+  /**
+   * Counts a piece of text.
+   *
+   * @param text The text; non-strings are ignored.
+   */
+  text(text: unknown): void {
+    if (typeof text === "string") this.chars += text.length;
+  }
+
+  /**
+   * Counts a JSON value by its serialised length (tool schemas, arguments).
+   *
+   * @param value The value; `undefined` is ignored.
+   */
+  json(value: unknown): void {
+    if (value === undefined) return;
+    this.chars += typeof value === "string"
+      ? value.length
+      : JSON.stringify(value).length;
+  }
+
+  /** Counts one image. */
+  image(): void {
+    this.images += 1;
+  }
+}
+
+/** The reply's content. */
+export type ReplyContent =
+  | { kind: "text"; text: string }
+  | { kind: "tool"; name: string; arguments: string };
+
+/** The reply with its usage. */
+export interface Reply {
+  /** Text or tool call. */
+  content: ReplyContent;
+  /** Why generation stopped, normalised. */
+  stop: "end" | "length" | "tool";
+  /** All prompt tokens, cached ones included. */
+  inputTokens: number;
+  /** The cached part of `inputTokens`. */
+  cachedTokens: number;
+  /** Anthropic cache writes (part of `inputTokens`). */
+  cacheCreationTokens: number;
+  /** Completion tokens. */
+  outputTokens: number;
+}
+
+const ECHO_LIMIT = 200;
+const TOOL_TRIGGER = /call tool ([\w.-]+)/i;
+
+function truncate(text: string, limit: number): string {
+  return text.length > limit ? text.slice(0, limit) : text;
+}
+
+function chooseTool(prompt: Prompt): ToolDeclaration | undefined {
+  if (prompt.toolsDisabled || prompt.tools.length === 0) return undefined;
+  const wanted = prompt.forcedTool ??
+    TOOL_TRIGGER.exec(prompt.lastUserText)?.[1];
+  if (wanted === undefined) return undefined;
+  return prompt.tools.find((tool) => tool.name === wanted) ??
+    prompt.tools.find((tool) =>
+      tool.name.toLowerCase() === wanted.toLowerCase()
+    );
+}
+
+/**
+ * Decides the reply to a prompt under a behaviour.
+ *
+ * @example
+ * ```ts
+ * import { decideReply } from "./reply.ts";
+ * const reply = decideReply({ chars: 5, images: 0, lastUserText: "hello", tools: [], toolsDisabled: false }, {});
+ * reply.content; // { kind: "text", text: "Echo: hello" }
+ * ```
+ *
+ * @param prompt The reduced request.
+ * @param behaviour The behaviour in force (`reply`, `usage`).
+ * @returns The reply with its usage.
+ */
+export function decideReply(prompt: Prompt, behaviour: Behaviour): Reply {
+  const override = behaviour.usage ?? {};
+  const inputTokens = override.inputTokens ??
+    tokensForChars(prompt.chars) + prompt.images * IMAGE_TOKENS;
+  const cachedTokens = Math.min(
+    override.cachedTokens ?? defaultCachedTokens(inputTokens),
+    inputTokens,
+  );
+  const cacheCreationTokens = Math.min(
+    override.cacheCreationTokens ?? 0,
+    inputTokens - cachedTokens,
+  );
+  const usage = { inputTokens, cachedTokens, cacheCreationTokens };
+
+  const tool = prompt.toolResult ? undefined : chooseTool(prompt);
+  if (tool) {
+    const args = JSON.stringify(argumentsFromSchema(tool.schema));
+    const outputTokens = override.outputTokens ??
+      tokensForChars(tool.name.length + args.length);
+    return {
+      content: { kind: "tool", name: tool.name, arguments: args },
+      stop: "tool",
+      outputTokens,
+      ...usage,
+    };
+  }
+
+  let text = behaviour.reply ??
+    (prompt.toolResult
+      ? `Tool ${prompt.toolResult.name ?? "call"} returned: ${
+        truncate(prompt.toolResult.text, ECHO_LIMIT)
+      }`
+      : `Echo: ${truncate(prompt.lastUserText, ECHO_LIMIT)}`);
+  let stop: Reply["stop"] = "end";
+  const limit = prompt.maxOutputTokens;
+  if (limit !== undefined && tokensForChars(text.length) > limit) {
+    text = text.slice(0, Math.max(0, limit) * 4);
+    stop = "length";
+  }
+  const outputTokens = override.outputTokens ?? tokensForChars(text.length);
+  return { content: { kind: "text", text }, stop, outputTokens, ...usage };
+}
