@@ -1,0 +1,213 @@
+/**
+ * Caller keys from the command line, straight on the gateway's KV
+ * (`GATEWAY_KV_PATH`, default `./data/gateway.kv`): the admin API without a
+ * running gateway.
+ *
+ * ```sh
+ * deno task keys create --name alice --credits 10
+ * deno task keys list
+ * deno task keys show ck_…
+ * deno task keys topup ck_… --amount 5
+ * deno task keys revoke ck_…
+ * ```
+ *
+ * Output is JSON on stdout; a bad input prints one line on stderr and exits 1.
+ *
+ * @module
+ */
+
+import { dirname } from "node:path";
+import { parseArgs } from "node:util";
+import {
+  type CallerInfo,
+  createCaller,
+  getCaller,
+  listCallers,
+  revokeCaller,
+} from "./callers.ts";
+import { microsToUsd, topUp, usdToMicros } from "./credits.ts";
+
+/** The usage text printed by `help`. */
+export const USAGE = `Usage: deno task keys <command> [options]
+
+Commands:
+  create --name <name> [--credits <usd>]   create a caller key (the key is shown once)
+  list                                     list caller keys (no secrets)
+  show <id>                                show one caller key
+  topup <id> --amount <usd>                add credits (negative removes, never below zero)
+  revoke <id>                              delete a caller key
+
+The KV is GATEWAY_KV_PATH (default ./data/gateway.kv).`;
+
+/** A bad command line: reported as one line, exit code 1. */
+class UsageError extends Error {}
+
+function wire(caller: CallerInfo): Record<string, unknown> {
+  return {
+    id: caller.id,
+    name: caller.name,
+    balance: microsToUsd(caller.balanceMicros),
+    created_at: new Date(caller.createdAt).toISOString(),
+  };
+}
+
+function usd(
+  flag: string,
+  value: string | undefined,
+  required: boolean,
+): number {
+  if (value === undefined) {
+    if (required) throw new UsageError(`Missing --${flag}`);
+    return 0;
+  }
+  const amount = Number(value);
+  if (value.trim() === "" || !Number.isFinite(amount)) {
+    throw new UsageError(
+      `Invalid --${flag} "${value}": expected a number of USD`,
+    );
+  }
+  return amount;
+}
+
+function oneId(positionals: string[], command: string): string {
+  if (positionals.length !== 1) {
+    throw new UsageError(`"${command}" takes exactly one caller id`);
+  }
+  return positionals[0];
+}
+
+/**
+ * Runs one command against `kv` and returns what to print.
+ *
+ * @param kv The gateway's KV.
+ * @param command The command name.
+ * @param args The rest of the command line.
+ * @returns The JSON-ready result.
+ * @throws {UsageError} On a bad command line or an unknown caller.
+ */
+async function run(
+  kv: Deno.Kv,
+  command: string,
+  args: string[],
+): Promise<unknown> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: {
+      name: { type: "string" },
+      credits: { type: "string" },
+      amount: { type: "string" },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  switch (command) {
+    case "create": {
+      if (positionals.length > 0) {
+        throw new UsageError(`Unexpected argument "${positionals[0]}"`);
+      }
+      if (values.name === undefined) throw new UsageError("Missing --name");
+      const credits = usd("credits", values.credits, false);
+      if (credits < 0) {
+        throw new UsageError(
+          `Invalid --credits "${values.credits}": expected zero or more`,
+        );
+      }
+      const created = await createCaller(kv, {
+        name: values.name,
+        creditsMicros: usdToMicros(credits),
+      });
+      return {
+        id: created.id,
+        key: created.key,
+        name: created.name,
+        balance: microsToUsd(created.balanceMicros),
+      };
+    }
+    case "list":
+      return (await listCallers(kv)).map(wire);
+    case "show": {
+      const id = oneId(positionals, command);
+      const caller = await getCaller(kv, id);
+      if (caller === null) throw new UsageError(`Caller key "${id}" not found`);
+      return wire(caller);
+    }
+    case "topup": {
+      const id = oneId(positionals, command);
+      const amount = usd("amount", values.amount, true);
+      try {
+        return {
+          id,
+          balance: microsToUsd(await topUp(kv, id, usdToMicros(amount))),
+        };
+      } catch (error) {
+        if (error instanceof Deno.errors.NotFound) {
+          throw new UsageError(`Caller key "${id}" not found`);
+        }
+        if (error instanceof RangeError) throw new UsageError(error.message);
+        throw error;
+      }
+    }
+    case "revoke": {
+      const id = oneId(positionals, command);
+      if (!(await revokeCaller(kv, id))) {
+        throw new UsageError(`Caller key "${id}" not found`);
+      }
+      return { id, deleted: true };
+    }
+    default:
+      throw new UsageError(`Unknown command "${command}"`);
+  }
+}
+
+/** Opens the KV at `path`, creating the folder of a local file first. */
+async function openKv(path: string): Promise<Deno.Kv> {
+  if (path !== ":memory:" && !/^https?:\/\//.test(path)) {
+    await Deno.mkdir(dirname(path), { recursive: true });
+  }
+  return await Deno.openKv(path);
+}
+
+/**
+ * The command line: runs `args` and returns the exit code.
+ *
+ * @param args The command line, without the program name.
+ * @returns 0 on success, 1 on a bad input.
+ */
+export async function main(args: string[]): Promise<number> {
+  const [command, ...rest] = args;
+  if (
+    command === undefined || command === "help" || command === "--help" ||
+    command === "-h"
+  ) {
+    (command === undefined ? console.error : console.log)(USAGE);
+    return command === undefined ? 1 : 0;
+  }
+  const kv = await openKv(
+    Deno.env.get("GATEWAY_KV_PATH") || "./data/gateway.kv",
+  );
+  try {
+    const result = await run(kv, command, rest);
+    console.log(JSON.stringify(result, null, 2));
+    if (command === "create") {
+      console.error("Store the key now: it is not shown again");
+    }
+    return 0;
+  } catch (error) {
+    // parseArgs throws TypeError (ERR_PARSE_ARGS_*) for unknown or valueless
+    // flags; the stores throw RangeError for an invalid name or amount.
+    if (
+      error instanceof UsageError || error instanceof TypeError ||
+      error instanceof RangeError
+    ) {
+      console.error(
+        `${error.message.split("\n")[0]}; run "deno task keys help" for usage`,
+      );
+      return 1;
+    }
+    throw error;
+  } finally {
+    kv.close();
+  }
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

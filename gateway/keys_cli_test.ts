@@ -1,0 +1,122 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { createCallerAuthenticator } from "./callers.ts";
+import { listLedger } from "./credits.ts";
+
+const CLI = new URL("./keys_cli.ts", import.meta.url).pathname;
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function keys(kvPath: string, ...args: string[]): Promise<Run> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", CLI, ...args],
+    env: { GATEWAY_KV_PATH: kvPath },
+    stdout: "piped",
+    stderr: "piped",
+    signal: AbortSignal.timeout(20_000),
+  }).output();
+  const decoder = new TextDecoder();
+  return {
+    code: output.code,
+    stdout: decoder.decode(output.stdout),
+    stderr: decoder.decode(output.stderr),
+  };
+}
+
+Deno.test("keys CLI creates, lists, shows, tops up and revokes keys in a KV file", async () => {
+  const dir = await Deno.makeTempDir();
+  // A folder that does not exist yet: the CLI creates it.
+  const kvPath = join(dir, "data", "gateway.kv");
+  try {
+    const created = await keys(
+      kvPath,
+      "create",
+      "--name",
+      "alice",
+      "--credits",
+      "10",
+    );
+    assert.equal(created.code, 0, created.stderr);
+    const caller = JSON.parse(created.stdout);
+    assert.equal(caller.name, "alice");
+    assert.equal(caller.balance, 10);
+    assert.match(caller.key, /^mk-/);
+    assert.match(created.stderr, /not shown again/);
+
+    const listed = JSON.parse((await keys(kvPath, "list")).stdout);
+    assert.deepEqual(listed.map((entry: { id: string }) => entry.id), [
+      caller.id,
+    ]);
+    assert.equal(JSON.stringify(listed).includes(caller.key), false);
+
+    const topped = await keys(kvPath, "topup", caller.id, "--amount", "5");
+    assert.deepEqual(JSON.parse(topped.stdout), { id: caller.id, balance: 15 });
+    assert.equal(
+      JSON.parse((await keys(kvPath, "show", caller.id)).stdout).balance,
+      15,
+    );
+
+    const kv = await Deno.openKv(kvPath);
+    try {
+      assert.deepEqual(
+        await createCallerAuthenticator(kv).authenticate(caller.key),
+        { id: caller.id, name: "alice" },
+      );
+      assert.deepEqual(
+        (await listLedger(kv, caller.id)).map((entry) => entry.amountMicros),
+        [5_000_000, 10_000_000],
+      );
+    } finally {
+      kv.close();
+    }
+
+    assert.deepEqual(
+      JSON.parse((await keys(kvPath, "revoke", caller.id)).stdout),
+      { id: caller.id, deleted: true },
+    );
+    const gone = await keys(kvPath, "show", caller.id);
+    assert.equal(gone.code, 1);
+    assert.equal(
+      gone.stderr.trim(),
+      `Caller key "${caller.id}" not found; run "deno task keys help" for usage`,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("keys CLI exits 1 with one line on bad input", async () => {
+  const dir = await Deno.makeTempDir();
+  const kvPath = join(dir, "gateway.kv");
+  try {
+    const cases: [string[], RegExp][] = [
+      [["create"], /^Missing --name;/],
+      [
+        ["create", "--name", "x", "--credits", "ten"],
+        /^Invalid --credits "ten"/,
+      ],
+      [
+        ["topup", "ck_nope", "--amount", "1"],
+        /^Caller key "ck_nope" not found/,
+      ],
+      [["topup", "ck_nope"], /^Missing --amount/],
+      [["frobnicate"], /^Unknown command "frobnicate"/],
+      [["list", "--bogus"], /bogus/],
+    ];
+    for (const [args, expected] of cases) {
+      const result = await keys(kvPath, ...args);
+      assert.equal(result.code, 1, args.join(" "));
+      assert.equal(result.stderr.trim().split("\n").length, 1, result.stderr);
+      assert.match(result.stderr, expected);
+    }
+    const help = await keys(kvPath, "help");
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /^Usage: deno task keys/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
