@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { createHash } from "node:crypto";
 import type {
   AcquireResult,
   KeyLease,
@@ -122,19 +123,10 @@ interface PoolLease extends KeyLease {
  * @param secret The key.
  * @returns An id such as `openai:3f9a0c1d`.
  */
-export async function providerKeyId(
-  provider: ProviderName,
-  secret: string,
-): Promise<string> {
-  const digest = await crypto.subtle.digest(
-    "SHA-256",
-    new TextEncoder().encode(secret),
-  );
-  const hex = Array.from(
-    new Uint8Array(digest).slice(0, 4),
-    (b) => b.toString(16).padStart(2, "0"),
-  ).join("");
-  return `${provider}:${hex}`;
+export function providerKeyId(provider: ProviderName, secret: string): string {
+  return `${provider}:${
+    createHash("sha256").update(secret).digest("hex").slice(0, 8)
+  }`;
 }
 
 /** The in-memory {@linkcode KeyPool}. */
@@ -144,23 +136,18 @@ export class MemoryKeyPool implements KeyPool {
   readonly #options: KeyPoolOptions;
   readonly #now: () => number;
 
-  private constructor(options: KeyPoolOptions) {
-    this.#options = options;
-    this.#now = options.now ?? Date.now;
-  }
-
   /**
    * Builds a pool; key ids are derived from the keys' hashes.
    *
    * @param providers Each provider's keys and limits.
    * @param options Cool-down default, revoke callback, clock.
-   * @returns The pool.
    */
-  static async create(
+  constructor(
     providers: Partial<Record<ProviderName, ProviderKeys>>,
     options: KeyPoolOptions,
-  ): Promise<MemoryKeyPool> {
-    const pool = new MemoryKeyPool(options);
+  ) {
+    this.#options = options;
+    this.#now = options.now ?? Date.now;
     for (
       const [name, settings] of Object.entries(providers) as [
         ProviderName,
@@ -169,7 +156,7 @@ export class MemoryKeyPool implements KeyPool {
     ) {
       const states: KeyState[] = [];
       for (const secret of new Set(settings.keys)) {
-        const keyId = await providerKeyId(name, secret);
+        const keyId = providerKeyId(name, secret);
         states.push({
           lease: { provider: name, keyId, secret },
           window: new Window(),
@@ -178,13 +165,12 @@ export class MemoryKeyPool implements KeyPool {
           inFlight: 0,
         });
       }
-      pool.#keys.set(name, states);
-      pool.#limits.set(name, {
+      this.#keys.set(name, states);
+      this.#limits.set(name, {
         rpm: settings.rpm ?? Infinity,
         tpm: settings.tpm ?? Infinity,
       });
     }
-    return pool;
   }
 
   /**

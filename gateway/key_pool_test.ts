@@ -12,16 +12,16 @@ function leaseOf(result: ReturnType<MemoryKeyPool["acquire"]>): KeyLease {
   return result.lease;
 }
 
-Deno.test("providerKeyId() names a key without revealing it", async () => {
-  const id = await providerKeyId("openai", "sk-secret-value");
+Deno.test("providerKeyId() names a key without revealing it", () => {
+  const id = providerKeyId("openai", "sk-secret-value");
   assert.match(id, /^openai:[0-9a-f]{8}$/);
   assert.ok(!id.includes("secret"));
-  assert.equal(id, await providerKeyId("openai", "sk-secret-value"));
+  assert.equal(id, providerKeyId("openai", "sk-secret-value"));
 });
 
-Deno.test("acquire() spreads calls over the least-used keys", async () => {
+Deno.test("acquire() spreads calls over the least-used keys", () => {
   const t = clock();
-  const pool = await MemoryKeyPool.create(
+  const pool = new MemoryKeyPool(
     { openai: { keys: ["a", "b", "c"] } },
     {
       defaultCooldownMs: 1000,
@@ -37,9 +37,9 @@ Deno.test("acquire() spreads calls over the least-used keys", async () => {
   assert.deepEqual([...used.values()], [10, 10, 10]);
 });
 
-Deno.test("acquire() keeps each key within its RPM and says when one frees up", async () => {
+Deno.test("acquire() keeps each key within its RPM and says when one frees up", () => {
   const t = clock();
-  const pool = await MemoryKeyPool.create(
+  const pool = new MemoryKeyPool(
     { xai: { keys: ["a", "b"], rpm: 2 } },
     {
       defaultCooldownMs: 1000,
@@ -58,9 +58,9 @@ Deno.test("acquire() keeps each key within its RPM and says when one frees up", 
   assert.ok(pool.acquire("xai", 1).ok);
 });
 
-Deno.test("acquire() keeps each key within its TPM", async () => {
+Deno.test("acquire() keeps each key within its TPM", () => {
   const t = clock();
-  const pool = await MemoryKeyPool.create({
+  const pool = new MemoryKeyPool({
     openai: { keys: ["a"], tpm: 1000 },
   }, {
     defaultCooldownMs: 1000,
@@ -72,9 +72,9 @@ Deno.test("acquire() keeps each key within its TPM", async () => {
   assert.ok(pool.acquire("openai", 100).ok);
 });
 
-Deno.test("rateLimited() cools a key down for its retry-after", async () => {
+Deno.test("rateLimited() cools a key down for its retry-after", () => {
   const t = clock();
-  const pool = await MemoryKeyPool.create({ anthropic: { keys: ["a", "b"] } }, {
+  const pool = new MemoryKeyPool({ anthropic: { keys: ["a", "b"] } }, {
     defaultCooldownMs: 30_000,
     now: t.now,
   });
@@ -93,9 +93,9 @@ Deno.test("rateLimited() cools a key down for its retry-after", async () => {
   assert.equal(leaseOf(pool.acquire("anthropic", 1)).keyId, first.keyId);
 });
 
-Deno.test("revoke() takes a key out of the pool and reports it by id", async () => {
+Deno.test("revoke() takes a key out of the pool and reports it by id", () => {
   const revoked: string[] = [];
-  const pool = await MemoryKeyPool.create({ gemini: { keys: ["a", "b"] } }, {
+  const pool = new MemoryKeyPool({ gemini: { keys: ["a", "b"] } }, {
     defaultCooldownMs: 1000,
     onRevoke: (_provider, keyId, status) => revoked.push(`${keyId} ${status}`),
   });
@@ -111,8 +111,8 @@ Deno.test("revoke() takes a key out of the pool and reports it by id", async () 
   }
 });
 
-Deno.test("acquire() skips excluded keys and reports no key at all as -1", async () => {
-  const pool = await MemoryKeyPool.create({
+Deno.test("acquire() skips excluded keys and reports no key at all as -1", () => {
+  const pool = new MemoryKeyPool({
     openai: { keys: ["a"] },
     xai: { keys: [] },
   }, {

@@ -1,0 +1,267 @@
+/**
+ * The gateway's HTTP app: routes, caller-facing headers and error shapes.
+ * The work of an inference call is in `call.ts`.
+ *
+ * @module
+ */
+import { type Context, Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { createAdminRoutes } from "./admin.ts";
+import {
+  type CallDeps,
+  callerSecret,
+  type CallRequest,
+  errorResponse,
+  handleCall,
+} from "./call.ts";
+import { Catalog, DEFAULT_CATALOG } from "./catalog.ts";
+import type { GatewayConfig } from "./config.ts";
+import { createCallerAuthenticator } from "./callers.ts";
+import { createBilling, creditsResponse } from "./credits.ts";
+import { GatewayError } from "./errors.ts";
+import { MemoryKeyPool } from "./key_pool.ts";
+import { PROVIDERS as PROVIDER_IMPLEMENTATIONS } from "./providers/mod.ts";
+import { tracesResponse } from "./tracing.ts";
+import type {
+  Caller,
+  CatalogEntry,
+  KeyPool,
+  ProviderName,
+  RouteName,
+} from "./types.ts";
+
+/** What {@linkcode createGateway} needs. */
+export interface GatewayOptions {
+  /** Validated configuration (see `parseConfig`/`loadConfig`). */
+  config: GatewayConfig;
+  /** The gateway's state: callers, balances, ledger, traces. */
+  kv: Deno.Kv;
+  /** The models served; defaults to the shipped catalog. */
+  catalog?: readonly CatalogEntry[];
+  /** The provider key pool; defaults to one built from the config's keys. */
+  keyPool?: KeyPool;
+  /** Where structured log records go; defaults to one JSON line each on stderr. */
+  log?: (record: Record<string, unknown>) => void;
+}
+
+type Env = { Variables: { requestId: string; traceId: string } };
+
+const CALL_ROUTES: readonly [string, RouteName][] = [
+  ["/chat/completions", "chat"],
+  ["/messages", "messages"],
+  ["/responses", "responses"],
+];
+
+/**
+ * Builds the gateway: a Hono app serving every route bare and under `/v1`.
+ * It holds no module-level state; everything lives in `options.kv` and in
+ * the key pool this call creates.
+ *
+ * @param options Configuration, KV and optional overrides.
+ * @returns The app; serve it with `Deno.serve(app.fetch)`.
+ *
+ * @example Serve a gateway
+ * ```ts ignore
+ * import { createGateway, loadConfig } from "@org/mcpkit/gateway";
+ * const config = await loadConfig();
+ * const kv = await Deno.openKv(config.kvPath);
+ * Deno.serve({ port: config.port }, createGateway({ config, kv }).fetch);
+ * ```
+ */
+export function createGateway(options: GatewayOptions): Hono<Env> {
+  const { config, kv } = options;
+  const log = options.log ??
+    ((record) =>
+      console.error(
+        JSON.stringify({ time: new Date().toISOString(), ...record }),
+      ));
+  const catalog = new Catalog(options.catalog ?? DEFAULT_CATALOG);
+  const keyPool = options.keyPool ?? new MemoryKeyPool(
+    Object.fromEntries(
+      Object.entries(config.providers).map((
+        [name, p],
+      ) => [name, { keys: p.apiKeys, rpm: p.rpm, tpm: p.tpm }]),
+    ),
+    {
+      defaultCooldownMs: config.keyCooldownMs,
+      onRevoke: (provider, keyId, status) =>
+        log({
+          level: "warn",
+          message: "Provider key taken out of the pool",
+          provider,
+          keyId,
+          status,
+        }),
+    },
+  );
+  const callers = createCallerAuthenticator(kv, {
+    cacheTtlMs: config.callerCacheMs,
+  });
+  const billing = createBilling(kv, {
+    traceRetentionMs: config.traceRetentionDays * 86_400_000,
+  });
+  const deps: CallDeps = {
+    callers,
+    billing,
+    keyPool,
+    model: (id) => catalog.get(id),
+    providers: PROVIDER_IMPLEMENTATIONS,
+    baseUrls: Object.fromEntries(
+      Object.entries(config.providers).map(([name, p]) => [name, p.baseUrl]),
+    ) as Record<ProviderName, string>,
+    upstreamTimeoutMs: config.upstreamTimeoutMs,
+    log,
+  };
+
+  const app = new Hono<Env>();
+  app.use(async (c, next) => {
+    const requestId = `req_${crypto.randomUUID().replaceAll("-", "")}`;
+    const traceId = c.req.header("trace-id")?.slice(0, 128) ||
+      crypto.randomUUID();
+    c.set("requestId", requestId);
+    c.set("traceId", traceId);
+    await next();
+    c.res.headers.set("x-request-id", requestId);
+    c.res.headers.set("trace-id", traceId);
+  });
+  app.onError((error, c) => {
+    if (error instanceof GatewayError) {
+      return errorResponse(routeOf(c.req.path), error);
+    }
+    log({
+      level: "error",
+      requestId: c.get("requestId"),
+      message: String(error),
+    });
+    return errorResponse(
+      routeOf(c.req.path),
+      new GatewayError(500, "Internal gateway error"),
+    );
+  });
+  app.notFound((c) =>
+    errorResponse(
+      routeOf(c.req.path),
+      new GatewayError(404, `No route "${c.req.method} ${c.req.path}"`),
+    )
+  );
+
+  const limit = bodyLimit({
+    maxSize: config.maxBodyBytes,
+    onError: () => {
+      throw new GatewayError(
+        413,
+        `Request body is larger than ${config.maxBodyBytes} bytes`,
+        {
+          code: "request_too_large",
+        },
+      );
+    },
+  });
+
+  const api = new Hono<Env>();
+  const authenticated = async (headers: Headers): Promise<Caller> => {
+    const secret = callerSecret(headers);
+    const caller = secret ? await callers.authenticate(secret) : null;
+    if (!caller) {
+      throw new GatewayError(
+        401,
+        secret ? "Invalid API key" : "Missing API key",
+      );
+    }
+    return caller;
+  };
+
+  api.get("/health", (c) => c.json({ ok: true }));
+  api.get("/models", (c) =>
+    c.json({
+      object: "list",
+      data: catalog.list().map((m) => ({
+        id: m.id,
+        object: "model",
+        owned_by: m.provider,
+        routes: m.routes,
+        pricing: {
+          input: m.pricing.input,
+          output: m.pricing.output,
+          cached_input: m.pricing.cachedInput,
+        },
+      })),
+    }));
+  api.get(
+    "/credits",
+    async (c) =>
+      c.json(
+        await creditsResponse(billing, await authenticated(c.req.raw.headers)),
+      ),
+  );
+  api.get("/traces", async (c) => {
+    const caller = await authenticated(c.req.raw.headers);
+    try {
+      return c.json(
+        await tracesResponse(kv, caller, new URL(c.req.url).searchParams),
+      );
+    } catch (error) {
+      if (error instanceof RangeError) {
+        throw new GatewayError(400, error.message);
+      }
+      throw error;
+    }
+  });
+
+  const run =
+    (route: RouteName, extra: Partial<CallRequest> = {}) =>
+    async (c: Context<Env>) => {
+      const request: CallRequest = {
+        route,
+        headers: c.req.raw.headers,
+        bodyText: await c.req.text(),
+        query: c.req.query(),
+        signal: c.req.raw.signal,
+        requestId: c.get("requestId"),
+        traceId: c.get("traceId"),
+        ...extra,
+      };
+      return handleCall(deps, request);
+    };
+  for (const [path, route] of CALL_ROUTES) {
+    api.post(path, limit, (c) => run(route)(c));
+  }
+  // Gemini SDKs call `{base}/{apiVersion}/models/{model}:{method}`; with the
+  // gateway's root or `/v1` as base, both `v1beta` and `v1` land here.
+  const geminiCall = (c: Context<Env>) => {
+    const path = c.req.path;
+    const target = decodeURIComponent(
+      path.slice(path.indexOf("/models/") + "/models/".length),
+    );
+    const colon = target.lastIndexOf(":");
+    const method = target.slice(colon + 1);
+    if (
+      colon < 1 ||
+      (method !== "generateContent" && method !== "streamGenerateContent")
+    ) {
+      throw new GatewayError(
+        404,
+        `Unknown Gemini method "${target}"; use :generateContent or :streamGenerateContent`,
+      );
+    }
+    return run("gemini", {
+      pathModel: target.slice(0, colon),
+      pathStream: method === "streamGenerateContent",
+    })(c);
+  };
+  api.post("/v1beta/models/*", limit, geminiCall);
+  api.post("/models/*", limit, geminiCall);
+  api.route("/admin", createAdminRoutes({ kv, adminToken: config.adminToken }));
+
+  app.route("/v1", api);
+  app.route("/", api);
+  return app;
+}
+
+/** The convention an error on `path` is written in. */
+function routeOf(path: string): RouteName {
+  if (/\/messages$/.test(path)) return "messages";
+  if (path.includes("/v1beta/") || /\/models\/.+:/.test(path)) return "gemini";
+  if (/\/responses$/.test(path)) return "responses";
+  return "chat";
+}

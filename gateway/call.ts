@@ -1,0 +1,841 @@
+/**
+ * One inference call, in the order it happens:
+ * authenticate → parse → resolve the model → reserve credits → pick a key and
+ * send upstream → translate the answer → settle → trace.
+ * Each step is a function below; `handleCall` runs them in order.
+ *
+ * @module
+ */
+import { createParser } from "eventsource-parser";
+import { z } from "zod";
+import {
+  errorBody,
+  GatewayError,
+  streamErrorFrame,
+  toGatewayError,
+} from "./errors.ts";
+import type {
+  CallInput,
+  Exchange,
+  Provider,
+  StreamRelay,
+} from "./providers/provider.ts";
+import { NO_USAGE, parseJson } from "./providers/provider.ts";
+import { TranslationError } from "./translate/chat_types.ts";
+import type {
+  Billing,
+  Caller,
+  CallerAuthenticator,
+  CatalogEntry,
+  KeyLease,
+  KeyPool,
+  ProviderName,
+  Reservation,
+  RouteName,
+  TraceRecord,
+  Usage,
+} from "./types.ts";
+import { costMicros, maxCostMicros } from "./credits.ts";
+import { recordSpan } from "./tracing.ts";
+
+/** What a call needs from the rest of the gateway. */
+export interface CallDeps {
+  /** Caller-key lookup. */
+  callers: CallerAuthenticator;
+  /** Credits, ledger and trace storage. */
+  billing: Billing;
+  /** Provider keys. */
+  keyPool: KeyPool;
+  /** Model lookup. */
+  model(id: string): CatalogEntry | undefined;
+  /** Provider implementations by name. */
+  providers: Record<ProviderName, Provider>;
+  /** Upstream base URL of each provider. */
+  baseUrls: Record<ProviderName, string>;
+  /** Time allowed for an upstream to answer, and between two stream events, ms. */
+  upstreamTimeoutMs: number;
+  /** Structured log sink (errors, key revocations). */
+  log(record: Record<string, unknown>): void;
+}
+
+/** The parts of the HTTP request a call reads. */
+export interface CallRequest {
+  /** The route. */
+  route: RouteName;
+  /** Request headers. */
+  headers: Headers;
+  /** The raw body text (already size-limited). */
+  bodyText: string;
+  /** Gemini's model and action come from the path. */
+  pathModel?: string;
+  /** Whether the path asked for a stream (Gemini `:streamGenerateContent`). */
+  pathStream?: boolean;
+  /** Query parameters. */
+  query: Record<string, string>;
+  /** Aborted when the caller goes away. */
+  signal: AbortSignal;
+  /** The request id. */
+  requestId: string;
+  /** The trace id. */
+  traceId: string;
+}
+
+/** Running record of a call, turned into its trace at the end. */
+class CallRecord {
+  readonly started = Date.now();
+  caller?: Caller;
+  entry?: CatalogEntry;
+  lease?: KeyLease;
+  stream = false;
+  firstTokenAt?: number;
+
+  constructor(readonly request: CallRequest) {}
+
+  trace(
+    status: number,
+    usage: Usage,
+    cost: number,
+    error?: string,
+  ): TraceRecord {
+    return {
+      requestId: this.request.requestId,
+      traceId: this.request.traceId,
+      callerId: this.caller?.id,
+      model: this.entry?.id,
+      route: this.request.route,
+      provider: this.entry?.provider,
+      providerKeyId: this.lease?.keyId,
+      status,
+      stream: this.stream,
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+      cachedTokens: usage.cachedInputTokens,
+      costMicros: cost,
+      latencyMs: Date.now() - this.started,
+      ttftMs: this.firstTokenAt === undefined
+        ? undefined
+        : this.firstTokenAt - this.started,
+      error,
+      time: this.started,
+    };
+  }
+}
+
+/**
+ * Runs one inference call and returns the response to send.
+ *
+ * @param deps The gateway's stores, key pool, catalog and providers.
+ * @param request The call's HTTP request.
+ * @returns The response: JSON, an SSE stream, or an error in the route's convention.
+ */
+export async function handleCall(
+  deps: CallDeps,
+  request: CallRequest,
+): Promise<Response> {
+  const record = new CallRecord(request);
+  let reservation: Reservation | undefined;
+  try {
+    record.caller = await authenticate(deps.callers, request.headers);
+    const parsed = parseCall(request);
+    record.stream = parsed.stream;
+    record.entry = resolveModel(deps.model, request.route, parsed.model);
+    const call: CallInput = {
+      route: request.route,
+      entry: record.entry,
+      body: parsed.body,
+      stream: parsed.stream,
+      maxOutputTokens: Math.min(
+        parsed.maxOutputTokens ?? Infinity,
+        record.entry.maxOutputTokens,
+      ),
+      query: request.query,
+      headers: request.headers,
+    };
+    const provider = deps.providers[record.entry.provider];
+    const exchange = buildExchange(provider, call);
+    const inputTokens = estimateInputTokens(request.bodyText);
+    reservation = await reserve(
+      deps.billing,
+      record.caller,
+      record.entry,
+      inputTokens,
+      call.maxOutputTokens,
+    );
+    const upstream = await sendUpstream(
+      deps,
+      record,
+      provider,
+      exchange,
+      inputTokens + call.maxOutputTokens,
+    );
+    if (call.stream) {
+      const heldReservation = reservation;
+      reservation = undefined; // the stream settles it when it ends
+      return relayStream(deps, record, heldReservation, exchange, upstream);
+    }
+    const { body, usage } = await readAnswer(deps, exchange, upstream);
+    deps.keyPool.recordUsage(
+      upstream.lease,
+      usage.inputTokens + usage.outputTokens,
+    );
+    const cost = costMicros(usage, record.entry.pricing);
+    const held = reservation;
+    reservation = undefined;
+    const { balanceMicros } = await settle(
+      deps,
+      record,
+      held,
+      usage,
+      cost,
+      200,
+    );
+    return Response.json(body, {
+      headers: {
+        "x-gateway-cost": formatUsd(cost),
+        "x-gateway-credits-remaining": formatUsd(balanceMicros),
+      },
+    });
+  } catch (thrown) {
+    const error = toGatewayError(thrown);
+    if (error.status >= 500) {
+      deps.log({
+        level: "error",
+        requestId: request.requestId,
+        message: error.message,
+      });
+    }
+    if (reservation) {
+      await settle(
+        deps,
+        record,
+        reservation,
+        NO_USAGE,
+        0,
+        error.status,
+        error.message,
+      );
+    } else {
+      await traceRejected(deps, record, error);
+    }
+    return errorResponse(request.route, error);
+  }
+}
+
+/**
+ * The response for an error, in the convention of `route`.
+ *
+ * @param route The route the caller used.
+ * @param error The error.
+ * @returns A JSON response with the error's status (and `retry-after`).
+ */
+export function errorResponse(route: RouteName, error: GatewayError): Response {
+  const headers: Record<string, string> = {};
+  if (error.retryAfterSeconds !== undefined) {
+    headers["retry-after"] = String(error.retryAfterSeconds);
+  }
+  return Response.json(errorBody(route, error), {
+    status: error.status,
+    headers,
+  });
+}
+
+/**
+ * The caller's key from `Authorization: Bearer`, `x-api-key` or `x-goog-api-key`.
+ *
+ * @param headers The request headers.
+ * @returns The key, or `undefined`.
+ */
+export function callerSecret(headers: Headers): string | undefined {
+  const authorization = headers.get("authorization");
+  if (authorization) {
+    const match = /^Bearer\s+(.+)$/i.exec(authorization.trim());
+    if (match) return match[1].trim();
+  }
+  return headers.get("x-api-key")?.trim() ||
+    headers.get("x-goog-api-key")?.trim() || undefined;
+}
+
+async function authenticate(
+  callers: CallerAuthenticator,
+  headers: Headers,
+): Promise<Caller> {
+  const secret = callerSecret(headers);
+  if (!secret) {
+    throw new GatewayError(
+      401,
+      'Missing API key: send it as "Authorization: Bearer <key>", "x-api-key" or "x-goog-api-key"',
+    );
+  }
+  const caller = await callers.authenticate(secret);
+  if (!caller) throw new GatewayError(401, "Invalid API key");
+  return caller;
+}
+
+const positiveInt = z.number().int().positive();
+const routeSchemas = {
+  chat: z.looseObject({
+    model: z.string().min(1),
+    messages: z.array(z.looseObject({ role: z.string() })).min(1),
+    stream: z.boolean().nullish(),
+    max_tokens: positiveInt.nullish(),
+    max_completion_tokens: positiveInt.nullish(),
+  }),
+  messages: z.looseObject({
+    model: z.string().min(1),
+    messages: z.array(z.looseObject({ role: z.string() })).min(1),
+    max_tokens: positiveInt,
+    stream: z.boolean().nullish(),
+  }),
+  responses: z.looseObject({
+    model: z.string().min(1),
+    input: z.union([z.string(), z.array(z.unknown())]).optional(),
+    stream: z.boolean().nullish(),
+    max_output_tokens: positiveInt.nullish(),
+  }),
+  gemini: z.looseObject({
+    contents: z.array(z.looseObject({})).min(1),
+    generationConfig: z.looseObject({ maxOutputTokens: positiveInt.nullish() })
+      .nullish(),
+  }),
+};
+
+interface ParsedCall {
+  model: string;
+  body: Record<string, unknown>;
+  stream: boolean;
+  maxOutputTokens?: number;
+}
+
+function parseCall(request: CallRequest): ParsedCall {
+  const json = parseJson(request.bodyText);
+  if (json === undefined) {
+    throw new GatewayError(400, "Request body is not valid JSON");
+  }
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    throw new GatewayError(400, "Request body must be a JSON object");
+  }
+  const parsed = routeSchemas[request.route].safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const param = issue.path.join(".");
+    throw new GatewayError(
+      400,
+      `Invalid "${param || "body"}": ${issue.message}`,
+      {
+        code: "invalid_request",
+        param: param || null,
+      },
+    );
+  }
+  const body = parsed.data as Record<string, unknown>;
+  switch (request.route) {
+    case "gemini": {
+      const config = body.generationConfig as
+        | { maxOutputTokens?: number }
+        | undefined;
+      return {
+        model: request.pathModel ?? "",
+        body,
+        stream: request.pathStream === true,
+        maxOutputTokens: config?.maxOutputTokens ?? undefined,
+      };
+    }
+    case "chat":
+      return {
+        model: body.model as string,
+        body,
+        stream: body.stream === true,
+        maxOutputTokens:
+          (body.max_completion_tokens ?? body.max_tokens ?? undefined) as
+            | number
+            | undefined,
+      };
+    case "messages":
+      return {
+        model: body.model as string,
+        body,
+        stream: body.stream === true,
+        maxOutputTokens: body.max_tokens as number,
+      };
+    case "responses":
+      return {
+        model: body.model as string,
+        body,
+        stream: body.stream === true,
+        maxOutputTokens: (body.max_output_tokens ?? undefined) as
+          | number
+          | undefined,
+      };
+  }
+}
+
+function resolveModel(
+  model: (id: string) => CatalogEntry | undefined,
+  route: RouteName,
+  id: string,
+): CatalogEntry {
+  const entry = model(id);
+  if (!entry) {
+    throw new GatewayError(
+      404,
+      `Model "${id}" does not exist; GET /models lists the models`,
+      {
+        code: "model_not_found",
+        param: "model",
+      },
+    );
+  }
+  if (!entry.routes.includes(route)) {
+    throw new GatewayError(
+      400,
+      `Model "${id}" is not available on the ${route} route; it is available on: ${
+        entry.routes.join(", ")
+      }`,
+      { code: "model_not_on_route", param: "model" },
+    );
+  }
+  return entry;
+}
+
+function buildExchange(provider: Provider, call: CallInput): Exchange {
+  try {
+    return provider.exchange(call);
+  } catch (error) {
+    if (error instanceof TranslationError) {
+      throw new GatewayError(400, error.message, {
+        code: "invalid_request",
+        param: error.param,
+      });
+    }
+    throw error;
+  }
+}
+
+/**
+ * Input tokens a body may hold, rounded up on purpose: the reservation must
+ * cover the real cost. Three bytes a token is above what any provider's
+ * tokenizer gives for text; images (base64) are far cheaper than their size.
+ */
+function estimateInputTokens(bodyText: string): number {
+  return Math.ceil(bodyText.length / 3);
+}
+
+async function reserve(
+  billing: Billing,
+  caller: Caller,
+  entry: CatalogEntry,
+  inputTokens: number,
+  maxOutputTokens: number,
+): Promise<Reservation> {
+  const amount = maxCostMicros(entry.pricing, inputTokens, maxOutputTokens);
+  const result = await billing.reserve(caller.id, amount);
+  if (!result.ok) {
+    throw new GatewayError(
+      402,
+      `Insufficient credits: this call may cost up to $${
+        formatUsd(amount)
+      } and the balance is $${
+        formatUsd(result.balanceMicros)
+      }; lower max_tokens or add credits`,
+    );
+  }
+  return result.reservation;
+}
+
+interface Upstream {
+  response: Response;
+  lease: KeyLease;
+  /** Aborts the upstream request (timeout or caller gone). */
+  abort: AbortController;
+  /** Clears the answer timeout (the stream relay keeps its own idle timeout). */
+  clearTimeout(): void;
+}
+
+/**
+ * Sends the exchange with a key from the pool. A 429 cools the key down and a
+ * 401/403 takes it out; either way the next key is tried, since nothing has
+ * reached the caller yet.
+ */
+async function sendUpstream(
+  deps: CallDeps,
+  record: CallRecord,
+  provider: Provider,
+  exchange: Exchange,
+  estimatedTokens: number,
+): Promise<Upstream> {
+  const providerName = provider.name;
+  const tried = new Set<string>();
+  const body = JSON.stringify(exchange.body);
+  const url = deps.baseUrls[providerName] + exchange.path;
+  let lastRefusal: GatewayError | undefined;
+  for (;;) {
+    const acquired = deps.keyPool.acquire(providerName, estimatedTokens, tried);
+    if (!acquired.ok) {
+      if (lastRefusal) throw lastRefusal;
+      if (acquired.retryAfterMs < 0) {
+        throw new GatewayError(
+          503,
+          `No ${providerName} key is available to the gateway`,
+          { code: "no_provider_key" },
+        );
+      }
+      throw new GatewayError(
+        429,
+        `Every ${providerName} key is at its rate limit; retry later`,
+        {
+          retryAfterSeconds: Math.max(
+            1,
+            Math.ceil(acquired.retryAfterMs / 1000),
+          ),
+        },
+      );
+    }
+    const lease = acquired.lease;
+    record.lease = lease;
+    tried.add(lease.keyId);
+    const abort = new AbortController();
+    const onCallerGone = () =>
+      abort.abort(new DOMException("Caller went away", "AbortError"));
+    record.request.signal.addEventListener("abort", onCallerGone, {
+      once: true,
+    });
+    const timer = setTimeout(
+      () => abort.abort(new DOMException("Upstream timed out", "TimeoutError")),
+      deps.upstreamTimeoutMs,
+    );
+    const clear = () => {
+      clearTimeout(timer);
+      record.request.signal.removeEventListener("abort", onCallerGone);
+    };
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          ...exchange.headers,
+          ...provider.headers(lease.secret),
+        },
+        body,
+        signal: abort.signal,
+      });
+    } catch (error) {
+      clear();
+      deps.keyPool.recordUsage(lease, 0);
+      throw upstreamFailure(providerName, error, abort.signal);
+    }
+    if (response.ok) {
+      return { response, lease, abort, clearTimeout: clear };
+    }
+    const text = await response.text().catch(() => "");
+    clear();
+    const message = provider.errorMessage(text);
+    if (response.status === 429) {
+      deps.keyPool.rateLimited(lease, retryAfterMs(response.headers));
+      lastRefusal = new GatewayError(429, message, {
+        code: "upstream_rate_limited",
+        retryAfterSeconds: Math.ceil(
+          (retryAfterMs(response.headers) ?? 1000) / 1000,
+        ),
+      });
+      continue;
+    }
+    if (response.status === 401 || response.status === 403) {
+      deps.keyPool.revoke(lease, response.status);
+      deps.log({
+        level: "warn",
+        message: "Provider key taken out of the pool",
+        keyId: lease.keyId,
+        status: response.status,
+      });
+      lastRefusal = new GatewayError(
+        502,
+        `The ${providerName} provider refused the gateway's key`,
+        {
+          code: "upstream_auth",
+        },
+      );
+      continue;
+    }
+    deps.keyPool.recordUsage(lease, 0);
+    if (response.status >= 500) {
+      throw new GatewayError(
+        502,
+        `The ${providerName} provider failed: ${message}`,
+        { code: "upstream_error" },
+      );
+    }
+    throw new GatewayError(response.status, message, {
+      code: "upstream_error",
+    });
+  }
+}
+
+function retryAfterMs(headers: Headers): number | undefined {
+  const value = headers.get("retry-after");
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+function upstreamFailure(
+  provider: ProviderName,
+  error: unknown,
+  signal: AbortSignal,
+): GatewayError {
+  if (
+    signal.aborted && (signal.reason as DOMException)?.name === "TimeoutError"
+  ) {
+    return new GatewayError(
+      504,
+      `The ${provider} provider did not answer in time`,
+      { code: "upstream_timeout" },
+    );
+  }
+  if (signal.aborted) {
+    return new GatewayError(499, "The caller closed the request", {
+      code: "client_closed",
+    });
+  }
+  return new GatewayError(
+    502,
+    `The ${provider} provider could not be reached: ${
+      (error as Error).message
+    }`,
+    {
+      code: "upstream_unreachable",
+    },
+  );
+}
+
+async function readAnswer(
+  deps: CallDeps,
+  exchange: Exchange,
+  upstream: Upstream,
+): Promise<{ body: unknown; usage: Usage }> {
+  let text: string;
+  try {
+    text = await upstream.response.text();
+  } catch (error) {
+    deps.keyPool.recordUsage(upstream.lease, 0);
+    throw upstreamFailure(
+      upstream.lease.provider,
+      error,
+      upstream.abort.signal,
+    );
+  } finally {
+    upstream.clearTimeout();
+  }
+  const json = parseJson(text);
+  if (json === undefined || typeof json !== "object" || json === null) {
+    deps.keyPool.recordUsage(upstream.lease, 0);
+    throw new GatewayError(
+      502,
+      `The ${upstream.lease.provider} provider answered with a body that is not JSON`,
+      {
+        code: "upstream_garbage",
+      },
+    );
+  }
+  try {
+    return exchange.response(json);
+  } catch {
+    throw new GatewayError(
+      502,
+      `The ${upstream.lease.provider} provider answered in an unexpected shape`,
+      {
+        code: "upstream_garbage",
+      },
+    );
+  }
+}
+
+/**
+ * Relays an upstream stream to the caller, event by event, in the caller's
+ * convention. Settles when the stream ends, fails, or the caller goes away
+ * (then the upstream request is cancelled and what was generated is billed).
+ */
+function relayStream(
+  deps: CallDeps,
+  record: CallRecord,
+  reservation: Reservation,
+  exchange: Exchange,
+  upstream: Upstream,
+): Response {
+  upstream.clearTimeout();
+  const relay = exchange.relay();
+  const encoder = new TextEncoder();
+  let pending = "";
+  let events = 0;
+  const parser = createParser({
+    onEvent(event) {
+      events++;
+      pending += relay.event(event);
+    },
+  });
+  const reader = upstream.response.body!.pipeThrough(new TextDecoderStream())
+    .getReader();
+  let finished = false;
+
+  const finish = async (status: number, error?: string) => {
+    if (finished) return;
+    finished = true;
+    const usage = billableUsage(relay, events, status);
+    deps.keyPool.recordUsage(
+      upstream.lease,
+      usage.inputTokens + usage.outputTokens,
+    );
+    try {
+      await settle(
+        deps,
+        record,
+        reservation,
+        usage,
+        costMicros(usage, record.entry!.pricing),
+        status,
+        error,
+      );
+    } catch (thrown) {
+      deps.log({
+        level: "error",
+        requestId: record.request.requestId,
+        message: `Settling a stream failed: ${thrown}`,
+      });
+    }
+  };
+
+  const readChunk = async () => {
+    const timer = setTimeout(
+      () =>
+        upstream.abort.abort(
+          new DOMException("Upstream timed out", "TimeoutError"),
+        ),
+      deps.upstreamTimeoutMs,
+    );
+    try {
+      return await reader.read();
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        for (;;) {
+          const { value, done } = await readChunk();
+          if (done) {
+            pending += relay.end();
+            if (pending) controller.enqueue(encoder.encode(pending));
+            controller.close();
+            await finish(relay.failure ? 502 : 200, relay.failure);
+            return;
+          }
+          parser.feed(value);
+          if (pending) {
+            record.firstTokenAt ??= Date.now();
+            controller.enqueue(encoder.encode(pending));
+            pending = "";
+            return;
+          }
+        }
+      } catch (thrown) {
+        if (finished) return;
+        const error = thrown instanceof GatewayError ? thrown : upstreamFailure(
+          upstream.lease.provider,
+          thrown,
+          upstream.abort.signal,
+        );
+        const cut = error.status === 502
+          ? new GatewayError(
+            502,
+            `The ${upstream.lease.provider} stream broke off: ${error.message}`,
+            { code: error.code },
+          )
+          : error;
+        controller.enqueue(
+          encoder.encode(pending + streamErrorFrame(record.request.route, cut)),
+        );
+        controller.close();
+        await finish(cut.status, cut.message);
+      }
+    },
+    async cancel() {
+      upstream.abort.abort(new DOMException("Caller went away", "AbortError"));
+      reader.cancel().catch(() => {});
+      await finish(499, "The caller closed the stream");
+    },
+  });
+  return new Response(body, {
+    headers: {
+      "content-type": exchange.streamContentType ??
+        "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache",
+    },
+  });
+}
+
+/**
+ * What a stream is billed for. A stream cut short may end before the
+ * provider's usage event: then each content event relayed counts as one
+ * output token, the fewest the provider can have generated for it.
+ */
+function billableUsage(
+  relay: StreamRelay,
+  events: number,
+  status: number,
+): Usage {
+  const usage = relay.usage;
+  if (status === 200 || usage.outputTokens > 0) return usage;
+  return { ...usage, outputTokens: Math.max(0, events - 1) };
+}
+
+async function settle(
+  deps: CallDeps,
+  record: CallRecord,
+  reservation: Reservation,
+  usage: Usage,
+  cost: number,
+  status: number,
+  error?: string,
+): Promise<{ balanceMicros: number }> {
+  const trace = record.trace(status, usage, cost, error);
+  const result = await deps.billing.settle({
+    reservation,
+    costMicros: cost,
+    usage,
+    trace,
+  });
+  recordSpan(trace);
+  return result;
+}
+
+async function traceRejected(
+  deps: CallDeps,
+  record: CallRecord,
+  error: GatewayError,
+): Promise<void> {
+  const trace = record.trace(error.status, NO_USAGE, 0, error.message);
+  recordSpan(trace);
+  try {
+    await deps.billing.recordTrace(trace);
+  } catch (thrown) {
+    deps.log({
+      level: "error",
+      requestId: record.request.requestId,
+      message: `Storing a trace failed: ${thrown}`,
+    });
+  }
+}
+
+/**
+ * Micro-USD as a USD decimal string, for headers.
+ *
+ * @param micros Integer micro-USD.
+ * @returns E.g. `"0.000123"`.
+ */
+export function formatUsd(micros: number): string {
+  return (micros / 1_000_000).toFixed(6);
+}

@@ -1,0 +1,131 @@
+/**
+ * Anthropic: the Messages API passed through on the `messages` route, and
+ * reached from the `chat` route through `translate/chat_anthropic.ts`.
+ *
+ * @module
+ */
+import {
+  AnthropicChatStream,
+  type AnthropicResponse,
+  type AnthropicUsage,
+  fromAnthropicResponse,
+  toAnthropicRequest,
+  usageFromAnthropic,
+} from "../translate/chat_anthropic.ts";
+import type { Usage } from "../types.ts";
+import {
+  type CallInput,
+  chatRequest,
+  type Exchange,
+  nestedErrorMessage,
+  parseJson,
+  passthroughEnd,
+  type Provider,
+  type SseEvent,
+  sseFrame,
+  type StreamRelay,
+  translatedChatRelay,
+} from "./provider.ts";
+
+const API_VERSION = "2023-06-01";
+
+function passedHeaders(call: CallInput): Record<string, string> {
+  const beta = call.headers.get("anthropic-beta");
+  return {
+    "anthropic-version": call.headers.get("anthropic-version") ?? API_VERSION,
+    ...(beta ? { "anthropic-beta": beta } : {}),
+  };
+}
+
+function messagesPassthrough(call: CallInput): Exchange {
+  return {
+    path: "/v1/messages",
+    body: { ...call.body, model: call.entry.upstream },
+    headers: passedHeaders(call),
+    response(upstream) {
+      return {
+        body: upstream,
+        usage: usageFromAnthropic((upstream as AnthropicResponse).usage),
+      };
+    },
+    relay: () => new MessagesRelay(call),
+  };
+}
+
+class MessagesRelay implements StreamRelay {
+  #usage: AnthropicUsage = {};
+  #complete = false;
+  failure?: string;
+
+  constructor(readonly call: CallInput) {}
+
+  get usage(): Usage {
+    return usageFromAnthropic(this.#usage);
+  }
+
+  event({ event, data }: SseEvent): string {
+    if (event === "message_start" || event === "message_delta") {
+      const parsed = parseJson(data) as {
+        message?: { usage?: AnthropicUsage };
+        usage?: AnthropicUsage;
+      } | undefined;
+      // message_delta's counts are cumulative and may repeat the input counts.
+      this.#usage = {
+        ...this.#usage,
+        ...(parsed?.message?.usage ?? parsed?.usage),
+      };
+    } else if (event === "message_stop") {
+      this.#complete = true;
+    } else if (event === "error") {
+      this.#complete = true;
+      this.failure =
+        (parseJson(data) as { error?: { message?: string } } | undefined)?.error
+          ?.message ??
+          "The provider reported an error";
+    }
+    return sseFrame(data, event);
+  }
+
+  end(): string {
+    return passthroughEnd("messages", "anthropic", this.#complete);
+  }
+}
+
+function chatTranslated(call: CallInput): Exchange {
+  const chat = chatRequest(call);
+  const body = toAnthropicRequest(
+    chat,
+    call.entry.upstream,
+    call.maxOutputTokens,
+  );
+  return {
+    path: "/v1/messages",
+    body,
+    headers: { "anthropic-version": API_VERSION },
+    response(upstream) {
+      const message = upstream as AnthropicResponse;
+      return {
+        body: fromAnthropicResponse(message, call.entry.id),
+        usage: usageFromAnthropic(message.usage),
+      };
+    },
+    relay: () =>
+      translatedChatRelay(
+        new AnthropicChatStream({
+          model: call.entry.id,
+          includeUsage: chat.stream_options?.include_usage === true,
+        }),
+      ),
+  };
+}
+
+/** The Anthropic provider. */
+export const anthropic: Provider = {
+  name: "anthropic",
+  headers: (secret) => ({ "x-api-key": secret }),
+  exchange: (call) =>
+    call.route === "messages"
+      ? messagesPassthrough(call)
+      : chatTranslated(call),
+  errorMessage: nestedErrorMessage,
+};

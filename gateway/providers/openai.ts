@@ -1,0 +1,174 @@
+/**
+ * OpenAI: Chat Completions and Responses, both passed through. xAI and
+ * OpenRouter speak the same chat convention and reuse {@linkcode chatPassthrough}.
+ *
+ * @module
+ */
+import { type ChatUsage, usageFromChat } from "../translate/chat_types.ts";
+import type { Usage } from "../types.ts";
+import {
+  type CallInput,
+  count,
+  type Exchange,
+  nestedErrorMessage,
+  NO_USAGE,
+  parseJson,
+  type Provider,
+  type SseEvent,
+  sseFrame,
+  type StreamRelay,
+} from "./provider.ts";
+
+/**
+ * The chat-completions exchange shared by every OpenAI-convention provider:
+ * the model id is swapped for the upstream id, and streams always ask for
+ * usage (it is what the caller is billed by); the usage-only final chunk is
+ * passed on only to callers who asked for it.
+ *
+ * @param call The call.
+ * @returns The exchange.
+ */
+export function chatPassthrough(call: CallInput): Exchange {
+  const body: Record<string, unknown> = {
+    ...call.body,
+    model: call.entry.upstream,
+  };
+  const callerOptions = call.body.stream_options as
+    | { include_usage?: boolean }
+    | undefined;
+  const callerWantsUsage = callerOptions?.include_usage === true;
+  if (call.stream) {
+    body.stream_options = { ...callerOptions, include_usage: true };
+  }
+  return {
+    path: "/chat/completions",
+    body,
+    response(upstream) {
+      return {
+        body: upstream,
+        usage: usageFromChat((upstream as { usage?: ChatUsage }).usage),
+      };
+    },
+    relay: () => new ChatRelay(callerWantsUsage),
+  };
+}
+
+class ChatRelay implements StreamRelay {
+  usage: Usage = NO_USAGE;
+  failure?: string;
+  readonly #callerWantsUsage: boolean;
+
+  constructor(callerWantsUsage: boolean) {
+    this.#callerWantsUsage = callerWantsUsage;
+  }
+
+  event({ data }: SseEvent): string {
+    if (data === "[DONE]") return sseFrame(data);
+    const chunk = parseJson(data) as
+      | {
+        usage?: ChatUsage | null;
+        choices?: unknown[];
+        error?: { message?: string };
+      }
+      | undefined;
+    if (chunk?.error) {
+      this.failure = chunk.error.message ?? "The provider reported an error";
+    }
+    if (chunk?.usage) {
+      this.usage = usageFromChat(chunk.usage);
+      const usageOnly = Array.isArray(chunk.choices) &&
+        chunk.choices.length === 0;
+      if (usageOnly && !this.#callerWantsUsage) return "";
+      if (!this.#callerWantsUsage) {
+        // Some upstreams put usage on the last content chunk: keep the chunk, drop what was not asked for.
+        const { usage: _usage, ...rest } = chunk;
+        return sseFrame(JSON.stringify(rest));
+      }
+    }
+    return sseFrame(data);
+  }
+
+  end(): string {
+    return "";
+  }
+}
+
+interface ResponsesUsage {
+  input_tokens?: number;
+  output_tokens?: number;
+  input_tokens_details?: { cached_tokens?: number };
+}
+
+/**
+ * Normalises Responses-convention usage.
+ *
+ * @param usage The `usage` of a response.
+ * @returns The gateway's usage.
+ */
+export function usageFromResponses(
+  usage: ResponsesUsage | null | undefined,
+): Usage {
+  return {
+    inputTokens: count(usage?.input_tokens),
+    outputTokens: count(usage?.output_tokens),
+    cachedInputTokens: count(usage?.input_tokens_details?.cached_tokens),
+  };
+}
+
+function responsesPassthrough(call: CallInput): Exchange {
+  return {
+    path: "/responses",
+    body: { ...call.body, model: call.entry.upstream },
+    response(upstream) {
+      return {
+        body: upstream,
+        usage: usageFromResponses(
+          (upstream as { usage?: ResponsesUsage }).usage,
+        ),
+      };
+    },
+    relay: () => new ResponsesRelay(),
+  };
+}
+
+class ResponsesRelay implements StreamRelay {
+  usage: Usage = NO_USAGE;
+  failure?: string;
+
+  event({ event, data }: SseEvent): string {
+    // Usage arrives once, on the terminal event (completed, incomplete or failed).
+    if (
+      event === "response.completed" || event === "response.incomplete" ||
+      event === "response.failed"
+    ) {
+      const parsed = parseJson(data) as {
+        response?: { usage?: ResponsesUsage; error?: { message?: string } };
+      };
+      this.usage = usageFromResponses(parsed?.response?.usage);
+      if (event === "response.failed") {
+        this.failure = parsed?.response?.error?.message ??
+          "The response failed";
+      }
+    } else if (event === "error") {
+      this.failure =
+        (parseJson(data) as { message?: string } | undefined)?.message ??
+          "The provider reported an error";
+    }
+    return sseFrame(data, event);
+  }
+
+  end(): string {
+    return "";
+  }
+}
+
+/** The OpenAI provider. */
+export const openai: Provider = {
+  name: "openai",
+  headers: (secret) => ({ authorization: `Bearer ${secret}` }),
+  exchange: (call) =>
+    call.route === "responses"
+      ? responsesPassthrough(call)
+      : chatPassthrough(call),
+  errorMessage: nestedErrorMessage,
+};

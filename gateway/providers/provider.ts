@@ -1,0 +1,219 @@
+/**
+ * What a provider is to the gateway: how to authenticate to it, how to turn a
+ * caller's call into an upstream request, and how to turn the upstream's
+ * answer (whole or streamed) back into the caller's convention with its usage.
+ *
+ * @module
+ */
+import { GatewayError, streamErrorFrame } from "../errors.ts";
+import {
+  type ChatRequest,
+  chatRequestSchema,
+  type ChatStreamTranslator,
+  TranslationError,
+} from "../translate/chat_types.ts";
+import type { CatalogEntry, ProviderName, RouteName, Usage } from "../types.ts";
+
+/** One server-sent event as read from an upstream (`eventsource-parser`). */
+export interface SseEvent {
+  /** The `event:` field, if named. */
+  event?: string;
+  /** The `data:` field. */
+  data: string;
+}
+
+/** A call the route layer has authenticated, parsed and resolved to a model. */
+export interface CallInput {
+  /** The route the caller used. */
+  route: RouteName;
+  /** The model's catalog entry. */
+  entry: CatalogEntry;
+  /** The caller's parsed JSON body. */
+  body: Record<string, unknown>;
+  /** Whether the caller asked for a stream. */
+  stream: boolean;
+  /** Output tokens the call may produce (the caller's limit, capped by the model's). */
+  maxOutputTokens: number;
+  /** Query parameters of the caller's request (Gemini's `alt`). */
+  query: Record<string, string>;
+  /** The caller's request headers (Anthropic's `anthropic-beta` is passed on). */
+  headers: Headers;
+}
+
+/** Turns one upstream stream into the caller's SSE text. */
+export interface StreamRelay {
+  /** SSE text to send for one upstream event ("" to send nothing). */
+  event(event: SseEvent): string;
+  /** SSE text to send once the upstream ended: a usage chunk, `[DONE]`, or an error if it ended early. */
+  end(): string;
+  /** Usage reported so far; billed even if the caller leaves early. */
+  readonly usage: Usage;
+  /** An error the upstream reported in-stream, if any. */
+  readonly failure?: string;
+}
+
+/** The upstream half of one call. */
+export interface Exchange {
+  /** Path (and query) appended to the provider's base URL. */
+  path: string;
+  /** JSON body sent upstream. */
+  body: unknown;
+  /** Headers to send beside the key's. */
+  headers?: Record<string, string>;
+  /** Turns a successful upstream JSON body into the caller's body and the usage. */
+  response(upstream: unknown): { body: unknown; usage: Usage };
+  /** A relay for one stream, when the caller asked for one. */
+  relay(): StreamRelay;
+  /** Content type of the streamed answer (SSE unless a route says otherwise). */
+  streamContentType?: string;
+}
+
+/** A model provider: one file under `providers/` each. */
+export interface Provider {
+  /** The provider's name, as in the catalog. */
+  readonly name: ProviderName;
+  /** Headers that carry a key (and any fixed headers the API needs). */
+  headers(secret: string): Record<string, string>;
+  /** Builds the upstream half of a call on one of the routes the provider serves. */
+  exchange(call: CallInput): Exchange;
+  /** The human message inside one of the provider's error bodies. */
+  errorMessage(body: string): string;
+}
+
+/** Usage with nothing in it. */
+export const NO_USAGE: Readonly<Usage> = Object.freeze({
+  inputTokens: 0,
+  outputTokens: 0,
+  cachedInputTokens: 0,
+});
+
+/**
+ * One SSE frame, as sent on the wire.
+ *
+ * @param data The `data:` payload.
+ * @param event The `event:` name, if any.
+ * @returns The frame text.
+ */
+export function sseFrame(data: string, event?: string): string {
+  return event ? `event: ${event}\ndata: ${data}\n\n` : `data: ${data}\n\n`;
+}
+
+/**
+ * Parses JSON that an upstream sent, or `undefined` for garbage.
+ *
+ * @param text The text.
+ * @returns The value, or `undefined`.
+ */
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A non-negative integer from an upstream usage field, 0 when absent.
+ *
+ * @param value Whatever the upstream sent.
+ * @returns The count.
+ */
+export function count(value: unknown): number {
+  return typeof value === "number" && Number.isFinite(value) && value > 0
+    ? Math.floor(value)
+    : 0;
+}
+
+/**
+ * The message of an error body in the OpenAI (`{error:{message}}`), Anthropic
+ * (`{error:{message}}`) or Google (`{error:{message}}`) shapes, which agree on
+ * where the message sits; otherwise the start of the body.
+ *
+ * @param body The upstream's error body.
+ * @returns A message for the caller.
+ */
+export function nestedErrorMessage(body: string): string {
+  const parsed = parseJson(body) as {
+    error?: { message?: unknown } | string;
+    message?: unknown;
+  } | undefined;
+  if (parsed && typeof parsed === "object") {
+    if (
+      typeof parsed.error === "object" &&
+      typeof parsed.error?.message === "string"
+    ) return parsed.error.message;
+    if (typeof parsed.error === "string") return parsed.error;
+    if (typeof parsed.message === "string") return parsed.message;
+  }
+  const text = body.trim().slice(0, 200);
+  return text === "" ? "The provider returned an error without a body" : text;
+}
+
+/**
+ * The caller's chat request, validated for translation to another convention.
+ *
+ * @param call The call on the chat route.
+ * @returns The typed chat request.
+ * @throws {TranslationError} naming the first invalid field.
+ */
+export function chatRequest(call: CallInput): ChatRequest {
+  const parsed = chatRequestSchema.safeParse(call.body);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const param = issue.path.map((p) =>
+    typeof p === "number" ? `[${p}]` : `.${String(p)}`
+  ).join("").replace(/^\./, "");
+  throw new TranslationError(`Invalid "${param}": ${issue.message}`, param);
+}
+
+/**
+ * A relay for a chat stream translated from another convention: each piece
+ * becomes a `data:` frame, and `[DONE]` closes a stream that did not fail.
+ *
+ * @param translator The convention pair's stream translator.
+ * @returns The relay.
+ */
+export function translatedChatRelay(
+  translator: ChatStreamTranslator,
+): StreamRelay {
+  const frames = (pieces: unknown[]) =>
+    pieces.map((piece) => sseFrame(JSON.stringify(piece))).join("");
+  return {
+    event: (event) => frames(translator.push(event)),
+    end: () => {
+      const tail = frames(translator.finish());
+      return translator.failed ? tail : tail + sseFrame("[DONE]");
+    },
+    get usage() {
+      return translator.usage;
+    },
+    get failure() {
+      return translator.failed ? "The provider's stream failed" : undefined;
+    },
+  };
+}
+
+/**
+ * The end of a passed-through stream: nothing when the upstream sent its
+ * terminal event, else the route's in-stream error (the stream broke off).
+ *
+ * @param route The caller's route.
+ * @param provider The provider.
+ * @param complete Whether the terminal event was seen.
+ * @returns SSE text.
+ */
+export function passthroughEnd(
+  route: RouteName,
+  provider: ProviderName,
+  complete: boolean,
+): string {
+  if (complete) return "";
+  return streamErrorFrame(
+    route,
+    new GatewayError(
+      502,
+      `The ${provider} stream ended before it was complete`,
+      { code: "upstream_incomplete" },
+    ),
+  );
+}

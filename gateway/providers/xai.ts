@@ -1,0 +1,15 @@
+/**
+ * xAI: the OpenAI chat-completions convention, passed through.
+ *
+ * @module
+ */
+import { chatPassthrough } from "./openai.ts";
+import { nestedErrorMessage, type Provider } from "./provider.ts";
+
+/** The xAI provider. */
+export const xai: Provider = {
+  name: "xai",
+  headers: (secret) => ({ authorization: `Bearer ${secret}` }),
+  exchange: chatPassthrough,
+  errorMessage: nestedErrorMessage,
+};

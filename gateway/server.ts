@@ -1,0 +1,114 @@
+/**
+ * Runs a gateway on `Deno.serve`: opens its KV, sweeps stale reservations,
+ * and shuts down gracefully (in-flight calls drain, new ones are refused).
+ *
+ * @module
+ */
+import { dirname } from "node:path";
+import { createGateway } from "./app.ts";
+import type { GatewayConfig } from "./config.ts";
+import { sweepExpiredReservations } from "./credits.ts";
+import type { CatalogEntry } from "./types.ts";
+
+/** How often each process releases reservations left open by a crashed one. */
+const SWEEP_INTERVAL_MS = 60_000;
+
+/** A gateway that is serving. */
+export interface RunningGateway {
+  /** `http://host:port`, for loopback callers. */
+  readonly url: string;
+  /** The port it listens on. */
+  readonly port: number;
+  /** Its KV. */
+  readonly kv: Deno.Kv;
+  /**
+   * Stops accepting calls, lets in-flight ones finish (up to the drain
+   * timeout), then closes the KV.
+   *
+   * @returns A promise that resolves once everything is closed.
+   */
+  shutdown(): Promise<void>;
+}
+
+/** Options of {@linkcode startGateway}. */
+export interface StartOptions {
+  /** An open KV to use instead of opening `config.kvPath`; it is not closed on shutdown. */
+  kv?: Deno.Kv;
+  /** The models served; defaults to the shipped catalog. */
+  catalog?: readonly CatalogEntry[];
+  /** Structured log sink; defaults to JSON lines on stderr. */
+  log?: (record: Record<string, unknown>) => void;
+  /** Called once listening. */
+  onListen?: (url: string) => void;
+}
+
+/**
+ * Opens the KV at `config.kvPath` (creating its folder) and serves the gateway.
+ *
+ * @param config The validated configuration.
+ * @param options A KV, catalog, log sink or listen callback to use instead of the defaults.
+ * @returns The running gateway.
+ */
+export async function startGateway(
+  config: GatewayConfig,
+  options: StartOptions = {},
+): Promise<RunningGateway> {
+  const kv = options.kv ?? await openKv(config.kvPath);
+  const app = createGateway({
+    config,
+    kv,
+    catalog: options.catalog,
+    log: options.log,
+  });
+  const log = options.log ??
+    ((record) => console.error(JSON.stringify(record)));
+  const sweep = setInterval(() => {
+    sweepExpiredReservations(kv, Date.now()).catch((error) =>
+      log({ level: "error", message: `Reservation sweep failed: ${error}` })
+    );
+  }, SWEEP_INTERVAL_MS);
+  Deno.unrefTimer(sweep);
+
+  let url = "";
+  const server = Deno.serve({
+    port: config.port,
+    hostname: config.hostname,
+    onListen: ({ hostname, port }) => {
+      const host = hostname === "0.0.0.0" || hostname === "::"
+        ? "localhost"
+        : hostname;
+      url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+      options.onListen?.(url);
+    },
+  }, app.fetch);
+
+  let closing: Promise<void> | undefined;
+  return {
+    get url() {
+      return url;
+    },
+    port: server.addr.port,
+    kv,
+    shutdown() {
+      closing ??= (async () => {
+        clearInterval(sweep);
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const drained = server.shutdown();
+        const timedOut = new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, config.drainTimeoutMs);
+        });
+        await Promise.race([drained, timedOut]);
+        clearTimeout(timer);
+        if (!options.kv) kv.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+async function openKv(path: string): Promise<Deno.Kv> {
+  if (path !== ":memory:" && !/^https?:\/\//.test(path)) {
+    await Deno.mkdir(dirname(path), { recursive: true });
+  }
+  return await Deno.openKv(path === ":memory:" ? ":memory:" : path);
+}
