@@ -265,6 +265,30 @@ const message = z.discriminatedUnion("role", [
 
 const nullableNumber = z.number().nullish();
 
+/** One reason a request body failed validation. */
+export interface ChatValidationIssue {
+  /** Where in the body, e.g. `["messages", 0, "content"]`. */
+  path: PropertyKey[];
+  /** What is wrong. */
+  message: string;
+}
+
+/**
+ * Validates request bodies. Typed structurally (it is a zod schema underneath)
+ * so the published API names no zod type.
+ */
+export interface ChatRequestValidator {
+  /** Parses `body`, throwing on the first invalid body. */
+  parse(body: unknown): ChatRequest;
+  /** Parses `body`, reporting every issue instead of throwing. */
+  safeParse(
+    body: unknown,
+  ): { success: true; data: ChatRequest } | {
+    success: false;
+    error: { issues: ChatValidationIssue[] };
+  };
+}
+
 /**
  * Validates a chat completions request body. Unknown top-level and message
  * fields are kept, so a native passthrough forwards them untouched.
@@ -276,7 +300,7 @@ const nullableNumber = z.number().nullish();
  * console.log(parsed.success); // true
  * ```
  */
-export const chatRequestSchema: z.ZodType<ChatRequest> = z.looseObject({
+export const chatRequestSchema: ChatRequestValidator = z.looseObject({
   model: z.string().min(1),
   messages: z.array(message).min(1),
   stream: z.boolean().nullish(),
@@ -338,7 +362,7 @@ export interface ChatUsage {
   /** Sum of both. */
   total_tokens: number;
   /** Breakdown of the prompt tokens. */
-  prompt_tokens_details?: { cached_tokens?: number } | null;
+  prompt_tokens_details?: { cached_tokens?: number };
 }
 
 /** A non-streamed chat completion. */
@@ -492,10 +516,20 @@ export class TranslationError extends GatewayError {
 /**
  * Normalises chat-convention usage (OpenAI, xAI, OpenRouter passthrough).
  *
- * @param usage The `usage` object of a completion or final chunk.
+ * @param usage The `usage` object of a completion or final chunk (tolerates the `null`s some providers send).
  * @returns The gateway's {@link Usage}.
  */
-export function usageFromChat(usage: ChatUsage | null | undefined): Usage {
+export function usageFromChat(
+  usage:
+    | {
+      prompt_tokens?: number | null;
+      completion_tokens?: number | null;
+      total_tokens?: number | null;
+      prompt_tokens_details?: { cached_tokens?: number | null } | null;
+    }
+    | null
+    | undefined,
+): Usage {
   return {
     inputTokens: usage?.prompt_tokens ?? 0,
     outputTokens: usage?.completion_tokens ?? 0,
