@@ -11,8 +11,11 @@ export const MAX_COMMIT_ATTEMPTS = 24;
  * Runs `attempt` until it commits, at most {@linkcode MAX_COMMIT_ATTEMPTS}
  * times. `attempt` reads what it needs, builds one `atomic()` with `check()`
  * on what it read and commits it; it returns `null` when the commit lost to a
- * concurrent writer, else its result. Between attempts it waits a jittered,
- * growing delay so writers in other processes stop colliding.
+ * concurrent writer, else its result. A local KV file shared by several
+ * processes also fails a read or commit with SQLite's "database is locked"
+ * while another process writes; nothing was written, so that attempt is
+ * lost the same way. Between attempts it waits a jittered, growing delay so
+ * writers in other processes stop colliding.
  *
  * @param what Names the operation in the error, e.g. `reserve for "ck_1"`.
  * @param attempt One read-check-commit round.
@@ -24,7 +27,10 @@ export async function commitWithRetry<T>(
   attempt: () => Promise<T | null>,
 ): Promise<T> {
   for (let i = 0; i < MAX_COMMIT_ATTEMPTS; i++) {
-    const result = await attempt();
+    const result = await attempt().catch((error: unknown) => {
+      if (isBusy(error)) return null;
+      throw error;
+    });
     if (result !== null) return result;
     const ceiling = Math.min(50, 2 ** i);
     await new Promise((resolve) =>
@@ -34,4 +40,16 @@ export async function commitWithRetry<T>(
   throw new Error(
     `Could not commit ${what}: still conflicting after ${MAX_COMMIT_ATTEMPTS} attempts`,
   );
+}
+
+/**
+ * Whether `error` is SQLite's busy error, raised by a local KV file while
+ * another process holds the write lock.
+ *
+ * @param error What a KV call threw.
+ * @returns `true` for the busy error.
+ */
+export function isBusy(error: unknown): boolean {
+  return error instanceof Error &&
+    /database is (locked|busy)/i.test(error.message);
 }

@@ -19,6 +19,7 @@
  */
 
 import { randomId } from "./_ids.ts";
+import { commitWithRetry } from "./_kv_retry.ts";
 import { addOpeningBalanceWrites, balance } from "./credits.ts";
 import {
   balanceKey,
@@ -86,7 +87,8 @@ export async function hashCallerKey(key: string): Promise<string> {
  * (caller, hash index, balance and its ledger entry).
  *
  * @param kv The gateway's KV.
- * @param options `name` (1 to 200 characters) and `creditsMicros`, opening credits in micro-USD.
+ * @param options `name` (1 to 200 characters), `creditsMicros` (opening
+ *   credits, micro-USD) and `now` (creation time, epoch ms; default now).
  * @returns The caller with its key; the key cannot be recovered later.
  * @throws {RangeError} When the name is empty or too long, or the credits are not a non-negative integer.
  */
@@ -101,31 +103,30 @@ export async function createCaller(
     );
   }
   const key = randomId(CALLER_KEY_PREFIX, KEY_BYTES);
-  const record: CallerRecord = {
-    id: randomId("ck_", 10),
-    name,
-    keyHash: await hashCallerKey(key),
-    createdAt: options.now ?? Date.now(),
-  };
-  const caller: Caller = { id: record.id, name };
-  const op = kv.atomic()
-    .check({ key: callerKey(record.id), versionstamp: null })
-    .check({ key: callerByHashKey(record.keyHash), versionstamp: null })
-    .set(callerKey(record.id), record)
-    .set(callerByHashKey(record.keyHash), caller);
-  addOpeningBalanceWrites(
-    op,
-    record.id,
-    options.creditsMicros,
-    record.createdAt,
+  const keyHash = await hashCallerKey(key);
+  const createdAt = options.now ?? Date.now();
+  // A failed commit means another process held the KV file's lock (retried)
+  // or, with 80 random bits of id, practically never an id collision: each
+  // attempt draws a fresh id.
+  const record = await commitWithRetry(
+    `creation of caller "${name}"`,
+    async () => {
+      const record: CallerRecord = {
+        id: randomId("ck_", 10),
+        name,
+        keyHash,
+        createdAt,
+      };
+      const caller: Caller = { id: record.id, name };
+      const op = kv.atomic()
+        .check({ key: callerKey(record.id), versionstamp: null })
+        .check({ key: callerByHashKey(keyHash), versionstamp: null })
+        .set(callerKey(record.id), record)
+        .set(callerByHashKey(keyHash), caller);
+      addOpeningBalanceWrites(op, record.id, options.creditsMicros, createdAt);
+      return (await op.commit()).ok ? record : null;
+    },
   );
-  const committed = await op.commit();
-  // 80 random bits of id and 256 of key: a collision means something is broken.
-  if (!committed.ok) {
-    throw new Error(
-      `Could not create caller "${name}": id or key already taken`,
-    );
-  }
   return {
     id: record.id,
     key,
@@ -185,17 +186,19 @@ export async function revokeCaller(
   kv: Deno.Kv,
   callerId: string,
 ): Promise<boolean> {
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const record = await kv.get<CallerRecord>(callerKey(callerId));
-    if (record.value === null) return false;
-    const committed = await kv.atomic()
-      .check(record)
-      .delete(callerKey(callerId))
-      .delete(callerByHashKey(record.value.keyHash))
-      .commit();
-    if (committed.ok) return true;
-  }
-  throw new Error(`Could not revoke caller "${callerId}": it kept changing`);
+  return await commitWithRetry(
+    `revocation of caller "${callerId}"`,
+    async () => {
+      const record = await kv.get<CallerRecord>(callerKey(callerId));
+      if (record.value === null) return false;
+      const committed = await kv.atomic()
+        .check(record)
+        .delete(callerKey(callerId))
+        .delete(callerByHashKey(record.value.keyHash))
+        .commit();
+      return committed.ok ? true : null;
+    },
+  );
 }
 
 function toInfo(record: CallerRecord, balanceMicros: number): CallerInfo {
@@ -254,7 +257,10 @@ export function createCallerAuthenticator(
       if (cached !== undefined && cached.expiresAt > now()) {
         return cached.caller;
       }
-      const found = await kv.get<Caller>(callerByHashKey(hash));
+      const found = await commitWithRetry(
+        "caller lookup",
+        () => kv.get<Caller>(callerByHashKey(hash)),
+      );
       // Map order is insertion order: re-inserting keeps the oldest first.
       cache.delete(hash);
       for (const oldest of cache.keys()) {

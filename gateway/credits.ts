@@ -487,7 +487,7 @@ export function addOpeningBalanceWrites(
  * @throws {Deno.errors.NotFound} When the caller does not exist (or was revoked).
  * @throws {RangeError} When the amount is not an integer, or would take the balance below zero.
  */
-export function topUp(
+export async function topUp(
   kv: Deno.Kv,
   callerId: string,
   amountMicros: number,
@@ -498,7 +498,7 @@ export function topUp(
       `Invalid top-up amount "${amountMicros}": expected an integer of micro-USD`,
     );
   }
-  return commitWithRetry(`top-up for caller "${callerId}"`, async () => {
+  return await commitWithRetry(`top-up for caller "${callerId}"`, async () => {
     const [caller, current] = await kv.getMany<[unknown, number]>([
       callerKey(callerId),
       balanceKey(callerId),

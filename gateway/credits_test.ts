@@ -356,7 +356,7 @@ Deno.test("topUp() adds and removes credits as ledger entries, never below zero"
     assert.equal((await listLedger(kv, caller.id)).length, 0);
     assert.equal(await topUp(kv, caller.id, 5_000), 5_000);
     assert.equal(await topUp(kv, caller.id, -2_000), 3_000);
-    assert.throws(() => topUp(kv, caller.id, 1.5), RangeError);
+    await assert.rejects(topUp(kv, caller.id, 1.5), RangeError);
     await assert.rejects(topUp(kv, caller.id, -3_001), RangeError);
     await assert.rejects(topUp(kv, "ck_missing", 1), Deno.errors.NotFound);
     const entries = await listLedger(kv, caller.id);
