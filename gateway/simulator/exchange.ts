@@ -24,6 +24,8 @@ export interface SimulatedRequest {
   method: string;
   /** Request headers, names in lower case, the provider key header included. */
   headers: Record<string, string>;
+  /** The provider key presented, as read from the provider's auth header (or `?key=`). */
+  key: string | undefined;
   /** Query parameters. */
   query: Record<string, string>;
   /** The parsed JSON body; the raw text when it is not JSON; `undefined` when empty. */
@@ -335,6 +337,7 @@ export async function handleExchange(
     path: url.pathname,
     method: request.method,
     headers: Object.fromEntries(request.headers),
+    key: wire.readKey(request, url),
     query: Object.fromEntries(url.searchParams),
     body: undefined,
     time: Date.now(),
@@ -356,7 +359,7 @@ export async function handleExchange(
   }
   record.body = parseBody(text);
 
-  const key = wire.readKey(request, url);
+  const { key } = record;
   if (key === undefined) {
     return jsonResponse(
       tracker,
@@ -452,6 +455,7 @@ export function notFound(
     path: url.pathname,
     method: request.method,
     headers: Object.fromEntries(request.headers),
+    key: wire.readKey(request, url),
     query: Object.fromEntries(url.searchParams),
     body: undefined,
     time: Date.now(),
