@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createParser } from "eventsource-parser";
+import fc from "fast-check";
 import {
   AnthropicChatStream,
   type AnthropicResponse,
@@ -849,4 +850,65 @@ Deno.test("errorFromAnthropic() maps Anthropic error bodies to OpenAI error type
     },
   });
   assert.equal(errorFromAnthropic(404, null).error.type, "not_found_error");
+});
+
+Deno.test("AnthropicChatStream joins tool arguments split at any boundary back into the same object", () => {
+  fc.assert(
+    fc.property(
+      fc.dictionary(fc.string(), fc.jsonValue()),
+      fc.array(fc.nat(), { maxLength: 8 }),
+      (input, cuts) => {
+        const json = JSON.stringify(input);
+        const points = [...new Set(cuts.map((cut) => cut % (json.length + 1)))]
+          .sort((a, b) => a - b);
+        const fragments = [0, ...points].map((start, i) =>
+          json.slice(start, [...points, json.length][i])
+        );
+        const stream = new AnthropicChatStream({
+          model: "m",
+          includeUsage: false,
+        });
+        const event = (data: unknown) => ({ data: JSON.stringify(data) });
+        const pieces = [
+          ...stream.push(
+            event({
+              type: "message_start",
+              message: { id: "msg_p", usage: { input_tokens: 1 } },
+            }),
+          ),
+          ...stream.push(event({
+            type: "content_block_start",
+            index: 0,
+            content_block: {
+              type: "tool_use",
+              id: "toolu_p",
+              name: "f",
+              input: {},
+            },
+          })),
+          ...fragments.flatMap((partial_json) =>
+            stream.push(
+              event({
+                type: "content_block_delta",
+                index: 0,
+                delta: { type: "input_json_delta", partial_json },
+              }),
+            )
+          ),
+          ...stream.push(event({ type: "content_block_stop", index: 0 })),
+          ...stream.push(
+            event({
+              type: "message_delta",
+              delta: { stop_reason: "tool_use" },
+              usage: { output_tokens: 3 },
+            }),
+          ),
+          ...stream.finish(),
+        ];
+        const [call] = joinToolCalls(chunksOf(pieces));
+        assert.deepEqual(JSON.parse(call.arguments), JSON.parse(json));
+      },
+    ),
+    { numRuns: 200 },
+  );
 });
