@@ -19,16 +19,13 @@
  * @module
  */
 
-/** A key part as Deno KV accepts it. */
-type Part = Deno.KvKeyPart;
-
 /**
  * The key of a caller's record.
  *
  * @param callerId The caller's public id.
  * @returns The KV key.
  */
-export function callerKey(callerId: string): [Part, Part] {
+export function callerKey(callerId: string): Deno.KvKey {
   return ["callers", callerId];
 }
 
@@ -37,7 +34,7 @@ export function callerKey(callerId: string): [Part, Part] {
  *
  * @returns The KV key prefix.
  */
-export function callersPrefix(): [Part] {
+export function callersPrefix(): Deno.KvKey {
   return ["callers"];
 }
 
@@ -47,7 +44,7 @@ export function callersPrefix(): [Part] {
  * @param hashHex The lowercase hex SHA-256 of the secret key.
  * @returns The KV key.
  */
-export function callerByHashKey(hashHex: string): [Part, Part] {
+export function callerByHashKey(hashHex: string): Deno.KvKey {
   return ["caller_by_hash", hashHex];
 }
 
@@ -57,7 +54,7 @@ export function callerByHashKey(hashHex: string): [Part, Part] {
  * @param callerId The caller's public id.
  * @returns The KV key.
  */
-export function balanceKey(callerId: string): [Part, Part] {
+export function balanceKey(callerId: string): Deno.KvKey {
   return ["balances", callerId];
 }
 
@@ -67,7 +64,7 @@ export function balanceKey(callerId: string): [Part, Part] {
  * @param reservationId The reservation's id.
  * @returns The KV key.
  */
-export function reservationKey(reservationId: string): [Part, Part] {
+export function reservationKey(reservationId: string): Deno.KvKey {
   return ["reservations", reservationId];
 }
 
@@ -82,7 +79,7 @@ export function reservationKey(reservationId: string): [Part, Part] {
 export function reservationExpiryKey(
   expiresAt: number,
   reservationId: string,
-): [Part, Part, Part] {
+): Deno.KvKey {
   return ["reservations_by_expiry", expiresAt, reservationId];
 }
 
@@ -93,7 +90,7 @@ export function reservationExpiryKey(
  * @param time Epoch ms of the sweep.
  * @returns The KV key to end a list at.
  */
-export function reservationExpiryEnd(time: number): [Part, Part] {
+export function reservationExpiryEnd(time: number): Deno.KvKey {
   return ["reservations_by_expiry", time];
 }
 
@@ -102,7 +99,7 @@ export function reservationExpiryEnd(time: number): [Part, Part] {
  *
  * @returns The KV key prefix.
  */
-export function reservationExpiryPrefix(): [Part] {
+export function reservationExpiryPrefix(): Deno.KvKey {
   return ["reservations_by_expiry"];
 }
 
@@ -116,7 +113,7 @@ export function reservationExpiryPrefix(): [Part] {
 export function ledgerKey(
   callerId: string,
   entryId: string,
-): [Part, Part, Part] {
+): Deno.KvKey {
   return ["ledger", callerId, entryId];
 }
 
@@ -126,7 +123,7 @@ export function ledgerKey(
  * @param callerId The caller's public id.
  * @returns The KV key prefix.
  */
-export function ledgerPrefix(callerId: string): [Part, Part] {
+export function ledgerPrefix(callerId: string): Deno.KvKey {
   return ["ledger", callerId];
 }
 
@@ -140,7 +137,7 @@ export function ledgerPrefix(callerId: string): [Part, Part] {
 export function traceKey(
   callerId: string,
   entryId: string,
-): [Part, Part, Part] {
+): Deno.KvKey {
   return ["traces", callerId, entryId];
 }
 
@@ -150,7 +147,7 @@ export function traceKey(
  * @param callerId The caller's public id.
  * @returns The KV key prefix.
  */
-export function tracesPrefix(callerId: string): [Part, Part] {
+export function tracesPrefix(callerId: string): Deno.KvKey {
   return ["traces", callerId];
 }
 
@@ -166,7 +163,7 @@ export function traceByTraceIdKey(
   callerId: string,
   traceId: string,
   entryId: string,
-): [Part, Part, Part, Part] {
+): Deno.KvKey {
   return ["traces_by_trace_id", callerId, traceId, entryId];
 }
 
@@ -180,7 +177,7 @@ export function traceByTraceIdKey(
 export function traceByTraceIdPrefix(
   callerId: string,
   traceId: string,
-): [Part, Part, Part] {
+): Deno.KvKey {
   return ["traces_by_trace_id", callerId, traceId];
 }
 
@@ -190,6 +187,6 @@ export function traceByTraceIdPrefix(
  * @param entryId A time-ordered id.
  * @returns The KV key.
  */
-export function anonymousTraceKey(entryId: string): [Part, Part] {
+export function anonymousTraceKey(entryId: string): Deno.KvKey {
   return ["anonymous_traces", entryId];
 }

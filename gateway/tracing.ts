@@ -174,6 +174,9 @@ export async function tracesResponse(
   return { object: "list", data };
 }
 
+/** Extra span attributes for {@linkcode recordSpan}. */
+export type SpanAttributes = Record<string, string | number | boolean>;
+
 /** The instrumentation scope of the gateway's spans. */
 export const TRACER_NAME = "@org/mcpkit/gateway";
 
@@ -200,9 +203,12 @@ const OTEL_PROVIDER_NAMES: Record<ProviderName, string> = {
  * @param extra More attributes to set on the span.
  * @returns Nothing; the span is ended and queued for export.
  */
-export function recordSpan(trace: TraceRecord, extra: Attributes = {}): void {
+export function recordSpan(
+  trace: TraceRecord,
+  extra: SpanAttributes = {},
+): void {
   const operation = trace.route === "gemini" ? "generate_content" : "chat";
-  const attributes: Attributes = {
+  const attributes: SpanAttributes = {
     "gen_ai.operation.name": operation,
     "gen_ai.usage.input_tokens": trace.inputTokens,
     "gen_ai.usage.output_tokens": trace.outputTokens,
