@@ -44,7 +44,21 @@ export interface GatewayOptions {
   log?: (record: Record<string, unknown>) => void;
 }
 
-type Env = { Variables: { requestId: string; traceId: string } };
+type GatewayEnv = { Variables: { requestId: string; traceId: string } };
+
+/**
+ * The gateway as an HTTP handler. It is a Hono app; the public type names only
+ * what callers use, so the package's API does not hang on Hono's types.
+ */
+export interface GatewayApp {
+  /** Answers one request; hand it to `Deno.serve`. */
+  fetch(request: Request): Response | Promise<Response>;
+  /** Sends a request to the app in-process, as Hono's `app.request()` (handy in tests). */
+  request(
+    input: string | Request | URL,
+    init?: RequestInit,
+  ): Response | Promise<Response>;
+}
 
 const CALL_ROUTES: readonly [string, RouteName][] = [
   ["/chat/completions", "chat"],
@@ -68,7 +82,7 @@ const CALL_ROUTES: readonly [string, RouteName][] = [
  * Deno.serve({ port: config.port }, createGateway({ config, kv }).fetch);
  * ```
  */
-export function createGateway(options: GatewayOptions): Hono<Env> {
+export function createGateway(options: GatewayOptions): GatewayApp {
   const { config, kv } = options;
   const log = options.log ??
     ((record) =>
@@ -113,7 +127,7 @@ export function createGateway(options: GatewayOptions): Hono<Env> {
     log,
   };
 
-  const app = new Hono<Env>();
+  const app = new Hono<GatewayEnv>();
   app.use(async (c, next) => {
     const requestId = `req_${crypto.randomUUID().replaceAll("-", "")}`;
     const traceId = c.req.header("trace-id")?.slice(0, 128) ||
@@ -158,7 +172,7 @@ export function createGateway(options: GatewayOptions): Hono<Env> {
     },
   });
 
-  const api = new Hono<Env>();
+  const api = new Hono<GatewayEnv>();
   const authenticated = async (headers: Headers): Promise<Caller> => {
     const secret = callerSecret(headers);
     const caller = secret ? await callers.authenticate(secret) : null;
@@ -210,7 +224,7 @@ export function createGateway(options: GatewayOptions): Hono<Env> {
 
   const run =
     (route: RouteName, extra: Partial<CallRequest> = {}) =>
-    async (c: Context<Env>) => {
+    async (c: Context<GatewayEnv>) => {
       const request: CallRequest = {
         route,
         headers: c.req.raw.headers,
@@ -228,7 +242,7 @@ export function createGateway(options: GatewayOptions): Hono<Env> {
   }
   // Gemini SDKs call `{base}/{apiVersion}/models/{model}:{method}`; with the
   // gateway's root or `/v1` as base, both `v1beta` and `v1` land here.
-  const geminiCall = (c: Context<Env>) => {
+  const geminiCall = (c: Context<GatewayEnv>) => {
     const path = c.req.path;
     const target = decodeURIComponent(
       path.slice(path.indexOf("/models/") + "/models/".length),

@@ -37,7 +37,16 @@ const providerSchema = z.object({
 });
 
 /** Settings of one provider. */
-export type ProviderConfig = z.infer<typeof providerSchema>;
+export interface ProviderConfig {
+  /** Upstream base URL, in the provider SDK's own convention, without a trailing slash. */
+  baseUrl: string;
+  /** The pool of provider keys. */
+  apiKeys: string[];
+  /** Requests per minute allowed on each key. */
+  rpm?: number;
+  /** Tokens per minute allowed on each key. */
+  tpm?: number;
+}
 
 const configSchema = z.object({
   port: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -61,7 +70,30 @@ const configSchema = z.object({
 });
 
 /** The validated configuration of a gateway. */
-export type GatewayConfig = z.infer<typeof configSchema>;
+export interface GatewayConfig {
+  /** Port to listen on (`PORT`, default 8080; 0 picks a free one). */
+  port: number;
+  /** Interface to listen on (`HOST`, default `0.0.0.0`). */
+  hostname: string;
+  /** Deno KV path or URL (`GATEWAY_KV_PATH`, default `./data/gateway.kv`). */
+  kvPath: string;
+  /** Bearer token of the admin API (`GATEWAY_ADMIN_TOKEN`); unset, the admin API answers 403. */
+  adminToken?: string;
+  /** Largest request body accepted, bytes (`GATEWAY_MAX_BODY_BYTES`, default 32 MiB). */
+  maxBodyBytes: number;
+  /** Time an upstream may take to answer, or between two stream events, ms (`GATEWAY_UPSTREAM_TIMEOUT_MS`). */
+  upstreamTimeoutMs: number;
+  /** Cool-down of a key after a 429 without `retry-after`, ms (`GATEWAY_KEY_COOLDOWN_MS`). */
+  keyCooldownMs: number;
+  /** How long a caller-key lookup is cached, ms (at most 1000). */
+  callerCacheMs: number;
+  /** How long trace records are kept, days. */
+  traceRetentionDays: number;
+  /** How long shutdown waits for in-flight calls, ms (`GATEWAY_DRAIN_TIMEOUT_MS`). */
+  drainTimeoutMs: number;
+  /** Each provider's settings. */
+  providers: Record<ProviderName, ProviderConfig>;
+}
 
 /** A configuration that failed validation; the message names the field. */
 export class ConfigError extends Error {
@@ -150,7 +182,7 @@ export function parseConfig(sources: ConfigSources = {}): GatewayConfig {
     const field = issue.path.join(".") || "(root)";
     throw new ConfigError(`Invalid config: "${field}" ${issue.message}`);
   }
-  return parsed.data;
+  return parsed.data satisfies GatewayConfig;
 }
 
 /**

@@ -18,6 +18,8 @@ export class GatewayError extends Error {
   readonly retryAfterSeconds?: number;
 
   /**
+   * Creates the error.
+   *
    * @param status HTTP status.
    * @param message Sentence-case message, no trailing period.
    * @param options Code, param and retry hint.

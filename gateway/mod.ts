@@ -1,0 +1,70 @@
+/**
+ * The mcpkit inference gateway: one HTTP endpoint in front of Anthropic,
+ * OpenAI, Google Gemini, xAI and OpenRouter. Callers use any OpenAI-,
+ * Anthropic- or Gemini-convention client with the gateway's base URL and
+ * their gateway key, and pay from one credit balance.
+ *
+ * Run it with `deno run -A gateway/main.ts`, or embed it:
+ *
+ * @example Embed the gateway
+ * ```ts ignore
+ * import { createGateway, parseConfig } from "@org/mcpkit/gateway";
+ *
+ * const config = parseConfig({ env: Deno.env.toObject() });
+ * const kv = await Deno.openKv(":memory:");
+ * Deno.serve({ port: config.port }, createGateway({ config, kv }).fetch);
+ * ```
+ *
+ * @module
+ */
+export { createGateway, type GatewayApp, type GatewayOptions } from "./app.ts";
+export { Catalog, DEFAULT_CATALOG } from "./catalog.ts";
+export {
+  ConfigError,
+  type ConfigSources,
+  type GatewayConfig,
+  loadConfig,
+  parseConfig,
+  type ProviderConfig,
+  PROVIDERS,
+} from "./config.ts";
+export {
+  type RunningGateway,
+  startGateway,
+  type StartOptions,
+} from "./server.ts";
+export {
+  type CallerAuthenticatorOptions,
+  type CallerInfo,
+  createCaller,
+  createCallerAuthenticator,
+  type NewCaller,
+} from "./callers.ts";
+export {
+  type BillingOptions,
+  costMicros,
+  createBilling,
+  microsToUsd,
+  sweepExpiredReservations,
+  type SweepResult,
+  topUp,
+  usdToMicros,
+} from "./credits.ts";
+export { GatewayError } from "./errors.ts";
+export {
+  type KeyPoolOptions,
+  MemoryKeyPool,
+  providerKeyId,
+  type ProviderKeys,
+} from "./key_pool.ts";
+export {
+  type Behaviour,
+  type BehaviourMatch,
+  type ScriptedStep,
+  type SimulatedRequest,
+  type Simulator,
+  type SimulatorOptions,
+  startSimulator,
+  type UsageOverride,
+} from "./simulator/mod.ts";
+export type * from "./types.ts";
