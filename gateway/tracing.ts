@@ -22,7 +22,6 @@
  */
 
 import {
-  type Attributes,
   SpanKind,
   SpanStatusCode,
   trace as otelTrace,
