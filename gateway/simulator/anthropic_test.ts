@@ -26,7 +26,7 @@ Deno.test("the Anthropic SDK reads a message with uncached input, cache reads an
     apiKey: "sk-ant-1",
   });
   const message = await client.messages.create({
-    model: "claude-sonnet-4-5",
+    model: "claude-opus-4-5",
     max_tokens: 100,
     system: "Be brief.",
     messages: [{ role: "user", content: "hello claude" }],
@@ -87,7 +87,7 @@ Deno.test("the Anthropic SDK streams a tool_use block whose input_json_delta fra
     apiKey: "sk-ant",
   });
   const stream = client.messages.stream({
-    model: "claude-sonnet-4-5",
+    model: "claude-opus-4-5",
     max_tokens: 200,
     tools: [weatherTool],
     messages: [{ role: "user", content: "Call tool get_weather please" }],
@@ -114,7 +114,7 @@ Deno.test("tool_choice any forces a tool call and a tool_result gets a text repl
     apiKey: "sk-ant",
   });
   const first = await client.messages.create({
-    model: "claude-sonnet-4-5",
+    model: "claude-opus-4-5",
     max_tokens: 200,
     tools: [weatherTool],
     tool_choice: { type: "any" },
@@ -123,7 +123,7 @@ Deno.test("tool_choice any forces a tool call and a tool_result gets a text repl
   const use = first.content[0];
   assert.ok(use.type === "tool_use");
   const second = await client.messages.create({
-    model: "claude-sonnet-4-5",
+    model: "claude-opus-4-5",
     max_tokens: 200,
     tools: [weatherTool],
     messages: [
@@ -154,7 +154,7 @@ Deno.test("max_tokens cuts an Anthropic reply with stop_reason max_tokens and im
     apiKey: "sk-ant",
   });
   const message = await client.messages.create({
-    model: "claude-sonnet-4-5",
+    model: "claude-opus-4-5",
     max_tokens: 3,
     messages: [{
       role: "user",
@@ -188,7 +188,7 @@ Deno.test("Anthropic errors use the provider's error body and the SDK's error cl
     maxRetries: 0,
   });
   const request = {
-    model: "claude-sonnet-4-5",
+    model: "claude-opus-4-5",
     max_tokens: 10,
     messages: [{ role: "user" as const, content: "x" }],
   };
@@ -220,7 +220,7 @@ Deno.test("Anthropic errors use the provider's error body and the SDK's error cl
   });
 
   const invalid = await client.messages.create(
-    { model: "claude-sonnet-4-5", messages: [] } as never,
+    { model: "claude-opus-4-5", messages: [] } as never,
   ).catch((e) => e);
   assert.ok(invalid instanceof Anthropic.BadRequestError);
   assert.match(invalid.message, /max_tokens: Field required/);
@@ -232,7 +232,7 @@ Deno.test("the raw Anthropic stream names each event and sends a ping after the 
     method: "POST",
     headers: { "x-api-key": "sk", "anthropic-version": "2023-06-01" },
     body: JSON.stringify({
-      model: "claude-sonnet-4-5",
+      model: "claude-opus-4-5",
       max_tokens: 50,
       stream: true,
       messages: [{ role: "user", content: "one two three four" }],

@@ -51,6 +51,22 @@ export class BadRequestError extends Error {
   }
 }
 
+/**
+ * The error that deliberately breaks a response body (cut stream, closing
+ * simulator); the server's error handler lets it pass silently.
+ */
+export class ConnectionCutError extends Error {
+  /**
+   * Creates the error.
+   *
+   * @param message Why the connection was cut.
+   */
+  constructor(message: string) {
+    super(message);
+    this.name = "ConnectionCutError";
+  }
+}
+
 /** One server-sent event. */
 export interface SseEvent {
   /** The `event:` field, for formats that name events. */
@@ -168,7 +184,9 @@ function destroyedResponse(): Response {
   return new Response(
     new ReadableStream({
       start: (controller) =>
-        controller.error(new Error("Simulator closed the connection")),
+        controller.error(
+          new ConnectionCutError("Simulator closed the connection"),
+        ),
     }),
     { headers: JSON_HEADERS },
   );
@@ -272,14 +290,18 @@ function sseResponse(events: SseEvent[], options: StreamOptions): Response {
       if (cutAfter !== undefined && index >= cutAfter) {
         tracker.finished();
         controller.error(
-          new Error(`Simulator cut the stream after "${cutAfter}" events`),
+          new ConnectionCutError(
+            `Simulator cut the stream after "${cutAfter}" events`,
+          ),
         );
         return;
       }
       if (
         index > 0 && chunkDelayMs > 0 && !(await sleep(chunkDelayMs, closing))
       ) {
-        controller.error(new Error("Simulator closed the connection"));
+        controller.error(
+          new ConnectionCutError("Simulator closed the connection"),
+        );
         return;
       }
       controller.enqueue(encoder.encode(frames[index]));
@@ -348,6 +370,7 @@ export async function handleExchange(
     state.requests.splice(0, Math.ceil(state.maxRecords / 2));
   }
   state.requests.push(record);
+  state.changed();
   const tracker = new Tracker(state, record);
 
   let text: string;

@@ -47,6 +47,7 @@ import {
   type ScriptedStep,
 } from "./behaviour.ts";
 import {
+  ConnectionCutError,
   type Dialect,
   handleExchange,
   notFound,
@@ -153,6 +154,12 @@ const FAMILY_WIRE: Record<ProviderName, Wire> = {
   anthropic: anthropicWire,
   gemini: geminiWire,
 };
+
+/** Deliberate cuts are the behaviour asked for, not failures worth a log line. */
+function quietOnCut(error: unknown): Response {
+  if (!(error instanceof ConnectionCutError)) console.error(error);
+  return new Response("Internal Server Error", { status: 500 });
+}
 
 function buildApp(state: SimulatorState): Hono {
   const app = new Hono();
@@ -302,6 +309,7 @@ export function startSimulator(
       port: options.port ?? 0,
       hostname,
       onListen: ({ port }) => resolve(simulator(port)),
+      onError: quietOnCut,
     }, app.fetch);
   });
 }
