@@ -1,0 +1,73 @@
+/**
+ * A base class for MCP servers that run as evaluation environments in
+ * containers: the official SDK's `McpServer` plus initialize and shutdown
+ * hooks, hubs of hidden setup/evaluate tools, result normalisation, and a
+ * runner for stdio, Streamable HTTP and legacy SSE with dev endpoints.
+ *
+ * @example A counter environment
+ * ```ts
+ * import { z } from "zod";
+ * import { BaseHub, MCPServer } from "@org/mcpkit/mcp";
+ *
+ * const mcp = new MCPServer({ name: "counter-env", instructions: "Count to ten." });
+ * const setup = new BaseHub("setup");
+ * const evaluate = new BaseHub("evaluate");
+ *
+ * mcp.initialize(async (ctx) => {
+ *   await ctx.progress(50, "starting"); // no-op without a progressToken
+ *   setup.env = evaluate.env = { count: 0, width: ctx.meta?.display_width ?? 1920 };
+ *   mcp.mount(setup);
+ *   mcp.mount(evaluate);
+ * });
+ * mcp.shutdown(() => console.error("bye")); // SIGTERM only
+ *
+ * mcp.tool(
+ *   { name: "increment", description: "Add one.", input: { by: z.number().default(1) } },
+ *   ({ by }) => String(setup.env.count += by),
+ * );
+ * setup.tool("reset", { input: { to: z.number() } }, ({ to }) => {
+ *   setup.env.count = to;
+ * });
+ * evaluate.tool("reached", { input: { target: z.number() } }, ({ target }) => ({
+ *   reward: setup.env.count >= target ? 1 : 0,
+ *   done: true,
+ * }));
+ *
+ * if (import.meta.main) await mcp.run({ transport: Deno.args[0] ?? "stdio", port: 8765 });
+ * ```
+ *
+ * @module
+ */
+export { MCPServer } from "./server.ts";
+export type {
+  MCPServerOptions,
+  RunOptions,
+  ToolMethodDecorator,
+  TransportName,
+} from "./server.ts";
+export { BaseHub } from "./hub.ts";
+export type { HubFunction, HubTool } from "./hub.ts";
+export { BaseTool, normalizeToolResult } from "./tool.ts";
+export type {
+  EvaluationResult,
+  Shape,
+  ToolArgs,
+  ToolDefinition,
+  ToolExtra,
+  ToolFunction,
+  ToolOptions,
+  ToolReturn,
+} from "./tool.ts";
+export type {
+  InitializeContext,
+  InitializeHook,
+  InitializeMeta,
+  InitializeSession,
+  ProgressParams,
+} from "./initialize.ts";
+export type {
+  ResourceContext,
+  ResourceFunction,
+  ResourceOptions,
+} from "./resource.ts";
+export type { ShutdownHook } from "./signals.ts";

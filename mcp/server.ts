@@ -1,0 +1,787 @@
+/**
+ * {@linkcode MCPServer}: the SDK's `McpServer` with initialize and shutdown
+ * hooks, function-returning `tool`/`resource`, hubs, composition and a
+ * container-ready `run()`.
+ *
+ * @module
+ */
+import {
+  McpServer,
+  type McpServerOptions,
+  type ReadResourceCallback,
+  type ReadResourceTemplateCallback,
+  type RegisteredPrompt,
+  type RegisteredResource,
+  type RegisteredResourceTemplate,
+  type RegisteredTool,
+  type ResourceMetadata,
+  ResourceTemplate,
+  type ToolCallback,
+} from "./_sdk.ts";
+import { Server } from "./_sdk.ts";
+import { getObjectShape, type ZodRawShapeCompat } from "./_sdk.ts";
+import type { Transport } from "./_sdk.ts";
+import {
+  type Implementation,
+  InitializeRequestSchema,
+  type ToolAnnotations,
+} from "./_sdk.ts";
+import {
+  capabilitiesOf,
+  copyHandlers,
+  registryOf,
+  sdkInitialize,
+} from "./_sdk_internals.ts";
+import type { BaseHub } from "./hub.ts";
+import {
+  initializeContext,
+  type InitializeHook,
+  InitializeHooks,
+} from "./initialize.ts";
+import {
+  LenientUriTemplate,
+  normalizeResourceResult,
+  type ResourceFunction,
+  type ResourceOptions,
+} from "./resource.ts";
+import {
+  installSignalHandlers,
+  runShutdownHooks,
+  type ShutdownHook,
+} from "./signals.ts";
+import {
+  BaseTool,
+  normalizeToolResult,
+  type Shape,
+  type ToolArgs,
+  type ToolDefinition,
+  type ToolExtra,
+  type ToolFunction,
+  type ToolOptions,
+  type ToolReturn,
+} from "./tool.ts";
+import {
+  type RunningTransport,
+  type SessionHost,
+  startHttp,
+  startStdio,
+} from "./transports.ts";
+
+/** Options of the {@linkcode MCPServer} constructor; the rest goes to the SDK. */
+export interface MCPServerOptions extends McpServerOptions {
+  /** Server name used in the MCP handshake. */
+  name: string;
+  /** Server version; defaults to `0.1.0`. */
+  version?: string;
+  /** Human-readable title of the server. */
+  title?: string;
+  /** How long shutdown hooks may run on SIGTERM before the process exits anyway (ms, default 10 000). */
+  shutdownTimeoutMs?: number;
+}
+
+/** The transports `run()` serves. */
+export type TransportName = "stdio" | "http" | "sse";
+
+/** Options of {@linkcode MCPServer.run}. */
+export interface RunOptions {
+  /** `"stdio"` (default), `"http"` (Streamable HTTP at `/mcp`) or `"sse"` (legacy SSE). */
+  transport?: TransportName | (string & Record<never, never>);
+  /** Port for http and sse; default `MCP_PORT` or 8765; 0 picks a free port. */
+  port?: number;
+  /** Interface for http and sse; default `MCP_HOST` or 127.0.0.1 (`0.0.0.0` in containers). */
+  host?: string;
+  /** Streamable HTTP sessions without a request for this long are closed (ms, default 30 min). */
+  sessionIdleMs?: number;
+  /** Stops the server when aborted. */
+  signal?: AbortSignal;
+  /** Called with the bound address once http or sse listens. */
+  onListen?: (addr: Deno.NetAddr) => void;
+  /** Install SIGTERM/SIGINT handling (default true); embedders and tests may opt out. */
+  handleSignals?: boolean;
+}
+
+/** A TC39 method decorator that registers the method as a tool. */
+export type ToolMethodDecorator<S extends Shape> = <
+  This,
+  F extends (
+    this: This,
+    args: ToolArgs<S>,
+    extra: ToolExtra,
+  ) => ToolReturn | Promise<ToolReturn>,
+>(value: F, context: ClassMethodDecoratorContext<This, F>) => F;
+
+interface Composition {
+  prefix?: string;
+  tools: RegisteredTool[];
+  resources: Array<RegisteredResource | RegisteredResourceTemplate>;
+  prompts: RegisteredPrompt[];
+}
+
+const DEFAULT_PORT = 8765;
+const DEFAULT_HOST = "127.0.0.1";
+const DEFAULT_SESSION_IDLE_MS = 30 * 60_000;
+const CLOSE_TIMEOUT_MS = 2_000;
+
+function env(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined; // no --allow-env: fall back to the defaults
+  }
+}
+
+/**
+ * An MCP server for evaluation environments. It is the SDK's `McpServer`
+ * (every SDK method works as documented there) plus:
+ *
+ * - `initialize(fn)`: setup inside the first `initialize` request
+ * - `shutdown(fn)`: cleanup on SIGTERM only
+ * - `tool(options, fn)`: registers `fn` and returns it; also `@mcp.tool({...})`
+ * - `addTool(x)`, `mount(hub)`, `mount(server, prefix)`
+ * - `resource(uri, fn)`: JSON-serialising resources, returns `fn`
+ * - `run({transport, port, host})`: stdio, Streamable HTTP or legacy SSE
+ *
+ * @example A counter environment
+ * ```ts
+ * import { z } from "zod";
+ * import { BaseHub, MCPServer } from "./mod.ts";
+ *
+ * const mcp = new MCPServer({ name: "counter-env" });
+ * const setup = new BaseHub("setup");
+ * mcp.initialize(() => {
+ *   setup.env = { count: 0 };
+ *   mcp.mount(setup);
+ * });
+ * setup.tool("reset", { input: { to: z.number() } }, ({ to }) => {
+ *   setup.env.count = to;
+ * });
+ * mcp.tool({ name: "increment", input: { by: z.number().default(1) } }, ({ by }) => String(setup.env.count += by));
+ * // await mcp.run({ transport: "stdio" });
+ * ```
+ */
+export class MCPServer extends McpServer implements SessionHost {
+  /** Name and version sent in the handshake. */
+  readonly info: Implementation;
+  /** How long shutdown hooks may run on SIGTERM (ms). */
+  readonly shutdownTimeoutMs: number;
+  readonly #sdkOptions: McpServerOptions;
+  readonly #initializeHooks = new InitializeHooks();
+  readonly #shutdownHooks: ShutdownHook[] = [];
+  readonly #protocols = new Set<Server>();
+  readonly #hubs = new Map<string, BaseHub>();
+  readonly #compositions = new Map<MCPServer, Composition>();
+  readonly #changeListeners = new Set<() => void>();
+  #running: RunningTransport | undefined;
+
+  /**
+   * Creates the server. Tools, resources, prompts and logging are declared as
+   * capabilities up front so every protocol instance gets their handlers and
+   * registering after a client connected works.
+   *
+   * @param options Name, version, instructions, shutdown timeout, and SDK options.
+   */
+  constructor(options: MCPServerOptions) {
+    const {
+      name,
+      version = "0.1.0",
+      title,
+      shutdownTimeoutMs = 10_000,
+      ...rest
+    } = options;
+    const info: Implementation = { name, version, ...(title && { title }) };
+    const sdkOptions: McpServerOptions = {
+      ...rest,
+      capabilities: {
+        tools: {},
+        resources: {},
+        prompts: {},
+        logging: {},
+        ...rest.capabilities,
+      },
+    };
+    super(info, sdkOptions);
+    this.info = info;
+    this.shutdownTimeoutMs = shutdownTimeoutMs;
+    this.#sdkOptions = sdkOptions;
+    this.#adopt(this.server);
+  }
+
+  /** The mounted hubs. */
+  get hubs(): readonly BaseHub[] {
+    return [...this.#hubs.values()];
+  }
+
+  /**
+   * Registers a hook that runs inside the first MCP `initialize` request,
+   * before the response; later clients do not run it again.
+   *
+   * @param fn The hook; it receives `{meta, session, progress, clientInfo, signal}`.
+   * @returns `fn`, unchanged.
+   */
+  initialize<F extends InitializeHook>(fn: F): F {
+    this.#initializeHooks.add(fn);
+    return fn;
+  }
+
+  /**
+   * Registers a hook that runs once on SIGTERM, before the server closes and
+   * the process exits 0. SIGINT skips it.
+   *
+   * @param fn The hook.
+   * @returns `fn`, unchanged.
+   */
+  shutdown<F extends ShutdownHook>(fn: F): F {
+    this.#shutdownHooks.push(fn);
+    return fn;
+  }
+
+  /** SDK overload: see `McpServer.tool`. */
+  override tool(name: string, cb: ToolCallback): RegisteredTool;
+  /** SDK overload: see `McpServer.tool`. */
+  override tool(
+    name: string,
+    description: string,
+    cb: ToolCallback,
+  ): RegisteredTool;
+  /** SDK overload: see `McpServer.tool`. */
+  override tool<Args extends ZodRawShapeCompat>(
+    name: string,
+    paramsSchemaOrAnnotations: Args | ToolAnnotations,
+    cb: ToolCallback<Args>,
+  ): RegisteredTool;
+  /** SDK overload: see `McpServer.tool`. */
+  override tool<Args extends ZodRawShapeCompat>(
+    name: string,
+    description: string,
+    paramsSchemaOrAnnotations: Args | ToolAnnotations,
+    cb: ToolCallback<Args>,
+  ): RegisteredTool;
+  /** SDK overload: see `McpServer.tool`. */
+  override tool<Args extends ZodRawShapeCompat>(
+    name: string,
+    paramsSchema: Args,
+    annotations: ToolAnnotations,
+    cb: ToolCallback<Args>,
+  ): RegisteredTool;
+  /** SDK overload: see `McpServer.tool`. */
+  override tool<Args extends ZodRawShapeCompat>(
+    name: string,
+    description: string,
+    paramsSchema: Args,
+    annotations: ToolAnnotations,
+    cb: ToolCallback<Args>,
+  ): RegisteredTool;
+  /**
+   * Returns a TC39 method decorator that registers the method as a tool.
+   *
+   * @param options Name (default: the method name), description, zod `input`/`output`, annotations.
+   * @returns The decorator.
+   */
+  override tool<S extends Shape>(
+    options: ToolOptions<S>,
+  ): ToolMethodDecorator<S>;
+  /**
+   * Registers `fn` as a tool; whatever it returns is normalised to a `CallToolResult`.
+   *
+   * @param options Name (default: `fn.name`), description, zod `input`/`output`, annotations.
+   * @param fn The tool function.
+   * @returns `fn`, unchanged.
+   */
+  override tool<S extends Shape, F extends ToolFunction<S>>(
+    options: ToolOptions<S>,
+    fn: F,
+  ): F;
+  override tool(...args: unknown[]): unknown {
+    if (typeof args[0] === "string") {
+      return (super.tool as (...a: unknown[]) => RegisteredTool)(...args);
+    }
+    const options = args[0] as ToolOptions;
+    if (args.length === 1) return this.#toolDecorator(options);
+    const fn = args[1] as ToolFunction;
+    this.#registerTool({
+      ...options,
+      name: options.name ?? fn.name,
+      handler: fn,
+    });
+    return fn;
+  }
+
+  #toolDecorator(options: ToolOptions): ToolMethodDecorator<Shape> {
+    const register = (def: ToolDefinition) => this.#registerTool(def);
+    return (value, context) => {
+      context.addInitializer(function () {
+        const handler: ToolFunction = (args, extra) =>
+          value.call(this, args, extra);
+        register({
+          ...options,
+          name: options.name ?? String(context.name),
+          handler,
+        });
+      });
+      return value;
+    };
+  }
+
+  /**
+   * Adds a tool: a {@linkcode BaseTool} through its `mcp` definition, any
+   * other {@linkcode ToolDefinition} as it is.
+   *
+   * @param tool The tool.
+   * @returns The SDK's handle of the registered tool.
+   */
+  addTool<S extends Shape>(
+    tool: BaseTool<S, unknown> | ToolDefinition<S>,
+  ): RegisteredTool {
+    return this.#registerTool(
+      (tool instanceof BaseTool ? tool.mcp : tool) as unknown as ToolDefinition,
+    );
+  }
+
+  #registerTool(def: ToolDefinition): RegisteredTool {
+    if (!def.name) throw new TypeError("Cannot register a tool without a name");
+    const handler = def.handler;
+    const register = this.registerTool as (
+      name: string,
+      config: Record<string, unknown>,
+      cb: (args: unknown, extra: ToolExtra) => Promise<unknown>,
+    ) => RegisteredTool;
+    return register.call(
+      this,
+      def.name,
+      {
+        title: def.title,
+        description: def.description,
+        inputSchema: def.input ?? {},
+        outputSchema: def.output,
+        annotations: def.annotations,
+        _meta: def._meta,
+      },
+      async (args, extra) =>
+        normalizeToolResult(await handler(args as ToolArgs<Shape>, extra)),
+    );
+  }
+
+  /**
+   * Mounts a hub: one visible dispatcher tool named after it (input
+   * `{name, arguments}`) and a `{hub}://functions` resource listing its tools.
+   * Tools the hub gains later are added to the dispatcher.
+   *
+   * @param hub The hub.
+   */
+  mount(hub: BaseHub): void;
+  /**
+   * Composes another server into this one (FastMCP `mount`): its tools and
+   * prompts appear as `{prefix}_{name}`, its resources as
+   * `scheme://{prefix}/rest`, and they follow later changes to it. Its
+   * initialize and shutdown hooks run with this server's.
+   *
+   * @param server The server to mount.
+   * @param prefix Name prefix; without one, names are kept.
+   */
+  mount(server: MCPServer, prefix?: string): void;
+  mount(target: BaseHub | MCPServer, prefix?: string): void {
+    if (target instanceof MCPServer) return this.#mountServer(target, prefix);
+    if (this.#hubs.has(target.name)) {
+      throw new Error(`Hub "${target.name}" is already mounted`);
+    }
+    const hub = target;
+    const dispatcher = this.#registerTool({
+      name: hub.name,
+      description: hub.dispatcherDescription(),
+      input: hub.dispatcherInput(),
+      handler: (args, extra) =>
+        hub.dispatch(String(args.name), args.arguments, extra),
+    });
+    this.registerResource(`${hub.name} functions`, `${hub.name}://functions`, {
+      description:
+        `Tools of the "${hub.name}" hub: name, description, input schema`,
+      mimeType: "application/json",
+    }, (uri) => normalizeResourceResult(uri, hub.functions()));
+    hub.onChange(() => {
+      dispatcher.update({
+        paramsSchema: hub.dispatcherInput(),
+        description: hub.dispatcherDescription(),
+      });
+    });
+    this.#hubs.set(hub.name, hub);
+  }
+
+  #mountServer(child: MCPServer, prefix?: string): void {
+    if (child === this) {
+      throw new Error(`Cannot mount server "${this.info.name}" on itself`);
+    }
+    if (this.#compositions.has(child)) {
+      throw new Error(`Server "${child.info.name}" is already mounted`);
+    }
+    const composition: Composition = {
+      prefix,
+      tools: [],
+      resources: [],
+      prompts: [],
+    };
+    this.#compositions.set(child, composition);
+    this.#syncComposition(child, composition);
+    child.#changeListeners.add(() => this.#syncComposition(child, composition));
+    this.#initializeHooks.add((ctx) => child.#initializeHooks.run(ctx));
+    this.#shutdownHooks.push(() =>
+      runShutdownHooks(child.#shutdownHooks, child.shutdownTimeoutMs).then(
+        () => {},
+      )
+    );
+  }
+
+  #syncComposition(child: MCPServer, composition: Composition): void {
+    for (
+      const copy of [
+        ...composition.tools,
+        ...composition.resources,
+        ...composition.prompts,
+      ]
+    ) copy.remove();
+    const { prefix } = composition;
+    const name = (original: string) =>
+      prefix ? `${prefix}_${original}` : original;
+    const uri = (original: string) =>
+      prefix
+        ? original.replace(/^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)/, `$1${prefix}/`)
+        : original;
+    const registry = registryOf(child);
+    const register = this.registerTool as (
+      name: string,
+      config: object,
+      cb: unknown,
+    ) => RegisteredTool;
+    composition.tools = Object.entries(
+      registry._registeredTools as Record<string, RegisteredTool>,
+    )
+      .filter(([, tool]) => tool.enabled)
+      .map(([toolName, tool]) =>
+        register.call(this, name(toolName), {
+          title: tool.title,
+          description: tool.description,
+          inputSchema: tool.inputSchema,
+          outputSchema: tool.outputSchema,
+          annotations: tool.annotations,
+          _meta: tool._meta,
+        }, tool.handler)
+      );
+    const resources = Object.entries(
+      registry._registeredResources as Record<string, RegisteredResource>,
+    )
+      .filter(([, resource]) => resource.enabled)
+      .map(([resourceUri, resource]) =>
+        this.registerResource(
+          resource.name,
+          uri(resourceUri),
+          { ...resource.metadata, title: resource.title },
+          resource.readCallback,
+        )
+      );
+    const templates = Object.entries(
+      registry._registeredResourceTemplates as Record<
+        string,
+        RegisteredResourceTemplate
+      >,
+    )
+      .filter(([, template]) => template.enabled)
+      .map(([templateName, template]) =>
+        this.registerResource(
+          name(templateName),
+          new ResourceTemplate(
+            new LenientUriTemplate(
+              uri(template.resourceTemplate.uriTemplate.toString()),
+            ),
+            {
+              list: template.resourceTemplate.listCallback,
+            },
+          ),
+          { ...template.metadata, title: template.title },
+          template.readCallback,
+        )
+      );
+    composition.resources = [...resources, ...templates];
+    const registerPrompt = this.registerPrompt as (
+      name: string,
+      config: object,
+      cb: unknown,
+    ) => RegisteredPrompt;
+    composition.prompts = Object.entries(
+      registry._registeredPrompts as Record<string, RegisteredPrompt>,
+    )
+      .filter(([, prompt]) => prompt.enabled)
+      .map(([promptName, prompt]) =>
+        registerPrompt.call(this, name(promptName), {
+          title: prompt.title,
+          description: prompt.description,
+          argsSchema: prompt.argsSchema
+            ? getObjectShape(prompt.argsSchema)
+            : undefined,
+        }, prompt.callback)
+      );
+  }
+
+  /** SDK overload: see `McpServer.resource`. */
+  override resource(
+    name: string,
+    uri: string,
+    readCallback: ReadResourceCallback,
+  ): RegisteredResource;
+  /** SDK overload: see `McpServer.resource`. */
+  override resource(
+    name: string,
+    uri: string,
+    metadata: ResourceMetadata,
+    readCallback: ReadResourceCallback,
+  ): RegisteredResource;
+  /** SDK overload: see `McpServer.resource`. */
+  override resource(
+    name: string,
+    template: ResourceTemplate,
+    readCallback: ReadResourceTemplateCallback,
+  ): RegisteredResourceTemplate;
+  /** SDK overload: see `McpServer.resource`. */
+  override resource(
+    name: string,
+    template: ResourceTemplate,
+    metadata: ResourceMetadata,
+    readCallback: ReadResourceTemplateCallback,
+  ): RegisteredResourceTemplate;
+  /**
+   * Exposes `fn()`'s return as a resource, JSON-serialised unless it is a
+   * resource result. A URI with `{variables}` is a template; `fn` receives them.
+   *
+   * @param uri The URI or URI template, e.g. `status://env` or `file://{path}`.
+   * @param fn The function that produces the content.
+   * @returns `fn`, unchanged.
+   */
+  override resource<F extends ResourceFunction>(uri: string, fn: F): F;
+  /**
+   * Like `resource(uri, fn)`, with a name, description and MIME type.
+   *
+   * @param uri The URI or URI template.
+   * @param options Name, title, description, MIME type.
+   * @param fn The function that produces the content.
+   * @returns `fn`, unchanged.
+   */
+  override resource<F extends ResourceFunction>(
+    uri: string,
+    options: ResourceOptions,
+    fn: F,
+  ): F;
+  override resource(...args: unknown[]): unknown {
+    const [uri, second, third] = args;
+    if (typeof second === "string" || second instanceof ResourceTemplate) {
+      return (super.resource as (...a: unknown[]) => unknown)(...args);
+    }
+    const options =
+      (typeof second === "function" ? {} : second) as ResourceOptions;
+    const fn =
+      (typeof second === "function" ? second : third) as ResourceFunction;
+    if (typeof uri !== "string" || typeof fn !== "function") {
+      throw new TypeError(
+        "Cannot register resource: expected resource(uri, fn) or resource(uri, options, fn)",
+      );
+    }
+    this.#registerResourceFunction(uri, options, fn);
+    return fn;
+  }
+
+  #registerResourceFunction(
+    uri: string,
+    options: ResourceOptions,
+    fn: ResourceFunction,
+  ): void {
+    const name = options.name ?? (fn.name || uri);
+    const metadata: ResourceMetadata = {
+      title: options.title,
+      description: options.description,
+      mimeType: options.mimeType ?? "application/json",
+    };
+    const read = async (
+      url: URL,
+      variables: Record<string, string>,
+      extra: ToolExtra,
+    ) =>
+      normalizeResourceResult(
+        url,
+        await fn(variables, { uri: url, extra }),
+        options.mimeType,
+      );
+    if (uri.includes("{")) {
+      const template = new ResourceTemplate(new LenientUriTemplate(uri), {
+        list: undefined,
+      });
+      this.registerResource(
+        name,
+        template,
+        metadata,
+        (url, variables, extra) => {
+          const flat = Object.fromEntries(
+            Object.entries(variables).map((
+              [key, value],
+            ) => [key, Array.isArray(value) ? value.join(",") : value]),
+          );
+          return read(url, flat, extra);
+        },
+      );
+    } else {
+      this.registerResource(
+        name,
+        uri,
+        metadata,
+        (url, extra) => read(url, {}, extra),
+      );
+    }
+  }
+
+  /**
+   * A new protocol instance over this server's registry, for one client
+   * session. The SDK binds one protocol instance to one transport; the HTTP
+   * and SSE runners call this once per session.
+   *
+   * @returns The SDK `Server`, ready to `connect()`.
+   */
+  createSessionServer(): Server {
+    const server = new Server(this.info, {
+      ...this.#sdkOptions,
+      capabilities: capabilitiesOf(this.server),
+    });
+    copyHandlers(this.server, server);
+    this.#adopt(server);
+    return server;
+  }
+
+  /** Hooks initialize on a protocol instance and tracks it for list-changed notifications. */
+  #adopt(server: Server): void {
+    server.setRequestHandler(
+      InitializeRequestSchema,
+      async (request, extra) => {
+        await this.#initializeHooks.run(initializeContext(request, extra));
+        return sdkInitialize(server, request);
+      },
+    );
+    this.#protocols.add(server);
+    if (server !== this.server) {
+      const previous = server.onclose;
+      server.onclose = () => {
+        previous?.();
+        this.#protocols.delete(server);
+      };
+    }
+  }
+
+  /** Sends `notifications/tools/list_changed` to every initialized session. */
+  override sendToolListChanged(): void {
+    this.#broadcast((server) => server.sendToolListChanged());
+  }
+
+  /** Sends `notifications/resources/list_changed` to every initialized session. */
+  override sendResourceListChanged(): void {
+    this.#broadcast((server) => server.sendResourceListChanged());
+  }
+
+  /** Sends `notifications/prompts/list_changed` to every initialized session. */
+  override sendPromptListChanged(): void {
+    this.#broadcast((server) => server.sendPromptListChanged());
+  }
+
+  // Sessions still inside `initialize` (no client version yet) are skipped:
+  // notifications may only follow the handshake, and they list afterwards anyway.
+  #broadcast(send: (server: Server) => Promise<void>): void {
+    for (const server of this.#protocols) {
+      if (server.transport && server.getClientVersion()) {
+        send(server).catch((error) =>
+          console.error("Cannot send list-changed notification:", error)
+        );
+      }
+    }
+    for (const listener of this.#changeListeners) listener();
+  }
+
+  /**
+   * Serves the server until it stops: on stdio until stdin closes, on http or
+   * sse until {@linkcode MCPServer.stop}, `signal`, or a signal. SIGTERM runs
+   * the shutdown hooks once, closes the transports and exits 0; SIGINT closes
+   * and exits 130 without them.
+   *
+   * @param options Transport, port, host and session expiry.
+   * @returns Resolves when the server has stopped.
+   */
+  async run(options: RunOptions = {}): Promise<void> {
+    const transport = options.transport ?? "stdio";
+    if (transport !== "stdio" && transport !== "http" && transport !== "sse") {
+      throw new TypeError(
+        `Unknown transport "${transport}": expected "stdio", "http" or "sse"`,
+      );
+    }
+    if (this.#running) {
+      throw new Error(`Server "${this.info.name}" is already running`);
+    }
+    const running = transport === "stdio"
+      ? await startStdio(this)
+      : startHttp(this, {
+        transport: transport as "http" | "sse",
+        port: options.port ?? Number(env("MCP_PORT") ?? DEFAULT_PORT),
+        host: options.host ?? env("MCP_HOST") ?? DEFAULT_HOST,
+        sessionIdleMs: options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS,
+        onListen: options.onListen,
+      });
+    this.#running = running;
+    const removeSignals = options.handleSignals === false
+      ? () => {}
+      : installSignalHandlers({
+        terminate: async () => {
+          await runShutdownHooks(this.#shutdownHooks, this.shutdownTimeoutMs);
+          await closeWithin(running, CLOSE_TIMEOUT_MS);
+          Deno.exit(0);
+        },
+        interrupt: async () => {
+          await closeWithin(running, CLOSE_TIMEOUT_MS);
+          Deno.exit(130);
+        },
+      });
+    const abort = () => running.close();
+    options.signal?.addEventListener("abort", abort, { once: true });
+    if (options.signal?.aborted) await abort();
+    try {
+      await running.finished;
+    } finally {
+      options.signal?.removeEventListener("abort", abort);
+      removeSignals();
+      this.#running = undefined;
+    }
+  }
+
+  /**
+   * Stops a running server: closes every session and the listener; `run()` then resolves.
+   *
+   * @returns Resolves when the transports have closed.
+   */
+  async stop(): Promise<void> {
+    await this.#running?.close();
+  }
+
+  /**
+   * Connects this server's own protocol instance to a transport (one client,
+   * as in the SDK). Use `createSessionServer()` for further clients.
+   *
+   * @param transport The transport.
+   */
+  override async connect(transport: Transport): Promise<void> {
+    await super.connect(transport);
+  }
+}
+
+async function closeWithin(
+  running: RunningTransport,
+  ms: number,
+): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    running.close().catch((error) =>
+      console.error("Closing the transport failed:", error)
+    ),
+    new Promise((resolve) => timer = setTimeout(resolve, ms)),
+  ]);
+  clearTimeout(timer);
+}

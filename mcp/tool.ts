@@ -1,0 +1,244 @@
+/**
+ * Tool definitions, the {@linkcode BaseTool} class, and the normalisation that
+ * turns whatever a tool returns into an MCP `CallToolResult`.
+ *
+ * @module
+ */
+import type { z } from "zod";
+import type { RequestHandlerExtra } from "./_sdk.ts";
+import type {
+  CallToolResult,
+  ContentBlock,
+  ServerNotification,
+  ServerRequest,
+  ToolAnnotations,
+} from "./_sdk.ts";
+
+/** A zod raw shape: the `{ field: z.string() }` object tools declare as input. */
+export type Shape = z.ZodRawShape;
+
+/** The parsed arguments a tool receives for input shape `S`. */
+export type ToolArgs<S extends Shape> = z.output<z.ZodObject<S>>;
+
+/** What the SDK passes a handler beside its arguments: signal, session id, notifications. */
+export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/** The result of an evaluate tool: a score and whether the episode is over. */
+export interface EvaluationResult {
+  /** Score of the run, usually between 0 and 1. */
+  reward: number;
+  /** Whether the episode has ended. */
+  done: boolean;
+  /** Explanation for the agent or the grader: text or content items. */
+  content?: string | ContentBlock[];
+  /** Anything else the grader wants to keep. */
+  info?: Record<string, unknown>;
+}
+
+/**
+ * Everything a tool may return: a string, a plain object (structured content),
+ * a list of content items, a full `CallToolResult`, an {@linkcode EvaluationResult}
+ * or nothing.
+ */
+export type ToolReturn =
+  | string
+  | number
+  | boolean
+  | null
+  | undefined
+  | void
+  | CallToolResult
+  | EvaluationResult
+  | ContentBlock[]
+  | unknown[]
+  | Record<string, unknown>;
+
+/** A tool function with input shape `S`. */
+export type ToolFunction<S extends Shape = Shape> = (
+  args: ToolArgs<S>,
+  extra: ToolExtra,
+) => ToolReturn | Promise<ToolReturn>;
+
+/** Options of `MCPServer.tool()` and `BaseHub.tool()`. */
+export interface ToolOptions<S extends Shape = Shape> {
+  /** Tool name; defaults to the function's name. */
+  name?: string;
+  /** Human-readable title. */
+  title?: string;
+  /** What the tool does, for the agent. */
+  description?: string;
+  /** Zod shape of the arguments. */
+  input?: S;
+  /** Zod shape of the structured result; the SDK validates results against it. */
+  output?: Shape;
+  /** MCP tool annotations (`readOnlyHint`, `destructiveHint`, …). */
+  annotations?: ToolAnnotations;
+  /** Extra `_meta` published with the tool. */
+  _meta?: Record<string, unknown>;
+}
+
+/** A complete tool: its options plus the function that runs it. */
+export interface ToolDefinition<S extends Shape = Shape>
+  extends ToolOptions<S> {
+  /** Tool name, as listed to clients. */
+  name: string;
+  /** The function that runs the tool. */
+  handler: ToolFunction<S>;
+}
+
+/**
+ * A tool as a class, for tools that carry state or share an environment.
+ * Subclasses set `description` and `input` and implement `call`.
+ *
+ * @example Define and register a class-based tool
+ * ```ts
+ * import { z } from "zod";
+ * import { BaseTool, MCPServer } from "./mod.ts";
+ *
+ * class EchoTool extends BaseTool<{ text: z.ZodString }> {
+ *   override description = "Repeat the text.";
+ *   override input = { text: z.string() };
+ *   call({ text }: { text: string }): string {
+ *     return text;
+ *   }
+ * }
+ * const mcp = new MCPServer({ name: "echo" });
+ * mcp.addTool(new EchoTool()); // registered as "echo"
+ * ```
+ */
+export abstract class BaseTool<
+  S extends Shape = Shape,
+  // deno-lint-ignore no-explicit-any -- the environment is whatever the application makes it
+  Env = any,
+> {
+  /** Tool name; defaults to the class name, lower-case, without a trailing `Tool`. */
+  name: string;
+  /** What the tool does, for the agent. */
+  description = "";
+  /** Zod shape of the arguments. */
+  input: S = {} as S;
+  /** The environment the tool acts on, set by the application. */
+  env: Env;
+
+  /**
+   * Creates the tool.
+   *
+   * @param env The environment the tool acts on.
+   */
+  constructor(env?: Env) {
+    this.name = defaultToolName(new.target.name);
+    this.env = env as Env;
+  }
+
+  /**
+   * Runs the tool.
+   *
+   * @param args Arguments, already validated against `input`.
+   * @param extra The SDK's request context.
+   * @returns Anything a tool may return.
+   */
+  abstract call(
+    args: ToolArgs<S>,
+    extra: ToolExtra,
+  ): ToolReturn | Promise<ToolReturn>;
+
+  /**
+   * The definition `MCPServer.addTool()` registers.
+   *
+   * @returns Name, description, input shape and a handler bound to this tool.
+   */
+  get mcp(): ToolDefinition<S> {
+    return {
+      name: this.name,
+      description: this.description,
+      input: this.input,
+      handler: (args, extra) => this.call(args, extra),
+    };
+  }
+}
+
+/**
+ * Derives a tool name from a class name: `ClickTool` becomes `click`.
+ *
+ * @param className The class name.
+ * @returns The lower-case name without a trailing `Tool`.
+ */
+export function defaultToolName(className: string): string {
+  const trimmed = className.replace(/Tool$/, "");
+  return (trimmed || className).toLowerCase();
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function isContentItem(value: unknown): value is ContentBlock {
+  return isRecord(value) && typeof value.type === "string";
+}
+
+function isEvaluationResult(
+  value: Record<string, unknown>,
+): value is EvaluationResult & Record<string, unknown> {
+  return typeof value.reward === "number" && typeof value.done === "boolean";
+}
+
+function isCallToolResult(
+  value: Record<string, unknown>,
+): value is CallToolResult {
+  return (Array.isArray(value.content) && value.content.every(isContentItem)) ||
+    isRecord(value.structuredContent);
+}
+
+function text(value: string): ContentBlock {
+  return { type: "text", text: value };
+}
+
+function normalizeEvaluation(result: EvaluationResult): CallToolResult {
+  const structured: Record<string, unknown> = {
+    reward: result.reward,
+    done: result.done,
+  };
+  if (result.info !== undefined) structured.info = result.info;
+  const content = typeof result.content === "string"
+    ? [text(result.content)]
+    : result.content ?? [text(JSON.stringify(structured))];
+  return { content, structuredContent: structured };
+}
+
+/**
+ * Turns a tool's return value into a `CallToolResult`.
+ *
+ * - `undefined`/`null`: empty content
+ * - string (or other primitive): one text item
+ * - list of content items: that content; any other list: JSON text plus
+ *   `structuredContent: {result}`
+ * - full `CallToolResult` (has `content` items or `structuredContent`): as it is
+ * - `{reward, done, content?, info?}`: `structuredContent` with reward and done
+ * - any other object: `structuredContent` plus a JSON text copy
+ *
+ * @param value What the tool returned.
+ * @returns The result to send to the client.
+ * @example
+ * ```ts
+ * import { normalizeToolResult } from "./tool.ts";
+ * normalizeToolResult({ score: 3 });
+ * // { content: [{ type: "text", text: '{"score":3}' }], structuredContent: { score: 3 } }
+ * ```
+ */
+export function normalizeToolResult(value: unknown): CallToolResult {
+  if (value === undefined || value === null) return { content: [] };
+  if (typeof value === "string") return { content: [text(value)] };
+  if (Array.isArray(value)) {
+    if (value.every(isContentItem)) return { content: value };
+    return {
+      content: [text(JSON.stringify(value))],
+      structuredContent: { result: value },
+    };
+  }
+  if (isRecord(value)) {
+    if (isEvaluationResult(value)) return normalizeEvaluation(value);
+    if (isCallToolResult(value)) return value;
+    return { content: [text(JSON.stringify(value))], structuredContent: value };
+  }
+  return { content: [text(String(value))] };
+}

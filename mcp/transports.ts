@@ -1,0 +1,393 @@
+/**
+ * Runners for the three transports: stdio, Streamable HTTP (`/mcp`) and
+ * legacy SSE (`/sse` + `/messages`), with per-session protocol instances,
+ * idle expiry, CORS and DNS-rebinding protection.
+ *
+ * @module
+ */
+import { Hono, type MiddlewareHandler } from "hono";
+import { cors } from "hono/cors";
+import { streamSSE } from "hono/streaming";
+import { WebStandardStreamableHTTPServerTransport } from "./_sdk.ts";
+import type { Transport } from "./_sdk.ts";
+import { isInitializeRequest } from "./_sdk.ts";
+import { redirectConsoleToStderr } from "./console.ts";
+import { DevClient, devRoutes, type DevSource } from "./dev.ts";
+import { SseServerTransport } from "./sse_transport.ts";
+import { DenoStdioTransport } from "./stdio_transport.ts";
+
+/** What the runners need from the server. */
+export interface SessionHost extends Omit<DevSource, "transport"> {
+  /** Connects the server's own protocol instance (used for stdio). */
+  connect(transport: Transport): Promise<void>;
+}
+
+/** A started transport. */
+export interface RunningTransport {
+  /** Resolves when the transport has stopped. */
+  readonly finished: Promise<void>;
+  /** Stops the transport and closes every session. */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves the host over stdio until stdin ends. `console.log/info/debug` go to
+ * stderr for the whole run, so stdout carries protocol messages only.
+ *
+ * @param host The server.
+ * @param transport The stdio transport (a custom one in tests).
+ * @returns The running transport.
+ */
+export async function startStdio(
+  host: SessionHost,
+  transport: DenoStdioTransport = new DenoStdioTransport(),
+): Promise<RunningTransport> {
+  const restore = redirectConsoleToStderr();
+  const { promise: finished, resolve } = Promise.withResolvers<void>();
+  transport.onclose = () => {
+    restore();
+    resolve();
+  };
+  await host.connect(transport);
+  return { finished, close: () => transport.close() };
+}
+
+/** Options of {@linkcode startHttp}. */
+export interface HttpOptions {
+  /** `"http"` (Streamable HTTP) or `"sse"` (legacy SSE). */
+  transport: "http" | "sse";
+  /** Port; 0 picks a free one. */
+  port: number;
+  /** Interface to bind. */
+  host: string;
+  /** Sessions without a request for this long are closed. */
+  sessionIdleMs: number;
+  /** Called with the bound address once listening. */
+  onListen?: (addr: Deno.NetAddr) => void;
+}
+
+/** Streamable HTTP sessions, each with its own protocol instance. */
+export class StreamableHttpSessions {
+  readonly #host: SessionHost;
+  readonly #sessions = new Map<
+    string,
+    { transport: WebStandardStreamableHTTPServerTransport; lastSeen: number }
+  >();
+
+  /**
+   * Creates an empty session table.
+   *
+   * @param host The server whose registry the sessions share.
+   */
+  constructor(host: SessionHost) {
+    this.#host = host;
+  }
+
+  /** Number of open sessions. */
+  get size(): number {
+    return this.#sessions.size;
+  }
+
+  /**
+   * Handles one request to `/mcp`: routes it to its session, or opens a
+   * session for an `initialize` request without one.
+   *
+   * @param request The HTTP request.
+   * @returns The response.
+   */
+  async handle(request: Request): Promise<Response> {
+    const id = request.headers.get("mcp-session-id");
+    if (id) {
+      const session = this.#sessions.get(id);
+      if (!session) {
+        return jsonRpcError(404, -32001, `Session "${id}" not found`);
+      }
+      session.lastSeen = Date.now();
+      return session.transport.handleRequest(request);
+    }
+    if (request.method !== "POST") {
+      return jsonRpcError(
+        400,
+        -32000,
+        "Bad Request: Mcp-Session-Id header is required",
+      );
+    }
+    let body: unknown;
+    try {
+      body = await request.json();
+    } catch {
+      return jsonRpcError(400, -32700, "Parse error: the body is not JSON");
+    }
+    const initializes = Array.isArray(body)
+      ? body.some(isInitializeRequest)
+      : isInitializeRequest(body);
+    if (!initializes) {
+      return jsonRpcError(
+        400,
+        -32000,
+        "Bad Request: no valid session ID provided",
+      );
+    }
+    const server = this.#host.createSessionServer();
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => crypto.randomUUID(),
+      onsessioninitialized: (sessionId) => {
+        this.#sessions.set(sessionId, { transport, lastSeen: Date.now() });
+      },
+    });
+    transport.onclose = () => {
+      if (transport.sessionId) this.#sessions.delete(transport.sessionId);
+    };
+    await server.connect(transport);
+    return transport.handleRequest(request, { parsedBody: body });
+  }
+
+  /**
+   * Closes sessions idle for longer than `idleMs`.
+   *
+   * @param idleMs Maximum idle time.
+   * @param now The current time.
+   * @returns How many sessions were closed.
+   */
+  async expire(idleMs: number, now: number = Date.now()): Promise<number> {
+    const idle = [...this.#sessions.values()].filter((session) =>
+      now - session.lastSeen > idleMs
+    );
+    await Promise.all(idle.map((session) => session.transport.close()));
+    return idle.length;
+  }
+
+  /** Closes every session. */
+  async closeAll(): Promise<void> {
+    await this.expire(-1, Infinity);
+  }
+}
+
+/** Legacy SSE sessions. */
+export class SseSessions {
+  readonly #host: SessionHost;
+  readonly #sessions = new Map<string, SseServerTransport>();
+
+  /**
+   * Creates an empty session table.
+   *
+   * @param host The server whose registry the sessions share.
+   */
+  constructor(host: SessionHost) {
+    this.#host = host;
+  }
+
+  /**
+   * Opens a session on a GET `/sse` stream and waits until it closes.
+   *
+   * @param stream The SSE stream.
+   */
+  async open(
+    stream: Parameters<Parameters<typeof streamSSE>[1]>[0],
+  ): Promise<void> {
+    const transport = new SseServerTransport("/messages", stream);
+    this.#sessions.set(transport.sessionId, transport);
+    transport.onclose = () => this.#sessions.delete(transport.sessionId);
+    await this.#host.createSessionServer().connect(transport);
+    await transport.closed;
+  }
+
+  /**
+   * Delivers a POSTed message to its session.
+   *
+   * @param sessionId The `sessionId` query parameter.
+   * @param body The parsed body.
+   * @returns Whether the session exists.
+   */
+  deliver(sessionId: string, body: unknown): boolean {
+    const transport = this.#sessions.get(sessionId);
+    if (!transport) return false;
+    transport.handleMessage(body);
+    return true;
+  }
+
+  /** Closes every session. */
+  async closeAll(): Promise<void> {
+    await Promise.all(
+      [...this.#sessions.values()].map((transport) => transport.close()),
+    );
+  }
+}
+
+const LOCAL_HOSTNAMES = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
+
+function hostnameOf(hostHeader: string): string {
+  try {
+    return new URL(`http://${hostHeader}`).hostname;
+  } catch {
+    return "";
+  }
+}
+
+/**
+ * DNS-rebinding protection for servers bound to a loopback address: the
+ * `Host` header, and the `Origin` header when present, must name a loopback
+ * host. Servers bound elsewhere (`0.0.0.0` in containers) skip the check,
+ * since their public names are not known here.
+ *
+ * @param boundHost The interface the server listens on.
+ * @returns The middleware.
+ */
+export function dnsRebindingGuard(boundHost: string): MiddlewareHandler {
+  const local = LOCAL_HOSTNAMES.has(boundHost);
+  return async (c, next) => {
+    if (local) {
+      const host = hostnameOf(c.req.header("host") ?? "");
+      if (!LOCAL_HOSTNAMES.has(host)) {
+        return c.json({
+          error: `Host "${c.req.header("host")}" is not allowed`,
+        }, 403);
+      }
+      const origin = c.req.header("origin");
+      if (
+        origin && !LOCAL_HOSTNAMES.has(hostnameOf(new URL(origin).host || ""))
+      ) {
+        return c.json({ error: `Origin "${origin}" is not allowed` }, 403);
+      }
+    }
+    await next();
+  };
+}
+
+function jsonRpcError(status: number, code: number, message: string): Response {
+  return Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, {
+    status,
+  });
+}
+
+/** The HTTP app and what it owns. */
+export interface HttpApp {
+  /** The Hono app: transport routes plus `/dev`. */
+  app: Hono;
+  /** Streamable HTTP sessions (empty for SSE). */
+  sessions: StreamableHttpSessions;
+  /** Legacy SSE sessions (empty for Streamable HTTP). */
+  sseSessions: SseSessions;
+  /** Closes every session and the dev client. */
+  close(): Promise<void>;
+}
+
+/**
+ * Builds the Hono app for `"http"` or `"sse"`, without listening; tests drive
+ * it with `app.request()`.
+ *
+ * @param host The server.
+ * @param transport Which transport to serve.
+ * @param boundHost The interface the server listens on (for the DNS-rebinding guard).
+ * @returns The app and its session tables.
+ */
+export function createHttpApp(
+  host: SessionHost,
+  transport: "http" | "sse",
+  boundHost: string,
+): HttpApp {
+  const sessions = new StreamableHttpSessions(host);
+  const sseSessions = new SseSessions(host);
+  const source: DevSource = {
+    info: host.info,
+    transport,
+    get hubs() {
+      return host.hubs;
+    },
+    createSessionServer: () => host.createSessionServer(),
+  };
+  const devClient = new DevClient(source);
+  const app = new Hono();
+  app.use("*", dnsRebindingGuard(boundHost));
+  app.use(
+    "*",
+    cors({
+      origin: "*",
+      allowMethods: ["GET", "POST", "DELETE", "OPTIONS"],
+      allowHeaders: [
+        "Content-Type",
+        "Accept",
+        "Authorization",
+        "Mcp-Session-Id",
+        "Mcp-Protocol-Version",
+        "Last-Event-ID",
+      ],
+      exposeHeaders: ["Mcp-Session-Id", "Mcp-Protocol-Version"],
+    }),
+  );
+  if (transport === "http") {
+    app.all("/mcp", (c) => sessions.handle(c.req.raw));
+  } else {
+    app.get("/sse", (c) => streamSSE(c, (stream) => sseSessions.open(stream)));
+    app.post("/messages", async (c) => {
+      const sessionId = c.req.query("sessionId") ?? "";
+      let body: unknown;
+      try {
+        body = await c.req.json();
+      } catch {
+        return c.text("Invalid JSON body", 400);
+      }
+      try {
+        if (!sseSessions.deliver(sessionId, body)) {
+          return c.text(`Session "${sessionId}" not found`, 404);
+        }
+      } catch (error) {
+        return c.text((error as Error).message, 400);
+      }
+      return c.text("Accepted", 202);
+    });
+  }
+  app.route("/", devRoutes(source, devClient));
+  return {
+    app,
+    sessions,
+    sseSessions,
+    close: async () => {
+      await Promise.all([
+        sessions.closeAll(),
+        sseSessions.closeAll(),
+        devClient.close(),
+      ]);
+    },
+  };
+}
+
+/**
+ * Serves the host over Streamable HTTP or legacy SSE on `Deno.serve`.
+ *
+ * @param host The server.
+ * @param options Transport, address and session expiry.
+ * @returns The running transport.
+ */
+export function startHttp(
+  host: SessionHost,
+  options: HttpOptions,
+): RunningTransport {
+  const http = createHttpApp(host, options.transport, options.host);
+  const server = Deno.serve({
+    port: options.port,
+    hostname: options.host,
+    onListen: (addr) => {
+      if (options.onListen) options.onListen(addr);
+      else {console.error(
+          `MCP server "${host.info.name}" (${options.transport}) on http://${addr.hostname}:${addr.port}`,
+        );}
+    },
+  }, http.app.fetch);
+  const sweep = setInterval(() => {
+    http.sessions.expire(options.sessionIdleMs).catch((error) =>
+      console.error("Session expiry failed:", error)
+    );
+  }, Math.max(1_000, Math.min(options.sessionIdleMs, 60_000)));
+  Deno.unrefTimer(sweep);
+  let closing: Promise<void> | undefined;
+  return {
+    finished: server.finished,
+    close: () =>
+      closing ??= (async () => {
+        clearInterval(sweep);
+        await http.close();
+        await server.shutdown();
+      })(),
+  };
+}
