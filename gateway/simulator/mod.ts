@@ -65,6 +65,7 @@ export type {
   UsageOverride,
 } from "./behaviour.ts";
 export type { SimulatedRequest } from "./exchange.ts";
+export type { ProviderName } from "../types.ts";
 
 /** Options of {@linkcode startSimulator}. */
 export interface SimulatorOptions {
@@ -226,7 +227,6 @@ export function startSimulator(
   const app = buildApp(state);
   const hostname = options.hostname ?? "127.0.0.1";
   return new Promise((resolve) => {
-    let server: Deno.HttpServer | undefined;
     const simulator = (port: number): Simulator => {
       const baseUrl = `http://${
         hostname.includes(":") ? `[${hostname}]` : hostname
@@ -241,7 +241,7 @@ export function startSimulator(
         closed ??= (async () => {
           closing.abort();
           state.changed();
-          await server?.shutdown();
+          await server.shutdown();
         })();
         return closed;
       };
@@ -305,7 +305,8 @@ export function startSimulator(
         [Symbol.asyncDispose]: close,
       };
     };
-    server = Deno.serve({
+    // Declared after the factory: onListen may run inside Deno.serve, and only close() reads it.
+    const server: Deno.HttpServer = Deno.serve({
       port: options.port ?? 0,
       hostname,
       onListen: ({ port }) => resolve(simulator(port)),
