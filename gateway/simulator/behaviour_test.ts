@@ -322,3 +322,20 @@ Deno.test("old records are dropped past maxRecords", async () => {
   }
   assert.equal(sim.requests.length, 3);
 });
+
+Deno.test("a client that gives up during latencyMs is recorded as aborted", async () => {
+  await using sim = await startSimulator({ behaviour: { latencyMs: 5_000 } });
+  const controller = new AbortController();
+  const pending = post(
+    `${sim.baseUrls.openai}/chat/completions`,
+    "sk",
+    chatBody(),
+    controller.signal,
+  )
+    .catch((e) => e);
+  await sim.waitFor(() => sim.requests.length === 1);
+  controller.abort();
+  assert.equal((await pending).name, "AbortError");
+  await sim.waitFor(() => sim.aborted === 1);
+  assert.equal(sim.requests[0].aborted, true);
+});
