@@ -246,6 +246,40 @@ Deno.test("the Responses API streams a function call whose argument deltas join 
   assert.equal((done as { type: string }).type, "function_call");
 });
 
+Deno.test("the Responses stream helper accepts a streamed function call and a streamed incomplete reply", async () => {
+  await using sim = await startSimulator();
+  const client = new OpenAI({ baseURL: sim.baseUrls.openai, apiKey: "sk" });
+  const tools = [{
+    type: "function" as const,
+    name: "get_weather",
+    parameters: weatherTool.function.parameters,
+    strict: false,
+  }];
+  const called = await client.responses.stream({
+    model: "gpt-5.1",
+    input: "call tool get_weather",
+    tools,
+  })
+    .finalResponse();
+  const call = called.output[0];
+  assert.ok(call.type === "function_call");
+  assert.deepEqual(JSON.parse(call.arguments), {
+    city: "city value",
+    unit: "celsius",
+    days: 7,
+  });
+
+  sim.setDefaultBehaviour({ reply: "c ".repeat(40) });
+  const cut = await client.responses.stream({
+    model: "gpt-5.1",
+    input: "x",
+    max_output_tokens: 16,
+  })
+    .finalResponse();
+  assert.equal(cut.status, "incomplete");
+  assert.equal(cut.output_text, "c ".repeat(32));
+});
+
 Deno.test("max_output_tokens makes a Responses reply incomplete", async () => {
   await using sim = await startSimulator({
     behaviour: { reply: "b".repeat(80) },
