@@ -176,6 +176,8 @@ export function devRoutes(source: DevSource, client: DevClient): Hono {
         400,
       );
     }
+    // Connect first: the initialize hooks may be what mounts the hubs.
+    const connected = await client.get();
     const slash = name.indexOf("/");
     const hub = slash > 0
       ? source.hubs.find((h) => h.name === name.slice(0, slash))
@@ -190,7 +192,7 @@ export function devRoutes(source: DevSource, client: DevClient): Hono {
       }
       : { name, arguments: args as Record<string, unknown> };
     try {
-      return c.json(await (await client.get()).callTool(call));
+      return c.json(await connected.callTool(call));
     } catch (error) {
       return c.json({
         error: error instanceof Error ? error.message : String(error),

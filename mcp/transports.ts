@@ -338,6 +338,7 @@ export function createHttpApp(
     });
   }
   app.route("/", devRoutes(source, devClient));
+  app.onError((error, c) => c.json({ error: error.message }, 500));
   return {
     app,
     sessions,

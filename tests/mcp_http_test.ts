@@ -1,0 +1,205 @@
+// The MCP server over real sockets: Streamable HTTP with concurrent SDK
+// clients and raw requests, and the legacy SSE transport.
+import assert from "node:assert/strict";
+import {
+  Client,
+  SSEClientTransport,
+  StreamableHTTPClientTransport,
+} from "./_mcp_client.ts";
+import { createCounterEnv } from "./fixtures/mcp_counter_env.ts";
+import type { MCPServer } from "../mcp/mod.ts";
+
+async function serve(
+  mcp: MCPServer,
+  transport: "http" | "sse",
+): Promise<{ base: string; stopped: Promise<void> }> {
+  const listening = Promise.withResolvers<Deno.NetAddr>();
+  const stopped = mcp.run({
+    transport,
+    port: 0,
+    host: "127.0.0.1",
+    handleSignals: false,
+    onListen: listening.resolve,
+  });
+  const addr = await listening.promise;
+  return { base: `http://127.0.0.1:${addr.port}`, stopped };
+}
+
+async function httpClient(
+  base: string,
+  name: string,
+): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+  const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp`));
+  const client = new Client({ name, version: "1.0.0" });
+  await client.connect(transport);
+  return { client, transport };
+}
+
+function sseEvents(text: string): Record<string, unknown>[] {
+  return text.split("\n").filter((line) => line.startsWith("data:")).map((
+    line,
+  ) => JSON.parse(line.slice(5)));
+}
+
+Deno.test("two concurrent Streamable HTTP sessions share one MCPServer and run initialize once", async () => {
+  const env = createCounterEnv();
+  const { base, stopped } = await serve(env.mcp, "http");
+  try {
+    const [a, b] = await Promise.all([
+      httpClient(base, "a"),
+      httpClient(base, "b"),
+    ]);
+    assert.equal(env.initializeRuns(), 1);
+    assert.ok(
+      a.transport.sessionId && b.transport.sessionId &&
+        a.transport.sessionId !== b.transport.sessionId,
+    );
+    const [listA, listB] = await Promise.all([
+      a.client.listTools(),
+      b.client.listTools(),
+    ]);
+    assert.deepEqual(listA.tools.map((t) => t.name), [
+      "increment",
+      "setup",
+      "evaluate",
+    ]);
+    assert.deepEqual(
+      listB.tools.map((t) => t.name),
+      listA.tools.map((t) => t.name),
+    );
+    await a.client.callTool({
+      name: "setup",
+      arguments: { name: "reset", arguments: { to: 1 } },
+    });
+    await b.client.callTool({ name: "increment", arguments: {} });
+    const reached = await a.client.callTool({
+      name: "evaluate",
+      arguments: { name: "reached", arguments: { target: 2 } },
+    });
+    assert.deepEqual(reached.structuredContent, { reward: 1, done: true });
+
+    const id = a.transport.sessionId;
+    await a.transport.terminateSession();
+    const after = await fetch(`${base}/mcp`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-session-id": id,
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 5, method: "tools/list" }),
+    });
+    assert.equal(after.status, 404);
+    await after.body?.cancel();
+    assert.equal((await b.client.listTools()).tools.length, 3);
+    await a.client.close();
+    await b.client.close();
+  } finally {
+    await env.mcp.stop();
+    await stopped;
+  }
+});
+
+Deno.test("a raw HTTP initialize passes _meta to the hook and streams its progress first", async () => {
+  const env = createCounterEnv();
+  const { base, stopped } = await serve(env.mcp, "http");
+  try {
+    const response = await fetch(`${base}/mcp`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: {
+          protocolVersion: "2025-06-18",
+          capabilities: {},
+          clientInfo: { name: "raw", version: "1.0.0" },
+          _meta: { progressToken: 7, display_width: 1024, display_height: 768 },
+        },
+      }),
+    });
+    assert.equal(response.status, 200);
+    assert.ok(response.headers.get("mcp-session-id"));
+    assert.match(
+      response.headers.get("access-control-expose-headers") ?? "",
+      /Mcp-Session-Id/i,
+    );
+    const events = sseEvents(await response.text());
+    assert.deepEqual(events[0], {
+      jsonrpc: "2.0",
+      method: "notifications/progress",
+      params: {
+        progressToken: 7,
+        progress: 50,
+        total: 100,
+        message: "starting",
+      },
+    });
+    assert.equal(
+      (events[1].result as { serverInfo: { name: string } }).serverInfo.name,
+      "counter-env",
+    );
+    assert.deepEqual(env.lastMeta(), {
+      progressToken: 7,
+      display_width: 1024,
+      display_height: 768,
+    });
+    assert.equal(env.setup.env.width, 1024);
+  } finally {
+    await env.mcp.stop();
+    await stopped;
+  }
+});
+
+Deno.test("the legacy SSE transport serves the SDK SSE client", async () => {
+  const env = createCounterEnv();
+  const { base, stopped } = await serve(env.mcp, "sse");
+  try {
+    const transport = new SSEClientTransport(new URL(`${base}/sse`));
+    const client = new Client({ name: "sse", version: "1.0.0" });
+    await client.connect(transport);
+    assert.deepEqual((await client.listTools()).tools.map((t) => t.name), [
+      "increment",
+      "setup",
+      "evaluate",
+    ]);
+    const result = await client.callTool({
+      name: "increment",
+      arguments: { by: 5 },
+    });
+    assert.deepEqual(result.content, [{ type: "text", text: "5" }]);
+    const dev = await (await fetch(`${base}/dev`)).json();
+    assert.equal(dev.transport, "sse");
+    await client.close();
+  } finally {
+    await env.mcp.stop();
+    await stopped;
+  }
+});
+
+Deno.test("run() resolves once stopped through its abort signal", async () => {
+  const env = createCounterEnv();
+  const controller = new AbortController();
+  const listening = Promise.withResolvers<Deno.NetAddr>();
+  const stopped = env.mcp.run({
+    transport: "http",
+    port: 0,
+    handleSignals: false,
+    signal: controller.signal,
+    onListen: listening.resolve,
+  });
+  const addr = await listening.promise;
+  const dev = await fetch(`http://127.0.0.1:${addr.port}/dev`);
+  assert.equal(dev.status, 200);
+  await dev.body?.cancel();
+  controller.abort();
+  await stopped;
+  await assert.rejects(
+    env.mcp.run({ transport: "carrier-pigeon" }),
+    /Unknown transport "carrier-pigeon"/,
+  );
+});
