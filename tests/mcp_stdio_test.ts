@@ -1,7 +1,11 @@
 // The counter fixture as a real subprocess over stdio: raw JSON-RPC, the
 // SDK's StdioClientTransport, and process signals.
 import assert from "node:assert/strict";
-import { Client, StdioClientTransport } from "./_mcp_client.ts";
+import {
+  Client,
+  StdioClientTransport,
+  StreamableHTTPClientTransport,
+} from "./_mcp_client.ts";
 
 const FIXTURE =
   new URL("./fixtures/mcp_counter_server.ts", import.meta.url).pathname;
@@ -156,12 +160,51 @@ Deno.test("SIGTERM runs the shutdown hook exactly once and exits 0", async () =>
   const fixture = startFixture({ MCP_SHUTDOWN_MARKER: marker });
   try {
     await handshake(fixture);
-    const { status } = await fixture.kill("SIGTERM");
-    assert.equal(status.code, 0);
+    // A second SIGTERM while the hook runs is ignored; the process may already be gone.
+    for (let i = 0; i < 2; i++) {
+      try {
+        fixture.child.kill("SIGTERM");
+      } catch {
+        break;
+      }
+    }
+    assert.equal((await fixture.child.status).code, 0);
     assert.equal(await Deno.readTextFile(marker), "shutdown\n");
   } finally {
     await fixture.dispose();
     await Deno.remove(marker);
+  }
+});
+
+Deno.test("SIGTERM with a throwing shutdown hook logs it and still exits 0", async () => {
+  const fixture = startFixture({ MCP_SHUTDOWN_MODE: "throw" });
+  try {
+    await handshake(fixture);
+    const { status, stderr } = await fixture.kill("SIGTERM");
+    assert.equal(status.code, 0);
+    assert.match(
+      stderr,
+      /Shutdown hook failed: Error: Cleanup failed on purpose/,
+    );
+  } finally {
+    await fixture.dispose();
+  }
+});
+
+Deno.test("SIGTERM with a hanging shutdown hook exits 0 after shutdownTimeoutMs", async () => {
+  const fixture = startFixture({
+    MCP_SHUTDOWN_MODE: "hang",
+    MCP_SHUTDOWN_TIMEOUT_MS: "300",
+  });
+  try {
+    await handshake(fixture);
+    const started = performance.now();
+    const { status, stderr } = await fixture.kill("SIGTERM");
+    assert.equal(status.code, 0);
+    assert.ok(performance.now() - started < 5_000);
+    assert.match(stderr, /did not finish within 300 ms/);
+  } finally {
+    await fixture.dispose();
   }
 });
 
@@ -203,5 +246,48 @@ Deno.test("the SDK stdio client lists tools and calls hub tools through the disp
   } finally {
     clearTimeout(timer);
     await client.close();
+  }
+});
+
+Deno.test("SIGTERM to an HTTP server with a connected client runs the hook once and exits 0", async () => {
+  const marker = await Deno.makeTempFile();
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), DEADLINE_MS);
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", FIXTURE, "http", "0"],
+    env: { MCP_SHUTDOWN_MARKER: marker },
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+    signal: abort.signal,
+  }).spawn();
+  const stderr = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+  const client = new Client({ name: "http-sigterm", version: "1.0.0" });
+  try {
+    let log = "";
+    while (!/on http:\/\/[\d.]+:\d+/.test(log)) {
+      const { value, done } = await stderr.read();
+      if (done) throw new Error(`Server exited early: ${log}`);
+      log += value;
+    }
+    const url = log.match(/on (http:\/\/[\d.]+:\d+)/)![1];
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${url}/mcp`)),
+    );
+    assert.ok((await client.listTools()).tools.length > 0);
+    child.kill("SIGTERM");
+    assert.equal((await child.status).code, 0);
+    assert.equal(await Deno.readTextFile(marker), "shutdown\n");
+  } finally {
+    clearTimeout(timer);
+    await client.close().catch(() => {});
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // already exited
+    }
+    await child.status;
+    await stderr.cancel();
+    await Deno.remove(marker);
   }
 });
