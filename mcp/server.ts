@@ -212,6 +212,16 @@ export class MCPServer extends McpServer implements SessionHost {
   }
 
   /**
+   * Client sessions open on the running transport: Streamable HTTP and SSE
+   * sessions, 1 while a stdio client is connected, 0 when not running. The
+   * dev endpoints' in-process client is not counted. Read-only; for
+   * monitoring and for tests that prove closed sessions are released.
+   */
+  get sessionCount(): number {
+    return this.#running?.sessionCount() ?? 0;
+  }
+
+  /**
    * Registers a hook that runs inside the first MCP `initialize` request,
    * before the response; later clients do not run it again.
    *

@@ -28,6 +28,8 @@ export interface RunningTransport {
   readonly finished: Promise<void>;
   /** Stops the transport and closes every session. */
   close(): Promise<void>;
+  /** Client sessions open now (1 for a connected stdio client). */
+  sessionCount(): number;
 }
 
 /**
@@ -44,12 +46,18 @@ export async function startStdio(
 ): Promise<RunningTransport> {
   const restore = redirectConsoleToStderr();
   const { promise: finished, resolve } = Promise.withResolvers<void>();
+  let open = true;
   transport.onclose = () => {
+    open = false;
     restore();
     resolve();
   };
   await host.connect(transport);
-  return { finished, close: () => transport.close() };
+  return {
+    finished,
+    close: () => transport.close(),
+    sessionCount: () => open ? 1 : 0,
+  };
 }
 
 /** Options of {@linkcode startHttp}. */
@@ -175,6 +183,11 @@ export class SseSessions {
    */
   constructor(host: SessionHost) {
     this.#host = host;
+  }
+
+  /** Number of open sessions. */
+  get size(): number {
+    return this.#sessions.size;
   }
 
   /**
@@ -384,6 +397,7 @@ export function startHttp(
   let closing: Promise<void> | undefined;
   return {
     finished: server.finished,
+    sessionCount: () => http.sessions.size + http.sseSessions.size,
     close: () =>
       closing ??= (async () => {
         clearInterval(sweep);
