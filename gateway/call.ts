@@ -671,6 +671,15 @@ function relayStream(
   let events = 0;
   const parser = createParser({
     onEvent(event) {
+      // Every provider's events carry JSON (OpenAI's closing [DONE] aside);
+      // anything else is garbage, never relayed: the stream ends in an error.
+      if (event.data !== "[DONE]" && parseJson(event.data) === undefined) {
+        throw new GatewayError(
+          502,
+          `The ${upstream.lease.provider} provider sent a stream event that is not JSON`,
+          { code: "upstream_garbage" },
+        );
+      }
       events++;
       pending += relay.event(event);
     },
