@@ -124,6 +124,7 @@ export function createGateway(options: GatewayOptions): GatewayApp {
       Object.entries(config.providers).map(([name, p]) => [name, p.baseUrl]),
     ) as Record<ProviderName, string>,
     upstreamTimeoutMs: config.upstreamTimeoutMs,
+    keyCooldownMs: config.keyCooldownMs,
     log,
   };
 

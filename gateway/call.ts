@@ -54,6 +54,8 @@ export interface CallDeps {
   baseUrls: Record<ProviderName, string>;
   /** Time allowed for an upstream to answer, and between two stream events, ms. */
   upstreamTimeoutMs: number;
+  /** Cool-down of a key after a 429 without `retry-after`, ms (the pool's default). */
+  keyCooldownMs: number;
   /** Structured log sink (errors, key revocations). */
   log(record: Record<string, unknown>): void;
 }
@@ -468,9 +470,23 @@ async function sendUpstream(
   const body = JSON.stringify(exchange.body);
   const url = deps.baseUrls[providerName] + exchange.path;
   let lastRefusal: GatewayError | undefined;
+  // The earliest a key that answered 429 during this call frees up, ms.
+  let soonestCooledMs = Infinity;
+  let rateLimitMessage = "";
   for (;;) {
     const acquired = deps.keyPool.acquire(providerName, estimatedTokens, tried);
     if (!acquired.ok) {
+      if (Number.isFinite(soonestCooledMs)) {
+        // "Retry after" is when any key frees up: the soonest of the keys
+        // refused here and of those the pool already held back.
+        const waitMs = acquired.retryAfterMs < 0
+          ? soonestCooledMs
+          : Math.min(soonestCooledMs, acquired.retryAfterMs);
+        throw new GatewayError(429, rateLimitMessage, {
+          code: "upstream_rate_limited",
+          retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)),
+        });
+      }
       if (lastRefusal) throw lastRefusal;
       if (acquired.retryAfterMs < 0) {
         throw new GatewayError(
@@ -529,15 +545,19 @@ async function sendUpstream(
     }
     const text = await response.text().catch(() => "");
     clear();
-    const message = provider.errorMessage(text);
+    // Providers may quote the key they were sent; it never goes further.
+    const message = provider.errorMessage(text).replaceAll(
+      lease.secret,
+      `[key ${lease.keyId}]`,
+    );
     if (response.status === 429) {
-      deps.keyPool.rateLimited(lease, retryAfterMs(response.headers));
-      lastRefusal = new GatewayError(429, message, {
-        code: "upstream_rate_limited",
-        retryAfterSeconds: Math.ceil(
-          (retryAfterMs(response.headers) ?? 1000) / 1000,
-        ),
-      });
+      const cooldownMs = retryAfterMs(response.headers);
+      deps.keyPool.rateLimited(lease, cooldownMs);
+      soonestCooledMs = Math.min(
+        soonestCooledMs,
+        cooldownMs ?? deps.keyCooldownMs,
+      );
+      rateLimitMessage = message;
       continue;
     }
     if (response.status === 401 || response.status === 403) {
