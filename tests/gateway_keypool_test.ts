@@ -1,0 +1,272 @@
+/**
+ * The provider key pool end to end: rotation within each key's RPM, 429s
+ * with a truthful `retry-after`, retry on another key after an upstream 429,
+ * keys taken out after a 401, and provider keys never leaking anywhere.
+ */
+import assert from "node:assert/strict";
+import { providerKeyId } from "../gateway/key_pool.ts";
+import { startHarness } from "./_gateway_harness.ts";
+import { assertRouteError, callBody, callPath } from "./_gateway_routes.ts";
+import { delay } from "./_gateway_e2e.ts";
+
+const CHAT = callBody("chat", "gpt-4o", false);
+
+function keysUsed(
+  requests: readonly { key?: string; provider: string }[],
+): (string | undefined)[] {
+  return requests.filter((request) => request.provider === "openai").map((
+    request,
+  ) => request.key);
+}
+
+Deno.test("calls rotate over a provider's keys within each key's RPM, then get 429 with the window's retry-after", async () => {
+  await using h = await startHarness({ env: { OPENAI_RPM: "3" } });
+  const [a, b] = h.providerKeys.openai;
+  const firstCall = Date.now();
+  for (let i = 0; i < 6; i++) {
+    const response = await h.post("/chat/completions", CHAT);
+    assert.equal(response.status, 200);
+    await response.body?.cancel();
+  }
+  const used = keysUsed(h.sim.requests);
+  assert.equal(used.filter((key) => key === a).length, 3, "key a");
+  assert.equal(used.filter((key) => key === b).length, 3, "key b");
+  // Least-used: the two keys take turns.
+  for (let i = 1; i < used.length; i++) assert.notEqual(used[i], used[i - 1]);
+
+  const refused = await h.post("/chat/completions", CHAT);
+  const retryAfter = Number(refused.headers.get("retry-after"));
+  await assertRouteError("chat", refused, 429);
+  assert.equal(h.sim.requests.length, 6, "a refused call reached a provider");
+  // The oldest call leaves the one-minute window 60 s after it was made:
+  // a retry-after shorter than that would be refused again.
+  const elapsed = (Date.now() - firstCall) / 1000;
+  assert.ok(
+    retryAfter <= 60 && retryAfter >= 60 - Math.ceil(elapsed) - 1,
+    `retry-after ${retryAfter} after ${elapsed} s`,
+  );
+  // Other providers' keys have their own limits.
+  const other = await h.post(
+    "/chat/completions",
+    callBody("chat", "grok-4-1-fast", false),
+  );
+  assert.equal(other.status, 200);
+  await other.body?.cancel();
+});
+
+Deno.test("an upstream 429 on one key retries the call on another and cools that key down for its retry-after", async () => {
+  await using h = await startHarness();
+  const [a, b] = h.providerKeys.openai;
+  // The pool picks the least-used key, `a` first; it answers 429 once.
+  h.sim.enqueue({
+    match: { key: a },
+    behaviour: { status: 429, retryAfter: 1 },
+  });
+  const first = await h.post("/chat/completions", CHAT);
+  assert.equal(first.status, 200, await first.clone().text());
+  await first.body?.cancel();
+  assert.deepEqual(keysUsed(h.sim.requests), [a, b]);
+  const cooledAt = Date.now();
+
+  for (let i = 0; i < 4; i++) {
+    const response = await h.post("/chat/completions", CHAT);
+    assert.equal(response.status, 200);
+    await response.body?.cancel();
+  }
+  assert.ok(Date.now() - cooledAt < 900, "the calls took too long to test");
+  assert.deepEqual(keysUsed(h.sim.requests).slice(2), [b, b, b, b]);
+
+  await delay(1_100 - (Date.now() - cooledAt));
+  const after = await h.post("/chat/completions", CHAT);
+  assert.equal(after.status, 200);
+  await after.body?.cancel();
+  assert.equal(keysUsed(h.sim.requests).at(-1), a, "cool-down over: a again");
+});
+
+Deno.test("an upstream 401 takes the key out of the pool for good and logs it by id, never by secret", async () => {
+  await using h = await startHarness({ keysPerProvider: 3 });
+  const [bad, ...good] = h.providerKeys.openai;
+  h.sim.setKeyBehaviour(bad, { status: 401 });
+  for (let i = 0; i < 9; i++) {
+    const response = await h.post("/chat/completions", CHAT);
+    assert.equal(response.status, 200);
+    await response.body?.cancel();
+  }
+  const used = keysUsed(h.sim.requests);
+  assert.equal(used.filter((key) => key === bad).length, 1);
+  assert.equal(used.length, 10);
+  for (const key of good) assert.ok(used.includes(key));
+
+  const badId = providerKeyId("openai", bad);
+  const revocations = h.logs.filter((record) => record.keyId === badId);
+  assert.ok(revocations.length >= 1, JSON.stringify(h.logs));
+  assert.equal(revocations[0].status, 401);
+  assert.ok(!JSON.stringify(h.logs).includes(bad));
+});
+
+Deno.test("with every key cooling down the caller gets 429 with retry-after = the cool-down, and a call after it succeeds", async () => {
+  await using h = await startHarness();
+  h.sim.enqueue({
+    match: { provider: "openai" },
+    behaviour: { status: 429, retryAfter: 2 },
+    times: 2,
+  });
+  const refused = await h.post("/chat/completions", CHAT);
+  assert.equal(refused.headers.get("retry-after"), "2");
+  await assertRouteError("chat", refused, 429);
+  const cooledAt = Date.now();
+  assert.equal(h.sim.requests.length, 2);
+
+  // Now the pool itself knows both keys are cooling: nothing is sent.
+  const again = await h.post("/chat/completions", CHAT);
+  assert.equal(again.headers.get("retry-after"), "2");
+  await assertRouteError("chat", again, 429);
+  assert.equal(h.sim.requests.length, 2);
+
+  await delay(2_050 - (Date.now() - cooledAt));
+  const later = await h.post("/chat/completions", CHAT);
+  assert.equal(later.status, 200);
+  await later.body?.cancel();
+});
+
+Deno.test("when keys cool down for different times the caller's retry-after is the soonest one", async () => {
+  await using h = await startHarness();
+  const [a, b] = h.providerKeys.openai;
+  h.sim.enqueue({
+    match: { key: a },
+    behaviour: { status: 429, retryAfter: 1 },
+  });
+  h.sim.enqueue({
+    match: { key: b },
+    behaviour: { status: 429, retryAfter: 30 },
+  });
+  const refused = await h.post("/chat/completions", CHAT);
+  assert.equal(refused.headers.get("retry-after"), "1");
+  await assertRouteError("chat", refused, 429);
+  await delay(1_050);
+  const later = await h.post("/chat/completions", CHAT);
+  assert.equal(later.status, 200);
+  await later.body?.cancel();
+});
+
+Deno.test("an upstream 429 without retry-after tells the caller the pool's default cool-down", async () => {
+  await using h = await startHarness({
+    env: { GATEWAY_KEY_COOLDOWN_MS: "5000" },
+  });
+  h.sim.enqueue({
+    match: { provider: "openai" },
+    behaviour: { status: 429 },
+    times: 2,
+  });
+  const refused = await h.post("/chat/completions", CHAT);
+  assert.equal(refused.headers.get("retry-after"), "5");
+  await assertRouteError("chat", refused, 429);
+  const again = await h.post("/chat/completions", CHAT);
+  assert.equal(again.headers.get("retry-after"), "5");
+  await assertRouteError("chat", again, 429);
+});
+
+Deno.test("no provider key appears in any response, log record, trace or KV entry", async () => {
+  await using h = await startHarness({ keysPerProvider: 2 });
+  const secrets = Object.values(h.providerKeys).flat();
+  const seen: string[] = [];
+  const record = async (response: Response) => {
+    seen.push(JSON.stringify([...response.headers]));
+    seen.push(await response.text());
+    return response;
+  };
+  // Success on every route, streamed and not.
+  for (
+    const [route, modelId] of [
+      ["chat", "gpt-4o"],
+      ["chat", "claude-haiku-4-5"],
+      ["chat", "gemini-2.5-pro"],
+      ["chat", "grok-4-1-fast"],
+      ["chat", "z-ai/glm-4.5v"],
+      ["messages", "claude-sonnet-4-5"],
+      ["responses", "gpt-5.1"],
+      ["gemini", "gemini-2.5-computer-use-preview"],
+    ] as const
+  ) {
+    for (const stream of [false, true]) {
+      await record(
+        await h.post(
+          callPath(route, modelId, stream),
+          callBody(route, modelId, stream),
+        ),
+      );
+    }
+  }
+  // Refusals that name or echo a key upstream: a 401 (key taken out), a 429,
+  // a provider 400 whose message quotes the key, a 500, garbage, a cut stream.
+  const [openaiA, openaiB] = h.providerKeys.openai;
+  h.sim.setKeyBehaviour(openaiA, {
+    status: 401,
+    message: `Incorrect API key provided: ${openaiA}`,
+  });
+  h.sim.enqueue({
+    match: { key: openaiB },
+    behaviour: {
+      status: 429,
+      retryAfter: 1,
+      message: `Key ${openaiB} limited`,
+    },
+  });
+  await record(await h.post("/chat/completions", CHAT));
+  for (const provider of ["anthropic", "gemini", "xai"] as const) {
+    for (const key of h.providerKeys[provider]) {
+      h.sim.setKeyBehaviour(key, {
+        status: 400,
+        message: `Bad request for key ${key}`,
+      });
+    }
+  }
+  await record(
+    await h.post("/messages", callBody("messages", "claude-haiku-4-5", false)),
+  );
+  await record(
+    await h.post(
+      callPath("gemini", "gemini-2.5-computer-use-preview", false),
+      callBody("gemini", "", false),
+    ),
+  );
+  await record(
+    await h.post("/chat/completions", callBody("chat", "grok-4-1-fast", true)),
+  );
+  const [routerKey] = h.providerKeys.openrouter;
+  h.sim.setKeyBehaviour(routerKey, {
+    status: 500,
+    message: `Internal error with ${routerKey}`,
+  });
+  await record(
+    await h.post("/chat/completions", callBody("chat", "z-ai/glm-4.5v", false)),
+  );
+  await record(
+    await h.post("/chat/completions", { ...CHAT, model: "gpt-5.1" }),
+  );
+  for (const tracesPath of ["/traces?limit=1000", "/v1/traces"]) {
+    const traces = await record(
+      await fetch(h.url + tracesPath, { headers: h.auth() }),
+    );
+    assert.equal(traces.status, 200);
+  }
+  assert.ok(seen.some((text) => text.includes("openai:")), "key ids traced");
+
+  const kvDump: string[] = [];
+  for await (const entry of h.kv.list({ prefix: [] })) {
+    kvDump.push(JSON.stringify([entry.key, entry.value]));
+  }
+  const everything = [
+    ...seen,
+    JSON.stringify(h.logs),
+    ...kvDump,
+  ].join("\n");
+  for (const secret of secrets) {
+    assert.ok(
+      !everything.includes(secret),
+      `provider key "${secret}" leaked: ${
+        everything.split("\n").find((line) => line.includes(secret))
+      }`,
+    );
+  }
+});
