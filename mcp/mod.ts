@@ -71,3 +71,4 @@ export type {
   ResourceOptions,
 } from "./resource.ts";
 export type { ShutdownHook } from "./signals.ts";
+export type { JsonSchema } from "./_schema.ts";

@@ -60,12 +60,7 @@ import {
   type ToolOptions,
   type ToolReturn,
 } from "./tool.ts";
-import {
-  type RunningTransport,
-  type SessionHost,
-  startHttp,
-  startStdio,
-} from "./transports.ts";
+import { type RunningTransport, startHttp, startStdio } from "./transports.ts";
 
 /** Options of the {@linkcode MCPServer} constructor; the rest goes to the SDK. */
 export interface MCPServerOptions extends McpServerOptions {
@@ -159,7 +154,7 @@ function env(name: string): string | undefined {
  * // await mcp.run({ transport: "stdio" });
  * ```
  */
-export class MCPServer extends McpServer implements SessionHost {
+export class MCPServer extends McpServer {
   /** Name and version sent in the handshake. */
   readonly info: Implementation;
   /** How long shutdown hooks may run on SIGTERM (ms). */

@@ -13,7 +13,7 @@ Deno.test("runShutdownHooks() runs every hook in order and reports completion", 
   const order: number[] = [];
   const finished = await runShutdownHooks([
     () => void order.push(1),
-    async () => void order.push(2),
+    () => Promise.resolve(void order.push(2)),
   ], 1_000);
   assert.equal(finished, true);
   assert.deepEqual(order, [1, 2]);
