@@ -5,12 +5,28 @@
  *
  * @module
  */
-import { Buffer } from "node:buffer";
-import { ReadBuffer, serializeMessage } from "./_sdk.ts";
+import { serializeMessage } from "./_sdk.ts";
 import type { Transport } from "./_sdk.ts";
 import type { JSONRPCMessage } from "./_sdk.ts";
+import {
+  inputError,
+  INVALID_REQUEST,
+  type JsonRpcInputError,
+  readMessage,
+} from "./_jsonrpc.ts";
 
-/** Newline-delimited JSON-RPC over stdin/stdout that closes when stdin ends. */
+/** Longest line read (the SDK's stdio default); longer ones are refused and skipped. */
+export const MAX_LINE_BYTES: number = 10 * 1024 * 1024;
+const NEWLINE = 0x0a;
+
+/**
+ * Newline-delimited JSON-RPC over stdin/stdout that closes when stdin ends.
+ * A line that is not JSON (-32700), not a JSON-RPC message or a batch
+ * (-32600), or longer than {@linkcode MAX_LINE_BYTES} (-32600, the rest of
+ * the line skipped) is answered with a JSON-RPC error and reading goes on:
+ * the SDK's `ReadBuffer` only reported such lines, and ended the connection
+ * on an oversized one.
+ */
 export class DenoStdioTransport implements Transport {
   /** Called when stdin ends or `close()` is called. */
   onclose?: () => void;
@@ -20,7 +36,10 @@ export class DenoStdioTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void;
   readonly #input: ReadableStream<Uint8Array>;
   readonly #output: WritableStream<Uint8Array>;
-  readonly #buffer = new ReadBuffer();
+  readonly #decoder = new TextDecoder();
+  #line: Uint8Array[] = [];
+  #lineBytes = 0;
+  #skippingLine = false;
   #reader?: ReadableStreamDefaultReader<Uint8Array>;
   #writes: Promise<void> = Promise.resolve();
   #closed = false;
@@ -52,8 +71,7 @@ export class DenoStdioTransport implements Transport {
       while (true) {
         const { value, done } = await reader.read();
         if (done) break;
-        this.#buffer.append(Buffer.from(value));
-        this.#drain();
+        this.#append(value);
       }
     } catch (error) {
       if (!this.#closed) this.onerror?.(error as Error);
@@ -61,16 +79,62 @@ export class DenoStdioTransport implements Transport {
     await this.close();
   }
 
-  #drain(): void {
+  #append(chunk: Uint8Array): void {
+    let start = 0;
     while (true) {
-      try {
-        const message = this.#buffer.readMessage();
-        if (message === null) return;
-        this.onmessage?.(message);
-      } catch (error) {
-        this.onerror?.(error as Error);
-      }
+      const end = chunk.indexOf(NEWLINE, start);
+      if (end === -1) return this.#hold(chunk.subarray(start));
+      this.#hold(chunk.subarray(start, end));
+      this.#endLine();
+      start = end + 1;
     }
+  }
+
+  #hold(part: Uint8Array): void {
+    if (this.#skippingLine || part.length === 0) return;
+    if (this.#lineBytes + part.length > MAX_LINE_BYTES) {
+      this.#skippingLine = true;
+      this.#line = [];
+      this.#lineBytes = 0;
+      this.#refuse(inputError(
+        INVALID_REQUEST,
+        `Invalid Request: message longer than ${MAX_LINE_BYTES} bytes`,
+      ));
+      return;
+    }
+    this.#line.push(part);
+    this.#lineBytes += part.length;
+  }
+
+  #endLine(): void {
+    if (this.#skippingLine) {
+      this.#skippingLine = false;
+      return;
+    }
+    const bytes = new Uint8Array(this.#lineBytes);
+    let offset = 0;
+    for (const part of this.#line) {
+      bytes.set(part, offset);
+      offset += part.length;
+    }
+    this.#line = [];
+    this.#lineBytes = 0;
+    const text = this.#decoder.decode(bytes).replace(/\r$/, "");
+    if (text.trim() === "") return;
+    const read = readMessage(text);
+    if ("error" in read) return this.#refuse(read.error);
+    try {
+      this.onmessage?.(read.message);
+    } catch (error) {
+      this.onerror?.(error as Error);
+    }
+  }
+
+  #refuse(response: JsonRpcInputError): void {
+    this.onerror?.(new Error(response.error.message));
+    this.send(response as unknown as JSONRPCMessage).catch((error) =>
+      this.onerror?.(error as Error)
+    );
   }
 
   /**
@@ -97,7 +161,7 @@ export class DenoStdioTransport implements Transport {
     this.#closed = true;
     await this.#reader?.cancel().catch(() => {});
     await this.#writes.catch(() => {});
-    this.#buffer.clear();
+    this.#line = [];
     this.onclose?.();
   }
 }
