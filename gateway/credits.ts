@@ -10,7 +10,9 @@
  *
  * On the request path there is one commit before forwarding
  * ({@linkcode Billing.reserve}) and one after ({@linkcode Billing.settle}:
- * release, debit, ledger entry and trace together).
+ * release, debit, ledger entry and trace together). Operations of one caller
+ * that wait while a commit runs share the next commit (group commit), and
+ * {@linkcode Billing.settleSoon} queues a settlement without waiting for it.
  *
  * @example Reserve, then settle
  * ```ts
@@ -56,6 +58,7 @@ import type {
   Caller,
   ModelPricing,
   ProviderName,
+  Reservation,
   ReserveResult,
   RouteName,
   Settlement,
@@ -237,6 +240,8 @@ export interface BillingOptions {
   traceRetentionMs?: number;
   /** Clock, epoch ms; tests replace it. */
   now?: () => number;
+  /** Where a write-behind settlement that finally failed is reported; defaults to a JSON line on stderr. */
+  log?: (record: Record<string, unknown>) => void;
 }
 
 function assertMicros(name: string, value: number): void {
@@ -247,6 +252,90 @@ function assertMicros(name: string, value: number): void {
   }
 }
 
+// Group commit: one caller's queued operations share one atomic. Deno KV
+// allows 100 checks, 1000 mutations and 819 200 bytes of mutations per
+// atomic (checked on Deno 2.9). A batch takes one check per operation plus
+// the balance's (97 at most: the count is exact, not an estimate), at most
+// six mutations per settle (576), and by a generous estimate of its bytes
+// stays under 512 KiB; an atomic refused for its size is split in halves.
+const MAX_BATCH_OPERATIONS = 96;
+const MAX_BATCH_BYTES = 512 * 1024;
+const RESERVE_BYTES = 512;
+const SETTLE_BYTES = 2_048;
+/** Rounds a write-behind settlement gets before it is logged and left to the sweep. */
+const SETTLE_SOON_ROUNDS = 3;
+
+/** A job's result: a value, or an error; `final` errors are not worth retrying. */
+type Outcome<T> =
+  | { ok: true; value: T }
+  | { ok: false; error: unknown; final: boolean };
+
+interface ReserveJob {
+  kind: "reserve";
+  amountMicros: number;
+  done: (outcome: Outcome<ReserveResult>) => void;
+}
+
+interface SettleJob {
+  kind: "settle";
+  settlement: Settlement;
+  /** What a write-behind settle told its caller it adds to the balance; 0 for `settle()`. */
+  projectedDeltaMicros: number;
+  bytes: number;
+  done: (outcome: Outcome<{ balanceMicros: number }>) => void;
+}
+
+interface BalanceJob {
+  kind: "balance";
+  done: (outcome: Outcome<number>) => void;
+}
+
+type Job = ReserveJob | SettleJob | BalanceJob;
+
+/** One caller's queue in this process. */
+interface Lane {
+  jobs: Job[];
+  draining: boolean;
+  /** The balance after this process's latest commit or read for the caller. */
+  knownMicros?: number;
+  /** What queued write-behind settles will add to `knownMicros`. */
+  pendingDeltaMicros: number;
+}
+
+function jobBytes(job: Job): number {
+  return job.kind === "settle"
+    ? job.bytes
+    : job.kind === "reserve"
+    ? RESERVE_BYTES
+    : 0;
+}
+
+/** Takes the longest prefix of `jobs` that fits one atomic (always at least one job). */
+function takeBatch(jobs: Job[]): Job[] {
+  let count = 0;
+  let bytes = 0;
+  while (count < jobs.length && count < MAX_BATCH_OPERATIONS) {
+    const next = jobBytes(jobs[count]);
+    if (count > 0 && bytes + next > MAX_BATCH_BYTES) break;
+    bytes += next;
+    count++;
+  }
+  return jobs.splice(0, count);
+}
+
+/** Whether KV refused an atomic for its size (too many checks or mutations, or too many bytes). */
+function isLimitError(error: unknown): boolean {
+  return error instanceof TypeError && /too (many|large)/i.test(error.message);
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const result: T[][] = [];
+  for (let i = 0; i < items.length; i += size) {
+    result.push(items.slice(i, i + size));
+  }
+  return result;
+}
+
 /** {@linkcode Billing} over Deno KV. */
 class KvBilling implements Billing {
   readonly #kv: Deno.Kv;
@@ -254,10 +343,14 @@ class KvBilling implements Billing {
   readonly #closedRetentionMs: number;
   readonly #traceRetentionMs: number | undefined;
   readonly #now: () => number;
-  // One promise chain per caller: in-process concurrency queues instead of
-  // colliding in KV and burning commit retries; conflicts with other
-  // processes still retry with jittered backoff.
-  readonly #chains = new Map<string, Promise<void>>();
+  readonly #log: (record: Record<string, unknown>) => void;
+  // One queue per caller: in-process concurrency waits its turn instead of
+  // colliding in KV, and whatever waited while a commit ran goes into the
+  // next commit together. Conflicts with other processes still retry with
+  // jittered backoff. Lanes are kept (a few numbers per caller ever seen) so
+  // the balance a write-behind settle reports survives idle moments.
+  readonly #lanes = new Map<string, Lane>();
+  readonly #behind = new Set<Promise<void>>();
 
   constructor(kv: Deno.Kv, options: BillingOptions) {
     this.#kv = kv;
@@ -267,137 +360,41 @@ class KvBilling implements Billing {
       DEFAULT_CLOSED_RESERVATION_RETENTION_MS;
     this.#traceRetentionMs = options.traceRetentionMs;
     this.#now = options.now ?? Date.now;
-  }
-
-  #serialise<T>(callerId: string, task: () => Promise<T>): Promise<T> {
-    const previous = this.#chains.get(callerId) ?? Promise.resolve();
-    const run = previous.then(task);
-    const tail = run.then(() => {}, () => {});
-    this.#chains.set(callerId, tail);
-    tail.then(() => {
-      if (this.#chains.get(callerId) === tail) this.#chains.delete(callerId);
-    });
-    return run;
+    this.#log = options.log ??
+      ((record) => console.error(JSON.stringify(record)));
   }
 
   reserve(callerId: string, amountMicros: number): Promise<ReserveResult> {
     assertMicros("reservation amount", amountMicros);
-    return this.#serialise(
+    return this.#submit<ReserveResult>(
       callerId,
-      () =>
-        commitWithRetry(`reservation for caller "${callerId}"`, async () => {
-          const balance = await this.#kv.get<number>(balanceKey(callerId));
-          const available = balance.value ?? 0;
-          if (balance.value === null || available < amountMicros) {
-            return { ok: false, balanceMicros: available } as const;
-          }
-          const now = this.#now();
-          const record: ReservationRecord = {
-            id: randomId("rs_", 16),
-            callerId,
-            amountMicros,
-            createdAt: now,
-            expiresAt: now + this.#reservationTtlMs,
-            state: "open",
-          };
-          const remaining = available - amountMicros;
-          const committed = await this.#kv.atomic()
-            .check(balance)
-            .check({ key: reservationKey(record.id), versionstamp: null })
-            .set(balanceKey(callerId), remaining)
-            .set(reservationKey(record.id), record)
-            .set(reservationExpiryKey(record.expiresAt, record.id), record.id)
-            .commit();
-          if (!committed.ok) return null;
-          return {
-            ok: true,
-            reservation: { id: record.id, callerId, amountMicros },
-            balanceMicros: remaining,
-          } as const;
-        }),
-    );
+      (done) => ({ kind: "reserve", amountMicros, done }),
+    ).then(unwrap);
   }
 
   settle(settlement: Settlement): Promise<{ balanceMicros: number }> {
-    const { reservation, usage, trace } = settlement;
     assertMicros("cost", settlement.costMicros);
-    return this.#serialise(
-      reservation.callerId,
-      () =>
-        commitWithRetry(
-          `settlement of reservation "${reservation.id}"`,
-          async () => {
-            const [stored, balance] = await this.#kv.getMany<
-              [ReservationRecord, number]
-            >([
-              reservationKey(reservation.id),
-              balanceKey(reservation.callerId),
-            ]);
-            const record = stored.value;
-            if (record === null) {
-              throw new Error(
-                `Cannot settle reservation "${reservation.id}": it is unknown`,
-              );
-            }
-            if (record.callerId !== reservation.callerId) {
-              throw new Error(
-                `Cannot settle reservation "${reservation.id}": it belongs to "${record.callerId}", not "${reservation.callerId}"`,
-              );
-            }
-            if (record.state === "settled") {
-              throw new Error(
-                `Cannot settle reservation "${reservation.id}": it is already settled`,
-              );
-            }
-            // An expired reservation was already returned to the balance by the
-            // sweep, so the cost comes from the balance alone.
-            const held = record.state === "open" ? record.amountMicros : 0;
-            const available = (balance.value ?? 0) + held;
-            // A call can cost more than was reserved (the estimate was low); the
-            // balance never goes below zero, so the charge stops at what is there.
-            const charged = Math.min(settlement.costMicros, available);
-            const remaining = available - charged;
-            const time = this.#now();
-            const entry: LedgerEntry = {
-              id: monotonicId(time),
-              callerId: record.callerId,
-              kind: "charge",
-              amountMicros: -charged,
-              time,
-              costMicros: settlement.costMicros,
-              requestId: trace.requestId,
-              traceId: trace.traceId,
-              reservationId: record.id,
-              model: trace.model,
-              route: trace.route,
-              provider: trace.provider,
-              inputTokens: usage.inputTokens,
-              outputTokens: usage.outputTokens,
-              cachedTokens: usage.cachedInputTokens,
-            };
-            const op = this.#kv.atomic()
-              .check(stored, balance)
-              .set(balanceKey(record.callerId), remaining)
-              .set(reservationKey(record.id), { ...record, state: "settled" }, {
-                expireIn: this.#closedRetentionMs,
-              })
-              .set(ledgerKey(record.callerId, entry.id), entry);
-            if (record.state === "open") {
-              op.delete(
-                reservationExpiryKey(record.expiresAt, record.id),
-              );
-            }
-            const traced: TraceRecord = {
-              ...trace,
-              callerId: record.callerId,
-              costMicros: charged,
-            };
-            addTraceWrites(op, traced, { retentionMs: this.#traceRetentionMs });
-            const committed = await op.commit();
-            return committed.ok ? { balanceMicros: remaining } : null;
-          },
-        ),
-    );
+    return this.#submitSettle(settlement, 0).then(unwrap);
+  }
+
+  settleSoon(settlement: Settlement): { balanceMicros: number } {
+    assertMicros("cost", settlement.costMicros);
+    const { reservation, costMicros } = settlement;
+    const lane = this.#lane(reservation.callerId);
+    // The balance once everything this process queued has committed; the
+    // hold comes back and the cost goes out, never below zero, as in #attempt.
+    const before = (lane.knownMicros ?? 0) + lane.pendingDeltaMicros;
+    const delta = reservation.amountMicros -
+      Math.min(costMicros, before + reservation.amountMicros);
+    lane.pendingDeltaMicros += delta;
+    const done = this.#settleBehind(lane, settlement, delta);
+    this.#behind.add(done);
+    done.finally(() => this.#behind.delete(done));
+    return { balanceMicros: before + delta };
+  }
+
+  async flush(): Promise<void> {
+    while (this.#behind.size > 0) await Promise.all(this.#behind);
   }
 
   recordTrace(trace: TraceRecord): Promise<void> {
@@ -410,17 +407,293 @@ class KvBilling implements Billing {
   }
 
   balance(callerId: string): Promise<number> {
-    return balance(this.#kv, callerId);
+    // Queued behind the caller's settles, so it sees every charge this
+    // process has answered for, committed or not yet.
+    return this.#submit<number>(callerId, (done) => ({ kind: "balance", done }))
+      .then(unwrap);
+  }
+
+  async #settleBehind(
+    lane: Lane,
+    settlement: Settlement,
+    delta: number,
+  ): Promise<void> {
+    const { reservation } = settlement;
+    for (let round = 1;; round++) {
+      const outcome = await this.#submitSettle(settlement, delta);
+      if (outcome.ok) return;
+      if (outcome.final || round >= SETTLE_SOON_ROUNDS) {
+        // Committed batches drop their deltas themselves; this one never will.
+        if (!outcome.final) lane.pendingDeltaMicros -= delta;
+        this.#log({
+          level: "error",
+          message:
+            `Settling reservation "${reservation.id}" failed; the sweep will release it: ${outcome.error}`,
+          requestId: settlement.trace.requestId,
+          callerId: reservation.callerId,
+        });
+        return;
+      }
+    }
+  }
+
+  #submitSettle(
+    settlement: Settlement,
+    projectedDeltaMicros: number,
+  ): Promise<Outcome<{ balanceMicros: number }>> {
+    const bytes = SETTLE_BYTES + 2 * JSON.stringify(settlement.trace).length;
+    return this.#submit(
+      settlement.reservation.callerId,
+      (done) => ({
+        kind: "settle",
+        settlement,
+        projectedDeltaMicros,
+        bytes,
+        done,
+      }),
+    );
+  }
+
+  #lane(callerId: string): Lane {
+    let lane = this.#lanes.get(callerId);
+    if (!lane) {
+      lane = { jobs: [], draining: false, pendingDeltaMicros: 0 };
+      this.#lanes.set(callerId, lane);
+    }
+    return lane;
+  }
+
+  #submit<T>(
+    callerId: string,
+    job: (done: (outcome: Outcome<T>) => void) => Job,
+  ): Promise<Outcome<T>> {
+    const lane = this.#lane(callerId);
+    const { promise, resolve } = Promise.withResolvers<Outcome<T>>();
+    lane.jobs.push(job(resolve));
+    if (!lane.draining) {
+      lane.draining = true;
+      this.#drain(callerId, lane);
+    }
+    return promise;
+  }
+
+  async #drain(callerId: string, lane: Lane): Promise<void> {
+    // Let the jobs submitted in the same tick join the first batch.
+    await null;
+    while (lane.jobs.length > 0) {
+      await this.#runBatch(callerId, lane, takeBatch(lane.jobs));
+    }
+    lane.draining = false;
+  }
+
+  async #runBatch(callerId: string, lane: Lane, batch: Job[]): Promise<void> {
+    let outcomes: Outcome<unknown>[];
+    try {
+      outcomes = await commitWithRetry(
+        `${batch.length} billing operations of caller "${callerId}"`,
+        () => this.#attempt(callerId, lane, batch),
+      );
+    } catch (error) {
+      if (batch.length > 1 && isLimitError(error)) {
+        const half = Math.ceil(batch.length / 2);
+        await this.#runBatch(callerId, lane, batch.slice(0, half));
+        await this.#runBatch(callerId, lane, batch.slice(half));
+        return;
+      }
+      outcomes = batch.map(() => ({ ok: false, error, final: false }));
+    }
+    batch.forEach((job, i) =>
+      (job.done as (o: Outcome<unknown>) => void)(outcomes[i])
+    );
+  }
+
+  /**
+   * One read-check-commit round for a batch: reads the balance once (and the
+   * reservations being settled), applies the jobs in order to a running
+   * balance exactly as one-at-a-time commits would, and writes the balance
+   * once with a check on what was read. Returns `null` when the commit lost.
+   */
+  async #attempt(
+    callerId: string,
+    lane: Lane,
+    batch: readonly Job[],
+  ): Promise<Outcome<unknown>[] | null> {
+    const settleIds = batch.flatMap((job) =>
+      job.kind === "settle" ? [job.settlement.reservation.id] : []
+    );
+    const [balance, ...reads] = await Promise.all([
+      this.#kv.get<number>(balanceKey(callerId)),
+      ...chunks(settleIds, 10).map((ids) =>
+        this.#kv.getMany<ReservationRecord[]>(ids.map(reservationKey))
+      ),
+    ]);
+    const stored = new Map(
+      reads.flat().map((entry) => [entry.key[1] as string, entry]),
+    );
+    const closing = new Set<string>();
+    let available = balance.value ?? 0;
+    let writes = 0;
+    const op = this.#kv.atomic().check(balance);
+    const outcomes = batch.map((job): Outcome<unknown> => {
+      switch (job.kind) {
+        case "balance":
+          return { ok: true, value: available };
+        case "reserve": {
+          if (balance.value === null || available < job.amountMicros) {
+            return { ok: true, value: { ok: false, balanceMicros: available } };
+          }
+          available -= job.amountMicros;
+          writes++;
+          return {
+            ok: true,
+            value: this.#addReserve(op, callerId, job.amountMicros, available),
+          };
+        }
+        case "settle": {
+          const entry = stored.get(job.settlement.reservation.id)!;
+          const refusal = settleRefusal(
+            job.settlement.reservation,
+            entry.value,
+            closing,
+          );
+          if (refusal) return { ok: false, error: refusal, final: true };
+          closing.add(entry.key[1] as string);
+          const held = entry.value!.state === "open"
+            ? entry.value!.amountMicros
+            : 0;
+          // A call can cost more than was reserved (the estimate was low); the
+          // balance never goes below zero, so the charge stops at what is there.
+          const charged = Math.min(job.settlement.costMicros, available + held);
+          available += held - charged;
+          writes++;
+          this.#addSettle(
+            op,
+            entry as Deno.KvEntry<ReservationRecord>,
+            job.settlement,
+            charged,
+          );
+          return { ok: true, value: { balanceMicros: available } };
+        }
+      }
+    });
+    if (writes > 0) {
+      op.set(balanceKey(callerId), available);
+      if (!(await op.commit()).ok) return null;
+    }
+    // Synchronously with the new balance, so settleSoon never counts a
+    // committed settle twice.
+    lane.knownMicros = available;
+    for (const job of batch) {
+      if (job.kind === "settle") {
+        lane.pendingDeltaMicros -= job.projectedDeltaMicros;
+      }
+    }
+    return outcomes;
+  }
+
+  #addReserve(
+    op: Deno.AtomicOperation,
+    callerId: string,
+    amountMicros: number,
+    remaining: number,
+  ): ReserveResult {
+    const now = this.#now();
+    const record: ReservationRecord = {
+      id: randomId("rs_", 16),
+      callerId,
+      amountMicros,
+      createdAt: now,
+      expiresAt: now + this.#reservationTtlMs,
+      state: "open",
+    };
+    op.check({ key: reservationKey(record.id), versionstamp: null })
+      .set(reservationKey(record.id), record)
+      .set(reservationExpiryKey(record.expiresAt, record.id), record.id);
+    return {
+      ok: true,
+      reservation: { id: record.id, callerId, amountMicros },
+      balanceMicros: remaining,
+    };
+  }
+
+  #addSettle(
+    op: Deno.AtomicOperation,
+    stored: Deno.KvEntry<ReservationRecord>,
+    settlement: Settlement,
+    charged: number,
+  ): void {
+    const { usage, trace } = settlement;
+    const record = stored.value;
+    const time = this.#now();
+    const entry: LedgerEntry = {
+      id: monotonicId(time),
+      callerId: record.callerId,
+      kind: "charge",
+      amountMicros: -charged,
+      time,
+      costMicros: settlement.costMicros,
+      requestId: trace.requestId,
+      traceId: trace.traceId,
+      reservationId: record.id,
+      model: trace.model,
+      route: trace.route,
+      provider: trace.provider,
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+      cachedTokens: usage.cachedInputTokens,
+    };
+    op.check(stored)
+      .set(reservationKey(record.id), { ...record, state: "settled" }, {
+        expireIn: this.#closedRetentionMs,
+      })
+      .set(ledgerKey(record.callerId, entry.id), entry);
+    if (record.state === "open") {
+      op.delete(reservationExpiryKey(record.expiresAt, record.id));
+    }
+    addTraceWrites(op, {
+      ...trace,
+      callerId: record.callerId,
+      costMicros: charged,
+    }, {
+      retentionMs: this.#traceRetentionMs,
+    });
   }
 }
 
 /**
+ * Why a reservation cannot be settled, or `undefined` when it can.
+ * `closing` holds the ids already settled earlier in the same batch.
+ */
+function settleRefusal(
+  reservation: Reservation,
+  record: ReservationRecord | null,
+  closing: ReadonlySet<string>,
+): Error | undefined {
+  const cannot = `Cannot settle reservation "${reservation.id}"`;
+  if (record === null) return new Error(`${cannot}: it is unknown`);
+  if (record.callerId !== reservation.callerId) {
+    return new Error(
+      `${cannot}: it belongs to "${record.callerId}", not "${reservation.callerId}"`,
+    );
+  }
+  if (record.state === "settled" || closing.has(record.id)) {
+    return new Error(`${cannot}: it is already settled`);
+  }
+  return undefined;
+}
+
+function unwrap<T>(outcome: Outcome<T>): T {
+  if (outcome.ok) return outcome.value;
+  throw outcome.error;
+}
+
+/**
  * Creates the KV-backed {@linkcode Billing} the gateway calls on every request.
- * Create one per process and share it: it queues each caller's operations so
- * they do not collide with each other.
+ * Create one per process and share it: it queues each caller's operations and
+ * commits those that waited together, in one atomic per batch.
  *
  * @param kv The gateway's KV.
- * @param options Reservation lifetime, trace retention, clock.
+ * @param options Reservation lifetime, trace retention, clock, log sink.
  * @returns The billing store.
  */
 export function createBilling(

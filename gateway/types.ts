@@ -143,9 +143,20 @@ export interface Billing {
   reserve(callerId: string, amountMicros: number): Promise<ReserveResult>;
   /** Closes a reservation: debits the real cost, writes a ledger entry and the trace, in one commit. */
   settle(settlement: Settlement): Promise<{ balanceMicros: number }>;
+  /**
+   * Queues the same commit as {@linkcode Billing.settle} without waiting for
+   * it (write-behind), and returns the balance as it will be once this
+   * process's queued work for the caller has committed. {@linkcode Billing.balance}
+   * waits for queued settlements of the caller; {@linkcode Billing.flush}
+   * waits for all. A settlement that finally fails is logged and its
+   * reservation stays open until the sweep releases it.
+   */
+  settleSoon(settlement: Settlement): { balanceMicros: number };
+  /** Resolves once every settlement queued by {@linkcode Billing.settleSoon} has committed or finally failed. */
+  flush(): Promise<void>;
   /** Stores a trace of a call that never reserved (rejected before forwarding). */
   recordTrace(trace: TraceRecord): Promise<void>;
-  /** The caller's spendable balance, micro-USD. */
+  /** The caller's spendable balance, micro-USD, after the settlements this process queued for them. */
   balance(callerId: string): Promise<number>;
 }
 
