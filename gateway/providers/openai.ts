@@ -5,7 +5,7 @@
  * @module
  */
 import { type ChatUsage, usageFromChat } from "../translate/chat_types.ts";
-import type { Usage } from "../types.ts";
+import type { ProviderName, Usage } from "../types.ts";
 import {
   type CallInput,
   count,
@@ -13,6 +13,7 @@ import {
   nestedErrorMessage,
   NO_USAGE,
   parseJson,
+  passthroughEnd,
   type Provider,
   type SseEvent,
   sseFrame,
@@ -49,21 +50,30 @@ export function chatPassthrough(call: CallInput): Exchange {
         usage: usageFromChat((upstream as { usage?: ChatUsage }).usage),
       };
     },
-    relay: () => new ChatRelay(callerWantsUsage),
+    relay: () => new ChatRelay(callerWantsUsage, call.entry.provider),
   };
 }
 
+// A stream is complete once its terminal event arrives; one that ends before
+// (or sends an event that is not JSON, which is dropped rather than relayed to
+// break the caller's client) ends with the route's in-stream error instead.
 class ChatRelay implements StreamRelay {
   usage: Usage = NO_USAGE;
   failure?: string;
+  #complete = false;
   readonly #callerWantsUsage: boolean;
+  readonly #provider: ProviderName;
 
-  constructor(callerWantsUsage: boolean) {
+  constructor(callerWantsUsage: boolean, provider: ProviderName) {
     this.#callerWantsUsage = callerWantsUsage;
+    this.#provider = provider;
   }
 
   event({ data }: SseEvent): string {
-    if (data === "[DONE]") return sseFrame(data);
+    if (data === "[DONE]") {
+      this.#complete = true;
+      return sseFrame(data);
+    }
     const chunk = parseJson(data) as
       | {
         usage?: ChatUsage | null;
@@ -71,6 +81,7 @@ class ChatRelay implements StreamRelay {
         error?: { message?: string };
       }
       | undefined;
+    if (chunk === undefined) return "";
     if (chunk?.error) {
       this.failure = chunk.error.message ?? "The provider reported an error";
     }
@@ -89,7 +100,10 @@ class ChatRelay implements StreamRelay {
   }
 
   end(): string {
-    return "";
+    if (this.failure) return "";
+    const tail = passthroughEnd("chat", this.#provider, this.#complete);
+    if (tail) this.failure = "The stream ended before it was complete";
+    return tail;
   }
 }
 
@@ -134,13 +148,16 @@ function responsesPassthrough(call: CallInput): Exchange {
 class ResponsesRelay implements StreamRelay {
   usage: Usage = NO_USAGE;
   failure?: string;
+  #complete = false;
 
   event({ event, data }: SseEvent): string {
+    if (parseJson(data) === undefined) return "";
     // Usage arrives once, on the terminal event (completed, incomplete or failed).
     if (
       event === "response.completed" || event === "response.incomplete" ||
       event === "response.failed"
     ) {
+      this.#complete = true;
       const parsed = parseJson(data) as {
         response?: { usage?: ResponsesUsage; error?: { message?: string } };
       };
@@ -158,7 +175,10 @@ class ResponsesRelay implements StreamRelay {
   }
 
   end(): string {
-    return "";
+    if (this.failure) return "";
+    const tail = passthroughEnd("responses", "openai", this.#complete);
+    if (tail) this.failure = "The stream ended before it was complete";
+    return tail;
   }
 }
 
