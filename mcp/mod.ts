@@ -33,7 +33,8 @@
  *   done: true,
  * }));
  *
- * if (import.meta.main) await mcp.run({ transport: Deno.args[0] ?? "stdio", port: 8765 });
+ * // In the environment's main module; resolves when the server stops:
+ * // await mcp.run({ transport: Deno.args[0] ?? "stdio", port: 8765 });
  * ```
  *
  * @module
