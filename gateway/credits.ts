@@ -351,6 +351,7 @@ class KvBilling implements Billing {
   // the balance a write-behind settle reports survives idle moments.
   readonly #lanes = new Map<string, Lane>();
   readonly #behind = new Set<Promise<void>>();
+  readonly #drains = new Set<Promise<void>>();
 
   constructor(kv: Deno.Kv, options: BillingOptions) {
     this.#kv = kv;
@@ -394,7 +395,11 @@ class KvBilling implements Billing {
   }
 
   async flush(): Promise<void> {
-    while (this.#behind.size > 0) await Promise.all(this.#behind);
+    // Also waits for awaited operations still queued (a stream settling as
+    // the server shuts down), so the KV can be closed after it.
+    while (this.#behind.size > 0 || this.#drains.size > 0) {
+      await Promise.all([...this.#behind, ...this.#drains]);
+    }
   }
 
   recordTrace(trace: TraceRecord): Promise<void> {
@@ -472,7 +477,9 @@ class KvBilling implements Billing {
     lane.jobs.push(job(resolve));
     if (!lane.draining) {
       lane.draining = true;
-      this.#drain(callerId, lane);
+      const drain = this.#drain(callerId, lane);
+      this.#drains.add(drain);
+      drain.finally(() => this.#drains.delete(drain));
     }
     return promise;
   }
@@ -645,8 +652,12 @@ class KvBilling implements Billing {
     op.check(stored)
       .set(reservationKey(record.id), { ...record, state: "settled" }, {
         expireIn: this.#closedRetentionMs,
-      })
-      .set(ledgerKey(record.callerId, entry.id), entry);
+      });
+    // A failed call that cost nothing moved no money: its trace records it,
+    // and the ledger keeps to charges (no entry for a refused call).
+    if (charged > 0 || settlement.costMicros > 0 || trace.status < 400) {
+      op.set(ledgerKey(record.callerId, entry.id), entry);
+    }
     if (record.state === "open") {
       op.delete(reservationExpiryKey(record.expiresAt, record.id));
     }
