@@ -6,11 +6,13 @@
  * @module
  */
 import { Hono, type MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import { streamSSE } from "hono/streaming";
 import { WebStandardStreamableHTTPServerTransport } from "./_sdk.ts";
 import type { Transport } from "./_sdk.ts";
 import { isInitializeRequest } from "./_sdk.ts";
+import { PARSE_ERROR, validateMessage } from "./_jsonrpc.ts";
 import { redirectConsoleToStderr } from "./console.ts";
 import { DevClient, devRoutes, type DevSource } from "./dev.ts";
 import { SseServerTransport } from "./sse_transport.ts";
@@ -105,26 +107,25 @@ export class StreamableHttpSessions {
    */
   async handle(request: Request): Promise<Response> {
     const id = request.headers.get("mcp-session-id");
-    if (id) {
-      const session = this.#sessions.get(id);
-      if (!session) {
-        return jsonRpcError(404, -32001, `Session "${id}" not found`);
-      }
-      session.lastSeen = Date.now();
-      return session.transport.handleRequest(request);
+    const session = id ? this.#sessions.get(id) : undefined;
+    if (id && !session) {
+      return jsonRpcError(404, -32001, `Session "${id}" not found`);
     }
+    if (session) session.lastSeen = Date.now();
     if (request.method !== "POST") {
+      if (session) return session.transport.handleRequest(request);
       return jsonRpcError(
         400,
         -32000,
         "Bad Request: Mcp-Session-Id header is required",
       );
     }
-    let body: unknown;
-    try {
-      body = await request.json();
-    } catch {
-      return jsonRpcError(400, -32700, "Parse error: the body is not JSON");
+    // Bodies are read here, not by the SDK: it answers JSON that is not
+    // JSON-RPC with -32700, where JSON-RPC 2.0 says -32600.
+    const body = await readJsonRpcBody(request);
+    if (body instanceof Response) return body;
+    if (session) {
+      return session.transport.handleRequest(request, { parsedBody: body });
     }
     const initializes = Array.isArray(body)
       ? body.some(isInitializeRequest)
@@ -147,7 +148,24 @@ export class StreamableHttpSessions {
       if (transport.sessionId) this.#sessions.delete(transport.sessionId);
     };
     await server.connect(transport);
-    return transport.handleRequest(request, { parsedBody: body });
+    const response = await transport.handleRequest(request, {
+      parsedBody: body,
+    });
+    // The SDK registers the session before `initialize` is answered. If it
+    // failed (an initialize hook threw), the session can never be used (a
+    // second initialize is refused), so release it once the answer is out
+    // instead of holding it until it idles out.
+    const release = () => {
+      if (!server.getClientVersion()) transport.close().catch(() => {});
+    };
+    if (!response.body) {
+      release();
+      return response;
+    }
+    return new Response(
+      response.body.pipeThrough(new TransformStream({ flush: release })),
+      response,
+    );
   }
 
   /**
@@ -267,6 +285,27 @@ export function dnsRebindingGuard(boundHost: string): MiddlewareHandler {
   };
 }
 
+/** Largest body accepted on `/mcp` and `/messages` (the SDK transport's default). */
+export const MAX_BODY_BYTES: number = 4 * 1024 * 1024;
+
+/** Parses a POST body as JSON-RPC: one message or a batch, else the error response. */
+async function readJsonRpcBody(request: Request): Promise<unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(await request.text());
+  } catch {
+    return jsonRpcError(400, PARSE_ERROR, "Parse error: invalid JSON");
+  }
+  const messages = Array.isArray(value) && value.length > 0 ? value : [value];
+  for (const message of messages) {
+    const read = validateMessage(message);
+    if ("error" in read) {
+      return Response.json(read.error, { status: 400 });
+    }
+  }
+  return value;
+}
+
 function jsonRpcError(status: number, code: number, message: string): Response {
   return Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, {
     status,
@@ -328,11 +367,20 @@ export function createHttpApp(
       exposeHeaders: ["Mcp-Session-Id", "Mcp-Protocol-Version"],
     }),
   );
+  const limit = bodyLimit({
+    maxSize: MAX_BODY_BYTES,
+    onError: () =>
+      jsonRpcError(
+        413,
+        -32000,
+        `Payload Too Large: the body exceeds ${MAX_BODY_BYTES} bytes`,
+      ),
+  });
   if (transport === "http") {
-    app.all("/mcp", (c) => sessions.handle(c.req.raw));
+    app.all("/mcp", limit, (c) => sessions.handle(c.req.raw));
   } else {
     app.get("/sse", (c) => streamSSE(c, (stream) => sseSessions.open(stream)));
-    app.post("/messages", async (c) => {
+    app.post("/messages", limit, async (c) => {
       const sessionId = c.req.query("sessionId") ?? "";
       let body: unknown;
       try {
