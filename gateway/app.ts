@@ -58,6 +58,14 @@ export interface GatewayApp {
     input: string | Request | URL,
     init?: RequestInit,
   ): Response | Promise<Response>;
+  /**
+   * Waits until the charges of answered calls are committed: a non-streamed
+   * call is answered before its settlement commits (write-behind). Call it
+   * after the server has drained and before closing the KV.
+   *
+   * @returns A promise that resolves once every queued settlement committed or was logged as failed.
+   */
+  flush(): Promise<void>;
 }
 
 const CALL_ROUTES: readonly [string, RouteName][] = [
@@ -113,6 +121,7 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   });
   const billing = createBilling(kv, {
     traceRetentionMs: config.traceRetentionDays * 86_400_000,
+    log,
   });
   const deps: CallDeps = {
     callers,
@@ -270,7 +279,7 @@ export function createGateway(options: GatewayOptions): GatewayApp {
 
   app.route("/v1", api);
   app.route("/", api);
-  return app;
+  return Object.assign(app, { flush: () => billing.flush() });
 }
 
 /** The convention an error on `path` is written in. */

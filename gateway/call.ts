@@ -183,14 +183,7 @@ export async function handleCall(
     const cost = costMicros(usage, record.entry.pricing);
     const held = reservation;
     reservation = undefined;
-    const { balanceMicros } = await settle(
-      deps,
-      record,
-      held,
-      usage,
-      cost,
-      200,
-    );
+    const { balanceMicros } = settleBehind(deps, record, held, usage, cost);
     return Response.json(body, {
       headers: {
         "x-gateway-cost": formatUsd(cost),
@@ -832,6 +825,29 @@ async function settle(
 ): Promise<{ balanceMicros: number }> {
   const trace = record.trace(status, usage, cost, error);
   const result = await deps.billing.settle({
+    reservation,
+    costMicros: cost,
+    usage,
+    trace,
+  });
+  recordSpan(trace);
+  return result;
+}
+
+/**
+ * Settles a finished non-streamed call without waiting for the commit (the
+ * caller already has its answer; see docs/decisions.md), returning the
+ * balance as it will be once committed, for the response headers.
+ */
+function settleBehind(
+  deps: CallDeps,
+  record: CallRecord,
+  reservation: Reservation,
+  usage: Usage,
+  cost: number,
+): { balanceMicros: number } {
+  const trace = record.trace(200, usage, cost);
+  const result = deps.billing.settleSoon({
     reservation,
     costMicros: cost,
     usage,

@@ -23,7 +23,7 @@ export interface RunningGateway {
   readonly kv: Deno.Kv;
   /**
    * Stops accepting calls, lets in-flight ones finish (up to the drain
-   * timeout), then closes the KV.
+   * timeout), commits the charges still queued, then closes the KV.
    *
    * @returns A promise that resolves once everything is closed.
    */
@@ -99,6 +99,8 @@ export async function startGateway(
         });
         await Promise.race([drained, timedOut]);
         clearTimeout(timer);
+        // Answered calls may still have their charge queued (write-behind).
+        await app.flush();
         if (!options.kv) kv.close();
       })();
       return closing;
