@@ -476,6 +476,98 @@ Deno.test("a stream that breaks off after it began ends with the convention's in
   assertNoProviderKeyInLogs(h);
 });
 
+/**
+ * An upstream for every provider whose streams end cleanly, without error,
+ * but before their terminal event (as a proxy that drops the rest might).
+ */
+function truncatingUpstream(): Deno.HttpServer<Deno.NetAddr> {
+  const frame = (data: unknown, event?: string) =>
+    `${event ? `event: ${event}\n` : ""}data: ${JSON.stringify(data)}\n\n`;
+  return Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen() {} },
+    async (request) => {
+      await request.body?.cancel();
+      const path = new URL(request.url).pathname;
+      let body: string;
+      if (path.endsWith("/chat/completions")) {
+        body = frame({
+          id: "c1",
+          object: "chat.completion.chunk",
+          created: 0,
+          model: "m",
+          choices: [{
+            index: 0,
+            delta: { content: "Hi" },
+            finish_reason: null,
+          }],
+        });
+      } else if (path.endsWith("/responses")) {
+        body = frame(
+          { type: "response.created", response: { id: "r1" } },
+          "response.created",
+        ) +
+          frame(
+            { type: "response.output_text.delta", delta: "Hi" },
+            "response.output_text.delta",
+          );
+      } else if (path.endsWith("/v1/messages")) {
+        body = frame({
+          type: "message_start",
+          message: {
+            id: "m1",
+            type: "message",
+            role: "assistant",
+            model: "m",
+            content: [],
+            stop_reason: null,
+            usage: { input_tokens: 3, output_tokens: 0 },
+          },
+        }, "message_start") +
+          frame({
+            type: "content_block_start",
+            index: 0,
+            content_block: { type: "text", text: "" },
+          }, "content_block_start") +
+          frame({
+            type: "content_block_delta",
+            index: 0,
+            delta: { type: "text_delta", text: "Hi" },
+          }, "content_block_delta");
+      } else {
+        body = frame({
+          candidates: [{
+            content: { role: "model", parts: [{ text: "Hi" }] },
+            index: 0,
+          }],
+        });
+      }
+      return new Response(body, {
+        headers: { "content-type": "text/event-stream" },
+      });
+    },
+  );
+}
+
+Deno.test("a stream that ends cleanly before its terminal event ends with the convention's in-stream error event", async () => {
+  await using upstream = truncatingUpstream();
+  const base = `http://127.0.0.1:${upstream.addr.port}`;
+  await using h = await startHarness({
+    env: {
+      OPENAI_BASE_URL: `${base}/v1`,
+      XAI_BASE_URL: `${base}/v1`,
+      OPENROUTER_BASE_URL: `${base}/api/v1`,
+      ANTHROPIC_BASE_URL: base,
+      GEMINI_BASE_URL: base,
+    },
+  });
+  for (const call of CALLS) {
+    const answer = await sendCall(h, call, true);
+    assert.match(answer.text, /Hi/, call.label);
+    assertStreamError(call.route, answer, call.label);
+  }
+  assertNoProviderKeyInLogs(h);
+});
+
 Deno.test("a stream cut short is read by an SSE parser as events ending in the error", async () => {
   await using h = await startHarness();
   h.sim.enqueue({ behaviour: { cutStreamAfter: 3 } });
