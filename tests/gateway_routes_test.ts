@@ -186,3 +186,24 @@ Deno.test("an unknown path gets 404 and a Gemini path with an unknown method get
   );
   await assertRouteError("gemini", method, 404);
 });
+
+Deno.test("Gemini's streamGenerateContent without alt=sse answers one JSON array of chunks, as Google's REST API does", async () => {
+  await using h = await startHarness({
+    sim: { behaviour: { reply: "red orange yellow green blue indigo violet" } },
+  });
+  const response = await h.post(
+    "/v1beta/models/gemini-2.5-computer-use-preview:streamGenerateContent",
+    callBody("gemini", "", true),
+  );
+  assert.equal(response.status, 200);
+  assert.match(response.headers.get("content-type") ?? "", /application\/json/);
+  const chunks = await response.json();
+  assert.ok(Array.isArray(chunks) && chunks.length >= 2);
+  assert.equal(
+    chunks.map((
+      c: { candidates: { content: { parts: { text: string }[] } }[] },
+    ) => c.candidates[0].content.parts.map((p) => p.text).join("")).join(""),
+    "red orange yellow green blue indigo violet",
+  );
+  assert.equal(chunks.at(-1).candidates[0].finishReason, "STOP");
+});
