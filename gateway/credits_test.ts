@@ -398,3 +398,161 @@ Deno.test("the ledger sums exactly to the balance change over mixed concurrent w
     assert.ok(reserved > 10);
   });
 });
+
+Deno.test("reserve() grants concurrent reserves of mixed sizes exactly as one-at-a-time commits would", async () => {
+  await withKv(async (kv) => {
+    const opening = 50_000;
+    const caller = await createCaller(kv, {
+      name: "batched",
+      creditsMicros: opening,
+    });
+    const billing = createBilling(kv);
+    // 200 requests: more than one batch holds, sizes that leave gaps the
+    // smaller ones behind a refused big one can still fill.
+    const amounts = Array.from(
+      { length: 200 },
+      (_, i) => [700, 3_100, 90][i % 3],
+    );
+    const results = await Promise.all(
+      amounts.map((amount) => billing.reserve(caller.id, amount)),
+    );
+    let expected = opening;
+    results.forEach((result, i) => {
+      const fits = amounts[i] <= expected;
+      if (fits) expected -= amounts[i];
+      assert.equal(result.ok, fits, `request ${i}`);
+      assert.equal(result.balanceMicros, expected, `request ${i}`);
+    });
+    assert.equal(await balance(kv, caller.id), expected);
+    const granted = results.filter((result) => result.ok);
+    assert.equal(
+      new Set(granted.map((result) => result.ok && result.reservation.id))
+        .size,
+      granted.length,
+    );
+  });
+});
+
+Deno.test("settleSoon() reports the balance at once, balance() sees it and flush() commits every charge", async () => {
+  await withKv(async (kv) => {
+    const caller = await createCaller(kv, {
+      name: "behind",
+      creditsMicros: 100_000,
+    });
+    const billing = createBilling(kv);
+    const held = await Promise.all(
+      Array.from({ length: 30 }, () => billing.reserve(caller.id, 2_000)),
+    );
+    assert.equal(held.filter((result) => result.ok).length, 30);
+    const reported = held.map((result, i) => {
+      assert.ok(result.ok);
+      return billing.settleSoon(
+        settlementFor(result.reservation, 100 + i, `req_${i}`),
+      ).balanceMicros;
+    });
+    // Each settle returns its 2 000 hold and pays 100 + i, in order.
+    let expected = 100_000 - 30 * 2_000;
+    reported.forEach((balanceMicros, i) => {
+      expected += 2_000 - (100 + i);
+      assert.equal(balanceMicros, expected, `settle ${i}`);
+    });
+    assert.equal(await billing.balance(caller.id), expected);
+    await billing.flush();
+    assert.equal(await balance(kv, caller.id), expected);
+    const charges = (await listLedger(kv, caller.id)).filter((entry) =>
+      entry.kind === "charge"
+    );
+    assert.equal(charges.length, 30);
+    assert.equal(await ledgerSum(kv, caller.id), expected);
+    assert.equal((await listTraces(kv, caller.id, { limit: 100 })).length, 30);
+  });
+});
+
+Deno.test("settleSoon() of a reservation it cannot close logs it and leaves the money untouched", async () => {
+  await withKv(async (kv) => {
+    const caller = await createCaller(kv, {
+      name: "lost",
+      creditsMicros: 10_000,
+    });
+    const logged: Record<string, unknown>[] = [];
+    const billing = createBilling(kv, { log: (record) => logged.push(record) });
+    const held = await billing.reserve(caller.id, 4_000);
+    assert.ok(held.ok);
+    billing.settleSoon(settlementFor(held.reservation, 1_000, "req_1"));
+    billing.settleSoon(settlementFor(held.reservation, 1_000, "req_again"));
+    billing.settleSoon(
+      settlementFor(
+        { id: "rs_unknown", callerId: caller.id, amountMicros: 500 },
+        500,
+        "req_unknown",
+      ),
+    );
+    await billing.flush();
+    assert.equal(logged.length, 2);
+    assert.match(String(logged[0].message), /already settled/);
+    assert.equal(logged[0].requestId, "req_again");
+    assert.match(String(logged[1].message), /unknown/);
+    assert.equal(await balance(kv, caller.id), 9_000);
+    assert.equal(await ledgerSum(kv, caller.id), 9_000);
+    // A later settleSoon starts from the committed balance, not the failed ones.
+    const next = await billing.reserve(caller.id, 1_000);
+    assert.ok(next.ok);
+    assert.equal(
+      billing.settleSoon(settlementFor(next.reservation, 250, "req_2"))
+        .balanceMicros,
+      8_750,
+    );
+    await billing.flush();
+    assert.equal(await balance(kv, caller.id), 8_750);
+  });
+});
+
+Deno.test("settle() spreads concurrent settles too large for one atomic over several commits", async () => {
+  await withKv(async (kv) => {
+    const caller = await createCaller(kv, {
+      name: "bulky",
+      creditsMicros: 1_000_000,
+    });
+    const billing = createBilling(kv);
+    const held = await Promise.all(
+      Array.from({ length: 40 }, () => billing.reserve(caller.id, 1_000)),
+    );
+    // Each settle writes its 40 KB trace twice: 40 of them are about 3.2 MB,
+    // four times what one atomic may write.
+    const bulky = "x".repeat(40_000);
+    await Promise.all(held.map((result, i) => {
+      assert.ok(result.ok);
+      const settlement = settlementFor(result.reservation, 10, `req_${i}`);
+      return billing.settle({
+        ...settlement,
+        trace: { ...settlement.trace, error: bulky },
+      });
+    }));
+    assert.equal(await balance(kv, caller.id), 1_000_000 - 40 * 10);
+    assert.equal(await ledgerSum(kv, caller.id), 1_000_000 - 40 * 10);
+  });
+});
+
+Deno.test("a reservation whose write-behind settle never ran is released by the sweep", async () => {
+  await withKv(async (kv) => {
+    let now = 1_000;
+    const caller = await createCaller(kv, {
+      name: "crashed",
+      creditsMicros: 10_000,
+    });
+    // A process that answered the call, then died before its settle committed.
+    const crashed = createBilling(kv, {
+      reservationTtlMs: 1_000,
+      now: () => now,
+    });
+    const held = await crashed.reserve(caller.id, 3_000);
+    assert.ok(held.ok);
+    now += 1_001;
+    assert.deepEqual(await sweepExpiredReservations(kv, now), {
+      released: 1,
+      releasedMicros: 3_000,
+    });
+    assert.equal(await balance(kv, caller.id), 10_000);
+    assert.equal(await ledgerSum(kv, caller.id), 10_000);
+  });
+});

@@ -15,7 +15,18 @@ interface WorkerSummary {
   lowestBalanceMicros: number;
 }
 
-Deno.test("three gateway processes on one KV file keep one exact ledger and never overspend", async () => {
+Deno.test(
+  "three gateway processes on one KV file keep one exact ledger and never overspend",
+  () => threeProcesses([]),
+);
+
+Deno.test(
+  "three gateway processes on one KV file settling write-behind keep one exact ledger and never overspend",
+  () => threeProcesses(["soon"]),
+);
+
+/** Runs three billing workers against one caller on a fresh KV file and checks the ledger. */
+async function threeProcesses(workerArgs: string[]): Promise<void> {
   const dir = await Deno.makeTempDir();
   const kvPath = join(dir, "gateway.kv");
   const kv = await Deno.openKv(kvPath);
@@ -30,7 +41,15 @@ Deno.test("three gateway processes on one KV file keep one exact ledger and neve
       { length: 3 },
       () =>
         new Deno.Command(Deno.execPath(), {
-          args: ["run", "-A", WORKER, kvPath, caller.id, String(rounds)],
+          args: [
+            "run",
+            "-A",
+            WORKER,
+            kvPath,
+            caller.id,
+            String(rounds),
+            ...workerArgs,
+          ],
           stdout: "piped",
           stderr: "piped",
           signal: AbortSignal.timeout(60_000),
@@ -93,4 +112,4 @@ Deno.test("three gateway processes on one KV file keep one exact ledger and neve
     kv.close();
     await Deno.remove(dir, { recursive: true });
   }
-});
+}
