@@ -182,3 +182,65 @@ Deno.test("a hanging shutdown hook is cut off after shutdownTimeoutMs and a seco
     await Deno.remove(marker);
   }
 });
+
+Deno.test("over stdio a failed initialize can be retried on the same connection", async () => {
+  const marker = await Deno.makeTempFile();
+  const transport = new ChildStdioTransport({
+    env: { REL_MARKER: marker, REL_INIT_FAILURES: "1" },
+  });
+  await transport.start();
+  const initialize = (id: number) =>
+    transport.send({
+      jsonrpc: "2.0",
+      id,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-06-18",
+        capabilities: {},
+        clientInfo: { name: "raw", version: "1.0.0" },
+      },
+    });
+  try {
+    await initialize(1);
+    const failed = await transport.waitFor((m) => m.id === 1);
+    assert.match(
+      (failed.error as { message: string }).message,
+      /Setup failed on purpose/,
+    );
+    await initialize(2);
+    const retried = await transport.waitFor((m) => m.id === 2);
+    assert.ok("result" in retried, JSON.stringify(retried));
+    assert.deepEqual(await markerLines(marker), ["init-failed", "init"]);
+  } finally {
+    await transport.close();
+    await Deno.remove(marker);
+  }
+});
+
+Deno.test("over stdio a throwing tool and a cancelled hanging hub tool leave the server serving", async () => {
+  const { client } = await connect();
+  try {
+    const thrown = await client.callTool({ name: "boom", arguments: {} });
+    assert.equal(thrown.isError, true);
+    const abort = new AbortController();
+    const hang = client.callTool(
+      { name: "work", arguments: { name: "hang", arguments: {} } },
+      undefined,
+      { signal: abort.signal },
+    );
+    setTimeout(() => abort.abort("the test gave up"), 100);
+    await assert.rejects(hang, /the test gave up/);
+    const cancelled = async () =>
+      ((await client.callTool({
+        name: "work",
+        arguments: { name: "cancelled" },
+      })).content as { text: string }[])[0].text;
+    const deadline = Date.now() + 5_000;
+    let count = await cancelled();
+    while (count !== "1" && Date.now() < deadline) count = await cancelled();
+    assert.equal(count, "1");
+    assert.equal(await echo(client, "alive"), "alive");
+  } finally {
+    await client.close();
+  }
+});
