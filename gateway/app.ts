@@ -220,6 +220,10 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   );
   api.get("/traces", async (c) => {
     const caller = await authenticated(c.req.raw.headers);
+    // Non-streamed calls are answered before their charge and trace commit
+    // (write-behind); reading the balance queues behind the caller's pending
+    // settlements, so the listing includes every call already answered.
+    await billing.balance(caller.id);
     try {
       return c.json(
         await tracesResponse(kv, caller, new URL(c.req.url).searchParams),
