@@ -149,6 +149,29 @@ Deno.test("a Trace-Id header groups calls, is echoed, and GET /traces returns th
   assert.equal((await traces(h.url, h.caller.key)).length, 4);
 });
 
+Deno.test("a call's trace is listed by GET /traces as soon as the call has been answered, on a KV file", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await using h = await startHarness({ kvPath: join(dir, "gateway.kv") });
+    for (let i = 0; i < 20; i++) {
+      const response = await h.post(
+        "/chat/completions",
+        callBody("chat", "gpt-4o", false),
+      );
+      assert.equal(response.status, 200);
+      await response.body?.cancel();
+      const [latest] = await traces(h.url, h.caller.key, "?limit=1");
+      assert.equal(
+        latest?.requestId,
+        response.headers.get("x-request-id"),
+        `call ${i}: its trace is not listed yet`,
+      );
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("rejected calls (400, 404, 402) are traced with cost 0 and charge nothing", async () => {
   await using h = await startHarness({ credits: 0.001 });
   const rejected: [string, unknown, number][] = [
