@@ -554,13 +554,7 @@ async function sendUpstream(
       continue;
     }
     if (response.status === 401 || response.status === 403) {
-      deps.keyPool.revoke(lease, response.status);
-      deps.log({
-        level: "warn",
-        message: "Provider key taken out of the pool",
-        keyId: lease.keyId,
-        status: response.status,
-      });
+      deps.keyPool.revoke(lease, response.status); // the pool logs it, once per key
       lastRefusal = new GatewayError(
         502,
         `The ${providerName} provider refused the gateway's key`,
