@@ -19,6 +19,7 @@ type Handler = (...args: never[]) => unknown;
 interface ProtocolInternals {
   _requestHandlers: Map<string, Handler>;
   _notificationHandlers: Map<string, Handler>;
+  _requestHandlerAbortControllers: Map<unknown, AbortController>;
   _oninitialize(request: InitializeRequest): Promise<InitializeResult>;
   getCapabilities(): ServerCapabilities;
 }
@@ -72,4 +73,12 @@ export function registryOf(server: McpServer): McpRegistry {
 /** The capabilities a protocol instance declares (the SDK marks the getter `private`). */
 export function capabilitiesOf(server: Server): ServerCapabilities {
   return internals(server).getCapabilities();
+}
+
+/**
+ * How many requests the protocol instance is handling: received, not yet
+ * answered (the SDK drops the entry once the response is sent).
+ */
+export function inFlightRequests(server: Server): number {
+  return internals(server)._requestHandlerAbortControllers.size;
 }

@@ -29,6 +29,7 @@ import {
 import {
   capabilitiesOf,
   copyHandlers,
+  inFlightRequests,
   registryOf,
   sdkInitialize,
 } from "./_sdk_internals.ts";
@@ -70,7 +71,11 @@ export interface MCPServerOptions extends McpServerOptions {
   version?: string;
   /** Human-readable title of the server. */
   title?: string;
-  /** How long shutdown hooks may run on SIGTERM before the process exits anyway (ms, default 10 000). */
+  /**
+   * How long a SIGTERM stop may take before the process exits anyway (ms,
+   * default 10 000): calls already running get up to half of it to answer,
+   * the shutdown hooks the rest.
+   */
   shutdownTimeoutMs?: number;
 }
 
@@ -157,7 +162,7 @@ function env(name: string): string | undefined {
 export class MCPServer extends McpServer {
   /** Name and version sent in the handshake. */
   readonly info: Implementation;
-  /** How long shutdown hooks may run on SIGTERM (ms). */
+  /** How long a SIGTERM stop may take: draining calls, then shutdown hooks (ms). */
   readonly shutdownTimeoutMs: number;
   readonly #sdkOptions: McpServerOptions;
   readonly #initializeHooks = new InitializeHooks();
@@ -705,8 +710,9 @@ export class MCPServer extends McpServer {
 
   /**
    * Serves the server until it stops: on stdio until stdin closes, on http or
-   * sse until {@linkcode MCPServer.stop}, `signal`, or a signal. SIGTERM runs
-   * the shutdown hooks once, closes the transports and exits 0; SIGINT closes
+   * sse until {@linkcode MCPServer.stop}, `signal`, or a signal. SIGTERM lets
+   * running calls answer, runs the shutdown hooks once (both within
+   * `shutdownTimeoutMs`), closes the transports and exits 0; SIGINT closes
    * and exits 130 without them.
    *
    * @param options Transport, port, host and session expiry.
@@ -736,7 +742,14 @@ export class MCPServer extends McpServer {
       ? () => {}
       : installSignalHandlers({
         terminate: async () => {
-          await runShutdownHooks(this.#shutdownHooks, this.shutdownTimeoutMs);
+          // Calls already running get up to half the budget to answer; the
+          // hooks get the rest, so the whole stop fits in shutdownTimeoutMs.
+          const started = Date.now();
+          await this.#drain(this.shutdownTimeoutMs / 2);
+          await runShutdownHooks(
+            this.#shutdownHooks,
+            this.shutdownTimeoutMs - (Date.now() - started),
+          );
           await closeWithin(running, CLOSE_TIMEOUT_MS);
           Deno.exit(0);
         },
@@ -754,6 +767,17 @@ export class MCPServer extends McpServer {
       options.signal?.removeEventListener("abort", abort);
       removeSignals();
       this.#running = undefined;
+    }
+  }
+
+  /** Waits until no session is handling a request, for at most `ms`. */
+  async #drain(ms: number): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (
+      Date.now() < deadline &&
+      [...this.#protocols].some((server) => inFlightRequests(server) > 0)
+    ) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }
 
