@@ -128,7 +128,32 @@ Deno.test("a line over the 10 MB limit is refused with -32600, skipped to its en
   }
 });
 
-Deno.test("SIGTERM during a tool call settles the call, runs the shutdown hook once and exits 0", async () => {
+Deno.test("SIGTERM during a short tool call lets it answer before the shutdown hook runs once, then exits 0", async () => {
+  const marker = await Deno.makeTempFile();
+  const { client, transport } = await connect({
+    REL_MARKER: marker,
+    REL_SHUTDOWN_TIMEOUT_MS: "3000",
+  });
+  try {
+    const call = client.callTool({ name: "slow", arguments: { ms: 300 } });
+    await waitForLine(marker, "slow-start");
+    transport.process.kill("SIGTERM");
+    const result = await call;
+    assert.deepEqual(result.content, [{ type: "text", text: "slept 300 ms" }]);
+    assert.equal((await transport.process.status).code, 0);
+    assert.deepEqual(await markerLines(marker), [
+      "init",
+      "slow-start",
+      "slow-done",
+      "shutdown",
+    ]);
+  } finally {
+    await client.close();
+    await Deno.remove(marker);
+  }
+});
+
+Deno.test("SIGTERM during a tool call longer than the drain budget closes it cleanly, runs the shutdown hook once and exits 0", async () => {
   const marker = await Deno.makeTempFile();
   const { client, transport } = await connect({ REL_MARKER: marker });
   try {
