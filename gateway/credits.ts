@@ -262,6 +262,8 @@ const MAX_BATCH_OPERATIONS = 96;
 const MAX_BATCH_BYTES = 512 * 1024;
 const RESERVE_BYTES = 512;
 const SETTLE_BYTES = 2_048;
+/** Most open reservations an instance remembers; settles of the others read KV. */
+const MAX_REMEMBERED_RESERVATIONS = 10_000;
 /** Rounds a write-behind settlement gets before it is logged and left to the sweep. */
 const SETTLE_SOON_ROUNDS = 3;
 
@@ -352,6 +354,10 @@ class KvBilling implements Billing {
   readonly #lanes = new Map<string, Lane>();
   readonly #behind = new Set<Promise<void>>();
   readonly #drains = new Set<Promise<void>>();
+  // Reservations this instance opened, as committed: a settle checks the
+  // remembered versionstamp instead of reading the record first. If the
+  // sweep changed it meanwhile the check fails and the retry reads KV.
+  readonly #opened = new Map<string, Deno.KvEntry<ReservationRecord>>();
 
   constructor(kv: Deno.Kv, options: BillingOptions) {
     this.#kv = kv;
@@ -494,11 +500,12 @@ class KvBilling implements Billing {
   }
 
   async #runBatch(callerId: string, lane: Lane, batch: Job[]): Promise<void> {
+    let attempts = 0;
     let outcomes: Outcome<unknown>[];
     try {
       outcomes = await commitWithRetry(
         `${batch.length} billing operations of caller "${callerId}"`,
-        () => this.#attempt(callerId, lane, batch),
+        () => this.#attempt(callerId, lane, batch, attempts++ === 0),
       );
     } catch (error) {
       if (batch.length > 1 && isLimitError(error)) {
@@ -524,19 +531,26 @@ class KvBilling implements Billing {
     callerId: string,
     lane: Lane,
     batch: readonly Job[],
+    trustRemembered: boolean,
   ): Promise<Outcome<unknown>[] | null> {
     const settleIds = batch.flatMap((job) =>
       job.kind === "settle" ? [job.settlement.reservation.id] : []
     );
+    const stored = new Map<string, Deno.KvEntryMaybe<ReservationRecord>>();
+    const unread: string[] = [];
+    for (const id of settleIds) {
+      const remembered = trustRemembered ? this.#opened.get(id) : undefined;
+      if (remembered) stored.set(id, remembered);
+      else unread.push(id);
+    }
     const [balance, ...reads] = await Promise.all([
       this.#kv.get<number>(balanceKey(callerId)),
-      ...chunks(settleIds, 10).map((ids) =>
+      ...chunks(unread, 10).map((ids) =>
         this.#kv.getMany<ReservationRecord[]>(ids.map(reservationKey))
       ),
     ]);
-    const stored = new Map(
-      reads.flat().map((entry) => [entry.key[1] as string, entry]),
-    );
+    for (const entry of reads.flat()) stored.set(entry.key[1] as string, entry);
+    const opened: ReservationRecord[] = [];
     const closing = new Set<string>();
     let available = balance.value ?? 0;
     let writes = 0;
@@ -553,7 +567,13 @@ class KvBilling implements Billing {
           writes++;
           return {
             ok: true,
-            value: this.#addReserve(op, callerId, job.amountMicros, available),
+            value: this.#addReserve(
+              op,
+              callerId,
+              job.amountMicros,
+              available,
+              opened,
+            ),
           };
         }
         case "settle": {
@@ -585,7 +605,17 @@ class KvBilling implements Billing {
     });
     if (writes > 0) {
       op.set(balanceKey(callerId), available);
-      if (!(await op.commit()).ok) return null;
+      const committed = await op.commit();
+      if (!committed.ok) return null;
+      for (const id of settleIds) this.#opened.delete(id);
+      for (const record of opened) {
+        if (this.#opened.size >= MAX_REMEMBERED_RESERVATIONS) break;
+        this.#opened.set(record.id, {
+          key: reservationKey(record.id),
+          value: record,
+          versionstamp: committed.versionstamp,
+        });
+      }
     }
     // Synchronously with the new balance, so settleSoon never counts a
     // committed settle twice.
@@ -603,6 +633,7 @@ class KvBilling implements Billing {
     callerId: string,
     amountMicros: number,
     remaining: number,
+    opened: ReservationRecord[],
   ): ReserveResult {
     const now = this.#now();
     const record: ReservationRecord = {
@@ -616,6 +647,7 @@ class KvBilling implements Billing {
     op.check({ key: reservationKey(record.id), versionstamp: null })
       .set(reservationKey(record.id), record)
       .set(reservationExpiryKey(record.expiresAt, record.id), record.id);
+    opened.push(record);
     return {
       ok: true,
       reservation: { id: record.id, callerId, amountMicros },
