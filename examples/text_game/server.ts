@@ -1,0 +1,238 @@
+/**
+ * A number-guessing evaluation environment on {@linkcode MCPServer}. The
+ * harness starts a game through the hidden `setup` hub, the agent plays with
+ * `look` and `guess`, and the harness scores the run through the hidden
+ * `evaluate` hub.
+ *
+ * @example Playing in-process
+ * ```ts
+ * import { createTextGameServer } from "./server.ts";
+ *
+ * const { mcp } = createTextGameServer();
+ * // await mcp.run({ transport: "stdio" });
+ * ```
+ *
+ * @module
+ */
+import { z } from "zod";
+import { BaseHub, type EvaluationResult, MCPServer } from "../../mcp/mod.ts";
+import { type GameStatus, NumberGame } from "./game.ts";
+
+/** The state the tools and hubs share. */
+export interface TextGameEnv {
+  /** The game in play; absent until `setup/start`. */
+  game?: NumberGame;
+  /** Characters per line of `look`, from the client's `display_width` (pixels, 8 per character). */
+  columns: number;
+  /** Games started since the server came up. */
+  gamesStarted: number;
+  /** When the initialize hook ran (ISO 8601). */
+  readyAt: string;
+}
+
+/** The server and its hubs, so tests and embedders can reach the state. */
+export interface TextGame {
+  /** The MCP server; `run()` it. */
+  mcp: MCPServer;
+  /** Hidden tools that prepare a game. */
+  setup: BaseHub<TextGameEnv>;
+  /** Hidden tools that score a game. */
+  evaluate: BaseHub<TextGameEnv>;
+}
+
+const DEFAULT_DISPLAY_WIDTH = 1920;
+const PIXELS_PER_COLUMN = 8;
+
+/** Fits the history into lines of at most `columns` characters. */
+function wrap(words: string[], columns: number): string[] {
+  const lines: string[] = [];
+  for (const word of words) {
+    const last = lines.at(-1);
+    if (last !== undefined && last.length + 1 + word.length <= columns) {
+      lines[lines.length - 1] = `${last} ${word}`;
+    } else lines.push(word);
+  }
+  return lines;
+}
+
+/**
+ * The text the agent sees: range, budget and history, wrapped to `columns`.
+ *
+ * @param status The game's status.
+ * @param columns Characters per line.
+ * @returns The description.
+ */
+export function describe(status: GameStatus, columns: number): string {
+  const lines = [
+    status.solved
+      ? `Solved: the number was ${status.target}.`
+      : status.over
+      ? `Out of guesses: the number was ${status.target}.`
+      : `The number is between ${status.low} and ${status.high}. ${status.guessesLeft} of ${status.maxGuesses} guesses left.`,
+  ];
+  if (status.history.length > 0) {
+    lines.push(
+      ...wrap(
+        [
+          "Guesses:",
+          ...status.history.map((turn) => `${turn.guess}(${turn.hint})`),
+        ],
+        columns,
+      ),
+    );
+  }
+  return lines.join("\n");
+}
+
+/**
+ * Builds the environment. Nothing is shared between two calls, so tests can
+ * build as many as they like.
+ *
+ * @returns The server and its `setup` and `evaluate` hubs.
+ */
+export function createTextGameServer(): TextGame {
+  const mcp = new MCPServer({
+    name: "text-game",
+    version: "0.1.0",
+    instructions:
+      "Guess the secret number. `look` shows what you know; `guess` tries a number " +
+      "and answers higher, lower or correct. Use as few guesses as you can.",
+  });
+  const setup = new BaseHub<TextGameEnv>(
+    "setup",
+    "Prepare a game (harness only).",
+  );
+  const evaluate = new BaseHub<TextGameEnv>(
+    "evaluate",
+    "Score the game (harness only).",
+  );
+
+  const env = (): TextGameEnv => {
+    if (!setup.env) {
+      throw new Error(
+        "The environment is not initialised: send initialize first",
+      );
+    }
+    return setup.env;
+  };
+  const game = (): NumberGame => {
+    const current = env().game;
+    if (!current) throw new Error("No game in play: call setup/start first");
+    return current;
+  };
+
+  mcp.initialize(async (ctx) => {
+    await ctx.progress(0, "Preparing the game");
+    const width = ctx.meta?.display_width ?? DEFAULT_DISPLAY_WIDTH;
+    setup.env = evaluate.env = {
+      columns: Math.max(20, Math.floor(width / PIXELS_PER_COLUMN)),
+      gamesStarted: 0,
+      readyAt: new Date().toISOString(),
+    };
+    mcp.mount(setup);
+    mcp.mount(evaluate);
+    await ctx.progress(100, "Ready");
+  });
+
+  mcp.shutdown(() => {
+    const status = setup.env?.game?.status();
+    console.error(
+      `text-game: shutting down after ${
+        setup.env?.gamesStarted ?? 0
+      } game(s); last game ${
+        status ? (status.solved ? "solved" : "unsolved") : "never started"
+      }`,
+    );
+  });
+
+  setup.tool("start", {
+    description:
+      "Start a new game. A seed picks the secret reproducibly; target fixes it.",
+    input: {
+      seed: z.number().int().optional().describe("Seed for the secret"),
+      target: z.number().int().optional().describe(
+        "The secret itself (overrides seed)",
+      ),
+      max: z.number().int().min(1).default(100).describe(
+        "Largest possible secret",
+      ),
+      max_guesses: z.number().int().min(1).default(7).describe(
+        "Guesses allowed",
+      ),
+    },
+  }, ({ seed, target, max, max_guesses }) => {
+    const state = env();
+    state.game = new NumberGame({ seed, target, max, maxGuesses: max_guesses });
+    state.gamesStarted += 1;
+    return `New game: guess a number between 1 and ${max} in at most ${max_guesses} guesses.`;
+  });
+
+  mcp.tool({
+    name: "look",
+    description:
+      "Show the range the secret is in, the guesses left and the guesses so far.",
+    annotations: { readOnlyHint: true },
+  }, () => describe(game().status(), env().columns));
+
+  mcp.tool({
+    name: "guess",
+    description: "Guess the secret number. Answers higher, lower or correct.",
+    input: { number: z.number().int().describe("Your guess") },
+  }, ({ number }) => {
+    const current = game();
+    const hint = current.guess(number);
+    const status = current.status();
+    const answer = hint === "correct"
+      ? `Correct! The number is ${number}.`
+      : `${number} is too ${
+        hint === "higher" ? "low" : "high"
+      }: the number is ${hint}.`;
+    return `${answer} ${status.guessesLeft} guesses left.`;
+  });
+
+  evaluate.tool("solved", {
+    description:
+      "Reward 1 when the secret was found within the guess budget, else 0.",
+  }, (): EvaluationResult => {
+    const status = game().status();
+    return {
+      reward: status.solved ? 1 : 0,
+      done: status.over,
+      content: status.solved
+        ? `Solved in ${status.history.length} guesses`
+        : `Not solved (${status.history.length} guesses made)`,
+      info: { guesses: status.history.length, maxGuesses: status.maxGuesses },
+    };
+  });
+
+  evaluate.tool("efficiency", {
+    description:
+      "Reward in [0, 1]: 1 for a first-try solve, falling linearly to 0 at the budget.",
+  }, (): EvaluationResult => {
+    const status = game().status();
+    const used = status.history.length;
+    const reward = status.solved
+      ? status.maxGuesses === 1
+        ? 1
+        : (status.maxGuesses - used) / (status.maxGuesses - 1)
+      : 0;
+    return {
+      reward,
+      done: status.over,
+      info: { guesses: used, maxGuesses: status.maxGuesses },
+    };
+  });
+
+  mcp.resource("game://status", {
+    name: "status",
+    description:
+      "The game's state as JSON; the secret is shown once the game is over.",
+  }, () => ({
+    ready: setup.env !== undefined,
+    gamesStarted: setup.env?.gamesStarted ?? 0,
+    columns: setup.env?.columns,
+    game: setup.env?.game?.status() ?? null,
+  }));
+
+  return { mcp, setup, evaluate };
+}
