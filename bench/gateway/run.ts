@@ -1,0 +1,231 @@
+/**
+ * The gateway benchmark: the simulator as upstream (0 ms and 50 ms), load
+ * from wrk, and three targets side by side in one run: the simulator
+ * directly (the limit), our gateway with every feature on (auth, credits and
+ * traces in a KV file, a pool of four keys under limits), and Portkey's
+ * gateway on Node. A second instance of our gateway keeps its KV file on
+ * tmpfs (`/dev/shm`), which separates the disk's fsync from everything else
+ * the gateway does. Targets take turns at each step so drifting machine load
+ * hits them alike.
+ *
+ * @module
+ */
+import { readMemory } from "../_process.ts";
+import type { Percentiles } from "../_stats.ts";
+import { type HotSpot, hotSpots, profileDuring } from "./profile.ts";
+import {
+  freePort,
+  startGatewayProcess,
+  startPortkeyProcess,
+  startSimulatorProcess,
+  targetRequests,
+} from "./targets.ts";
+import { measureTtft } from "./ttft.ts";
+import { runWrk, type WrkRequest, type WrkResult } from "./wrk.ts";
+
+/** The three targets, in the order they take turns. */
+export const TARGETS = [
+  "direct",
+  "gateway",
+  "gateway_tmpfs",
+  "portkey",
+] as const;
+/** One of {@linkcode TARGETS}. */
+export type Target = typeof TARGETS[number];
+
+/** How long and how hard the benchmark runs. */
+export interface GatewayBenchOptions {
+  /** Seconds per paced step. */
+  stepS: number;
+  /** Seconds per saturation run. */
+  saturationS: number;
+  /** Offered rates with the 0 ms upstream, req/s. */
+  rates0: number[];
+  /** Offered rates with the 50 ms upstream, req/s. */
+  rates50: number[];
+  /** Streamed calls per target for time to first token. */
+  ttftRounds: number;
+  /** Directory of `node_modules` holding Portkey. */
+  nodeDir: string;
+  /** Scratch directory (KV file, wrk scripts), on disk. */
+  workDir: string;
+  /** Scratch directory on tmpfs for the second gateway's KV file. */
+  tmpfsDir: string;
+}
+
+/** Results at one upstream latency. */
+export interface LatencyResults {
+  /** Upstream latency, ms. */
+  upstreamMs: number;
+  /** Paced runs: offered rate → target → result. */
+  paced: { rate: number; results: Record<Target, WrkResult> }[];
+  /** Unpaced runs by target. */
+  saturation: Record<Target, WrkResult>;
+  /** Connections of the unpaced runs. */
+  saturationConnections: number;
+}
+
+/** Everything the gateway benchmark measured. */
+export interface GatewayBenchResults {
+  /** Results per upstream latency. */
+  byLatency: LatencyResults[];
+  /** Streaming time to first token by target (Portkey absent when it failed). */
+  ttft: Record<string, Percentiles>;
+  /** Why a target is missing from `ttft`, if one is. */
+  ttftNotes: string[];
+  /** Peak and sampled memory under load, MiB. */
+  memory: Record<"gateway" | "portkey", { peakMiB: number; maxRssMiB: number }>;
+  /** Self-time hot spots of our gateway at saturation (0 ms upstream). */
+  profile: HotSpot[];
+  /** Throughput while profiled (the inspector slows it). */
+  profiledRps: number;
+}
+
+const PACED_CONNECTIONS = 64;
+
+/**
+ * Runs the gateway benchmark.
+ *
+ * @param options Durations, rates and directories.
+ * @param log Progress lines.
+ * @returns The measurements.
+ */
+export async function benchGateway(
+  options: GatewayBenchOptions,
+  log: (line: string) => void,
+): Promise<GatewayBenchResults> {
+  const byLatency: LatencyResults[] = [];
+  const memory = {
+    gateway: { peakMiB: 0, maxRssMiB: 0 },
+    portkey: { peakMiB: 0, maxRssMiB: 0 },
+  };
+  let ttft: Record<string, Percentiles> = {};
+  const ttftNotes: string[] = [];
+  let profile: HotSpot[] = [];
+  let profiledRps = 0;
+
+  for (const upstreamMs of [0, 50]) {
+    const sim = await startSimulatorProcess(upstreamMs);
+    const gateway = await startGatewayProcess(
+      sim.openaiBase,
+      `${options.workDir}/gateway-${upstreamMs}.kv`,
+      upstreamMs === 0 ? ["--inspect=127.0.0.1:0"] : [],
+    );
+    const gatewayTmpfs = await startGatewayProcess(
+      sim.openaiBase,
+      `${options.tmpfsDir}/gateway-${upstreamMs}.kv`,
+    );
+    const portkey = await startPortkeyProcess(options.nodeDir, freePort());
+    const pids = { gateway: gateway.child.pid, portkey: portkey.child.pid };
+    const sampler = setInterval(async () => {
+      for (const name of ["gateway", "portkey"] as const) {
+        const { rssMiB } = await readMemory(pids[name]).catch(() => ({
+          rssMiB: 0,
+        }));
+        memory[name].maxRssMiB = Math.max(memory[name].maxRssMiB, rssMiB);
+      }
+    }, 200);
+    try {
+      const base = targetRequests(sim, gateway, portkey, false);
+      const requests: Record<Target, WrkRequest> = {
+        ...base,
+        gateway_tmpfs: {
+          url: `${gatewayTmpfs.url}/v1/chat/completions`,
+          headers: {
+            ...base.gateway.headers,
+            authorization: `Bearer ${gatewayTmpfs.callerKey}`,
+          },
+          body: base.gateway.body,
+        },
+      };
+      const run = (target: Target, rate?: number, seconds = options.stepS) =>
+        runWrk(requests[target], {
+          connections: rate === undefined
+            ? (upstreamMs === 0 ? 64 : 256)
+            : PACED_CONNECTIONS,
+          durationS: seconds,
+          rate,
+        }, options.workDir);
+      log(`gateway bench: upstream ${upstreamMs} ms, warming up`);
+      for (const target of TARGETS) await run(target, undefined, 2);
+
+      const rates = upstreamMs === 0 ? options.rates0 : options.rates50;
+      const paced: LatencyResults["paced"] = [];
+      for (const rate of rates) {
+        const results = {} as Record<Target, WrkResult>;
+        for (const target of TARGETS) {
+          results[target] = await run(target, rate);
+          log(
+            `  ${rate} req/s ${target}: p50 ${
+              results[target].p50.toFixed(3)
+            } ms, p99 ${results[target].p99.toFixed(3)} ms, ${
+              results[target].rps.toFixed(0)
+            } req/s, ${results[target].errors} errors`,
+          );
+        }
+        paced.push({ rate, results });
+      }
+      const saturation = {} as Record<Target, WrkResult>;
+      for (const target of TARGETS) {
+        saturation[target] = await run(target, undefined, options.saturationS);
+        log(
+          `  saturation ${target}: ${
+            saturation[target].rps.toFixed(0)
+          } req/s, ${saturation[target].errors} errors`,
+        );
+      }
+      byLatency.push({
+        upstreamMs,
+        paced,
+        saturation,
+        saturationConnections: upstreamMs === 0 ? 64 : 256,
+      });
+
+      if (upstreamMs === 0) {
+        log("gateway bench: streaming time to first token");
+        const streamed = targetRequests(sim, gateway, portkey, true);
+        ttft = await measureTtft(
+          { direct: streamed.direct, gateway: streamed.gateway },
+          options.ttftRounds,
+        );
+        try {
+          Object.assign(
+            ttft,
+            await measureTtft(
+              { portkey: streamed.portkey },
+              options.ttftRounds,
+            ),
+          );
+        } catch (error) {
+          ttftNotes.push(
+            `Portkey: ${
+              (error as Error).message.slice(0, 200)
+            } (see BENCHMARKS.md)`,
+          );
+        }
+
+        log("gateway bench: CPU profile of the gateway at saturation");
+        const inspector = gateway.child.lines
+          .map((line) => line.match(/(ws:\/\/\S+)/)?.[1])
+          .find((url) => url !== undefined);
+        if (inspector) {
+          const raw = await profileDuring(inspector, async () => {
+            profiledRps = (await run("gateway", undefined, 4)).rps;
+          });
+          profile = hotSpots(raw, 15);
+        }
+      }
+      for (const name of ["gateway", "portkey"] as const) {
+        const { peakMiB } = await readMemory(pids[name]);
+        memory[name].peakMiB = Math.max(memory[name].peakMiB, peakMiB);
+      }
+    } finally {
+      clearInterval(sampler);
+      await gateway.child.stop();
+      await gatewayTmpfs.child.stop();
+      await portkey.child.stop();
+      await sim.child.stop();
+    }
+  }
+  return { byLatency, ttft, ttftNotes, memory, profile, profiledRps };
+}

@@ -1,0 +1,209 @@
+/**
+ * The three things the gateway benchmark sends load to: the provider
+ * simulator itself (the limit), our gateway with every feature on, and
+ * Portkey's open-source gateway on Node, both in front of that simulator.
+ *
+ * @module
+ */
+import { createCaller } from "../../gateway/callers.ts";
+import { usdToMicros } from "../../gateway/credits.ts";
+import { type Child, spawnChild } from "../_process.ts";
+import type { WrkRequest } from "./wrk.ts";
+
+/** A started simulator. */
+export interface SimulatorProcess {
+  /** The process. */
+  child: Child;
+  /** Its OpenAI-compatible base URL (`…/openai/v1`). */
+  openaiBase: string;
+}
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+
+/** The model every request asks for (an OpenAI entry of the catalog). */
+export const MODEL = "gpt-5-mini";
+
+/**
+ * The chat request body every target receives.
+ *
+ * @param stream Whether to ask for a stream.
+ * @returns The JSON text.
+ */
+export function chatBody(stream: boolean): string {
+  return JSON.stringify({
+    model: MODEL,
+    stream,
+    max_tokens: 64,
+    messages: [{ role: "user", content: "hello gateway" }],
+  });
+}
+
+/**
+ * Starts `gateway/simulator/main.ts` in its own process.
+ *
+ * @param latencyMs Fixed latency before the first byte.
+ * @returns The process and its OpenAI base URL.
+ */
+export async function startSimulatorProcess(
+  latencyMs: number,
+): Promise<SimulatorProcess> {
+  const { child } = await spawnChild(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      `${ROOT}gateway/simulator/main.ts`,
+      "--port",
+      "0",
+      "--latency-ms",
+      String(latencyMs),
+    ],
+    cwd: ROOT,
+    ready: /^OPENAI_BASE_URL=(\S+)/,
+  });
+  const line = child.lines.find((l) => l.startsWith("OPENAI_BASE_URL="));
+  return { child, openaiBase: line!.slice("OPENAI_BASE_URL=".length) };
+}
+
+/** A started gateway and the caller whose key the load presents. */
+export interface GatewayProcess {
+  /** The process (its pid is the gateway's: `deno run` does not fork). */
+  child: Child;
+  /** The gateway's base URL. */
+  url: string;
+  /** A funded caller key. */
+  callerKey: string;
+}
+
+/**
+ * Creates a funded caller in a fresh KV file, then starts `gateway/main.ts`
+ * on that file in front of the simulator, with a pool of four OpenAI keys
+ * under per-key limits.
+ *
+ * @param openaiBase The simulator's OpenAI base URL.
+ * @param kvPath A KV file path that does not exist yet.
+ * @param extraDenoFlags Flags for `deno run` (e.g. `--cpu-prof`).
+ * @returns The process, URL and caller key.
+ */
+export async function startGatewayProcess(
+  openaiBase: string,
+  kvPath: string,
+  extraDenoFlags: string[] = [],
+): Promise<GatewayProcess> {
+  const kv = await Deno.openKv(kvPath);
+  const caller = await createCaller(kv, {
+    name: "bench",
+    creditsMicros: usdToMicros(1_000_000),
+  });
+  kv.close();
+  const { child, match } = await spawnChild(Deno.execPath(), {
+    args: ["run", "-A", ...extraDenoFlags, `${ROOT}gateway/main.ts`],
+    cwd: ROOT,
+    env: {
+      PORT: "0",
+      HOST: "127.0.0.1",
+      GATEWAY_KV_PATH: kvPath,
+      OPENAI_BASE_URL: openaiBase,
+      OPENAI_API_KEYS: "sk-bench-0,sk-bench-1,sk-bench-2,sk-bench-3",
+      // Limits high enough never to bind, so the key pool's accounting runs on every call.
+      OPENAI_RPM: "10000000",
+      OPENAI_TPM: "1000000000",
+    },
+    ready: /listening on (http:\/\/\S+)/,
+  });
+  return { child, url: match[1], callerKey: caller.key };
+}
+
+/** A started Portkey gateway. */
+export interface PortkeyProcess {
+  /** The Node process. */
+  child: Child;
+  /** Its base URL. */
+  url: string;
+}
+
+/**
+ * Starts `@portkey-ai/gateway` (installed under `bench/.cache/node`) on Node.
+ *
+ * @param nodeDir The directory holding its `node_modules`.
+ * @param port A free port (Portkey takes `--port=` and has no port 0).
+ * @returns The process and its URL.
+ */
+export async function startPortkeyProcess(
+  nodeDir: string,
+  port: number,
+): Promise<PortkeyProcess> {
+  const { child } = await spawnChild("node", {
+    args: [
+      `${nodeDir}/node_modules/@portkey-ai/gateway/build/start-server.js`,
+      `--port=${port}`,
+      "--headless",
+    ],
+    cwd: nodeDir,
+    env: { NODE_ENV: "production" },
+    ready: /Ready for connections/,
+  });
+  return { child, url: `http://127.0.0.1:${port}` };
+}
+
+/**
+ * A free loopback port, found by binding port 0 and releasing it.
+ *
+ * @returns The port number.
+ */
+export function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+/** The request each target receives, by target. */
+export interface TargetRequests {
+  /** Straight to the simulator. */
+  direct: WrkRequest;
+  /** Through our gateway. */
+  gateway: WrkRequest;
+  /** Through Portkey. */
+  portkey: WrkRequest;
+}
+
+/**
+ * The same chat call addressed to each target.
+ *
+ * @param sim The simulator.
+ * @param gateway Our gateway.
+ * @param portkey Portkey.
+ * @param stream Whether to ask for a stream.
+ * @returns One request per target.
+ */
+export function targetRequests(
+  sim: SimulatorProcess,
+  gateway: GatewayProcess,
+  portkey: PortkeyProcess,
+  stream: boolean,
+): TargetRequests {
+  const body = chatBody(stream);
+  const json = { "content-type": "application/json" };
+  return {
+    direct: {
+      url: `${sim.openaiBase}/chat/completions`,
+      headers: { ...json, authorization: "Bearer sk-bench-direct" },
+      body,
+    },
+    gateway: {
+      url: `${gateway.url}/v1/chat/completions`,
+      headers: { ...json, authorization: `Bearer ${gateway.callerKey}` },
+      body,
+    },
+    portkey: {
+      url: `${portkey.url}/v1/chat/completions`,
+      headers: {
+        ...json,
+        authorization: "Bearer sk-bench-portkey",
+        "x-portkey-provider": "openai",
+        "x-portkey-custom-host": sim.openaiBase,
+      },
+      body,
+    },
+  };
+}

@@ -1,0 +1,398 @@
+/**
+ * Turns one benchmark run into `BENCHMARKS.md`: machine, versions,
+ * commands, a table per figure, the targets with a verdict each, and the
+ * hand-written closing note (`bench/closing_note.md`).
+ *
+ * @module
+ */
+import type { GatewayBenchResults, Target } from "./gateway/run.ts";
+import type { McpBenchResults } from "./mcp/run.ts";
+import { ms } from "./_stats.ts";
+
+/** Facts about the machine and the run. */
+export interface RunFacts {
+  /** ISO time the run started. */
+  startedAt: string;
+  /** Minutes the run took. */
+  minutes: number;
+  /** `/proc/loadavg` before and after. */
+  loadBefore: string;
+  /** `/proc/loadavg` after. */
+  loadAfter: string;
+  /** CPU model, core count, memory, kernel. */
+  machine: string[];
+  /** Name → version. */
+  versions: Record<string, string>;
+  /** The command that produced the run. */
+  command: string;
+  /** Durations and counts used. */
+  settings: string[];
+}
+
+/** Everything one run produced. */
+export interface RunResults {
+  /** Machine and run facts. */
+  facts: RunFacts;
+  /** Gateway benchmark. */
+  gateway: GatewayBenchResults;
+  /** MCP benchmark. */
+  mcp: McpBenchResults;
+}
+
+const LABELS: Record<Target, string> = {
+  direct: "direct (simulator)",
+  gateway: "mcpkit gateway",
+  gateway_tmpfs: "mcpkit gateway, KV on tmpfs",
+  portkey: "Portkey 1.15.2 (Node)",
+};
+
+function table(header: string[], rows: string[][]): string {
+  return [
+    `| ${header.join(" | ")} |`,
+    `|${header.map(() => "---").join("|")}|`,
+    ...rows.map((row) => `| ${row.join(" | ")} |`),
+  ].join("\n");
+}
+
+function verdict(ok: boolean): string {
+  return ok ? "**met**" : "**missed**";
+}
+
+/** One target line: what, the goal, measured, verdict. */
+interface Check {
+  what: string;
+  goal: string;
+  measured: string;
+  ok: boolean;
+}
+
+/**
+ * Checks every target of the issue against a run.
+ *
+ * @param run The run.
+ * @param gatewayTarget Which gateway instance to judge.
+ * @returns One check per target.
+ */
+export function checks(
+  run: RunResults,
+  gatewayTarget: "gateway" | "gateway_tmpfs" = "gateway",
+): Check[] {
+  const zero = run.gateway.byLatency.find((l) => l.upstreamMs === 0)!;
+  const at500 = zero.paced.find((p) => p.rate === 500)?.results;
+  const added = (target: Target, field: "p50" | "p99") =>
+    at500 ? at500[target][field] - at500.direct[field] : Number.NaN;
+  const gw50 = added(gatewayTarget, "p50");
+  const gw99 = added(gatewayTarget, "p99");
+  const pk50 = added("portkey", "p50");
+  const satGw = zero.saturation[gatewayTarget].rps;
+  const satPk = zero.saturation.portkey.rps;
+  const ttft = run.gateway.ttft;
+  const ttftAdded = ttft.gateway && ttft.direct
+    ? ttft.gateway.p50 - ttft.direct.p50
+    : Number.NaN;
+  const rss = run.gateway.memory.gateway.peakMiB * 1.048576; // MiB → MB
+  const m = run.mcp;
+  const ratio = (a: number, b: number) => a / b;
+  const stdioRatio = ratio(
+    m.roundTrip.stdio.mcpkit.p50,
+    m.roundTrip.stdio.sdk.p50,
+  );
+  const httpRatio = ratio(
+    m.roundTrip.http.mcpkit.p50,
+    m.roundTrip.http.sdk.p50,
+  );
+  const hubRatio = ratio(m.hub.hub.p50, m.hub.direct.p50);
+  const coldRatio = ratio(m.coldStart.mcpkit.p50, m.coldStart.sdk.p50);
+  return [
+    {
+      what: "Gateway added latency p50 at 500 req/s",
+      goal: "≤ 1 ms",
+      measured: `${ms(gw50)} ms`,
+      ok: gw50 <= 1,
+    },
+    {
+      what: "Gateway added latency p99 at 500 req/s",
+      goal: "≤ 3 ms",
+      measured: `${ms(gw99)} ms`,
+      ok: gw99 <= 3,
+    },
+    {
+      what: "Gateway p50 overhead against Portkey's",
+      goal: "≤ 1/3",
+      measured: `${ms(gw50)} / ${ms(pk50)} ms = ${(gw50 / pk50).toFixed(2)}`,
+      ok: gw50 <= pk50 / 3,
+    },
+    {
+      what: "Saturation throughput against Portkey",
+      goal: "≥ 2×",
+      measured: `${satGw.toFixed(0)} / ${satPk.toFixed(0)} req/s = ${
+        (satGw / satPk).toFixed(2)
+      }×`,
+      ok: satGw >= 2 * satPk,
+    },
+    {
+      what: "Streaming time-to-first-token overhead p50",
+      goal: "≤ 1 ms",
+      measured: `${ms(ttftAdded)} ms`,
+      ok: ttftAdded <= 1,
+    },
+    {
+      what: "Gateway peak RSS under load (VmHWM)",
+      goal: "≤ 150 MB",
+      measured: `${rss.toFixed(0)} MB`,
+      ok: rss <= 150,
+    },
+    {
+      what: "MCP round trip p50, stdio, MCPServer / bare SDK",
+      goal: "≤ 1.1×",
+      measured: `${stdioRatio.toFixed(2)}×`,
+      ok: stdioRatio <= 1.1,
+    },
+    {
+      what: "MCP round trip p50, HTTP, MCPServer / bare SDK",
+      goal: "≤ 1.1×",
+      measured: `${httpRatio.toFixed(2)}×`,
+      ok: httpRatio <= 1.1,
+    },
+    {
+      what: "Hub dispatch p50 / direct tool p50",
+      goal: "≤ 1.1×",
+      measured: `${hubRatio.toFixed(2)}×`,
+      ok: hubRatio <= 1.1,
+    },
+    {
+      what: "Cold start p50, MCPServer / bare SDK",
+      goal: "≤ 1.2×",
+      measured: `${coldRatio.toFixed(2)}×`,
+      ok: coldRatio <= 1.2,
+    },
+  ];
+}
+
+function gatewaySection(run: RunResults): string {
+  const out: string[] = [];
+  for (const level of run.gateway.byLatency) {
+    out.push(
+      `### Fixed rates, upstream latency ${level.upstreamMs} ms\n`,
+      "Latency in ms (wrk, paced). *Added* is the target's figure minus the direct figure at the same rate, same percentile.\n",
+      table(
+        [
+          "offered req/s",
+          "direct p50 / p99",
+          "gateway p50 / p99",
+          "**gateway added p50 / p99**",
+          "gateway (tmpfs KV) added p50 / p99",
+          "Portkey p50 / p99",
+          "Portkey added p50 / p99",
+          "achieved req/s (direct / gw / gw tmpfs / Portkey)",
+          "errors",
+        ],
+        level.paced.map(({ rate, results: r }) => [
+          String(rate),
+          `${ms(r.direct.p50)} / ${ms(r.direct.p99)}`,
+          `${ms(r.gateway.p50)} / ${ms(r.gateway.p99)}`,
+          `**${ms(r.gateway.p50 - r.direct.p50)} / ${
+            ms(r.gateway.p99 - r.direct.p99)
+          }**`,
+          `${ms(r.gateway_tmpfs.p50 - r.direct.p50)} / ${
+            ms(r.gateway_tmpfs.p99 - r.direct.p99)
+          }`,
+          `${ms(r.portkey.p50)} / ${ms(r.portkey.p99)}`,
+          `${ms(r.portkey.p50 - r.direct.p50)} / ${
+            ms(r.portkey.p99 - r.direct.p99)
+          }`,
+          [r.direct, r.gateway, r.gateway_tmpfs, r.portkey].map((x) =>
+            x.rps.toFixed(0)
+          ).join(" / "),
+          String(
+            r.direct.errors + r.gateway.errors + r.gateway_tmpfs.errors +
+              r.portkey.errors,
+          ),
+        ]),
+      ),
+      "",
+    );
+  }
+  out.push(
+    "### Saturation throughput\n",
+    "wrk unpaced, one thread; connections: 64 (0 ms upstream), 256 (50 ms upstream).\n",
+    table(
+      ["upstream", ...Object.values(LABELS).map((l) => `${l} req/s`), "errors"],
+      run.gateway.byLatency.map((level) => [
+        `${level.upstreamMs} ms`,
+        ...(Object.keys(LABELS) as Target[]).map((t) =>
+          `${level.saturation[t].rps.toFixed(0)} (p50 ${
+            ms(level.saturation[t].p50)
+          } ms)`
+        ),
+        String(
+          (Object.keys(LABELS) as Target[]).reduce(
+            (sum, t) => sum + level.saturation[t].errors,
+            0,
+          ),
+        ),
+      ]),
+    ),
+    "",
+    "### Streaming time to first token (0 ms upstream)\n",
+    "Sequential streamed chat calls; time from sending the request to the first SSE event carrying content.\n",
+    table(
+      ["target", "n", "p50 ms", "p99 ms", "added p50 ms"],
+      Object.entries(run.gateway.ttft).map(([name, p]) => [
+        name,
+        String(p.n),
+        ms(p.p50),
+        ms(p.p99),
+        name === "direct" ? "" : ms(p.p50 - run.gateway.ttft.direct.p50),
+      ]),
+    ),
+    "",
+    ...run.gateway.ttftNotes.map((note) => `- ${note}`),
+    "",
+    "### Memory under load\n",
+    table(
+      ["process", "peak RSS (VmHWM) MiB", "highest sampled VmRSS MiB"],
+      (["gateway", "portkey"] as const).map((name) => [
+        name === "gateway" ? "mcpkit gateway (KV on disk)" : LABELS.portkey,
+        run.gateway.memory[name].peakMiB.toFixed(1),
+        run.gateway.memory[name].maxRssMiB.toFixed(1),
+      ]),
+    ),
+    "",
+    "### CPU profile of the gateway at saturation\n",
+    `V8 sampling profile (200 µs) over the inspector while wrk ran unpaced for 4 s (${
+      run.gateway.profiledRps.toFixed(0)
+    } req/s under the profiler). Self time per function:\n`,
+    table(
+      ["function", "where", "self %"],
+      run.gateway.profile.map((h) => [
+        `\`${h.name}\``,
+        h.where ? `\`${h.where}\`` : "(native / V8)",
+        h.selfPercent.toFixed(1),
+      ]),
+    ),
+    "",
+  );
+  return out.join("\n");
+}
+
+function mcpSection(run: RunResults): string {
+  const m = run.mcp;
+  const row = (name: string, p: { n: number; p50: number; p99: number }) => [
+    name,
+    String(p.n),
+    ms(p.p50),
+    ms(p.p99),
+  ];
+  return [
+    "### Tool call round trip\n",
+    "Sequential `tools/call` of `add` from the SDK client, after 100 warm-up calls; servers take turns in rounds of 50.\n",
+    table(
+      ["transport", "server", "n", "p50 ms", "p99 ms", "p50 / SDK"],
+      (["stdio", "http"] as const).flatMap((transport) =>
+        (["mcpkit", "sdk", "fastmcp"] as const).map((server) => {
+          const p = m.roundTrip[transport][server];
+          return [
+            transport === "http" ? "Streamable HTTP" : "stdio",
+            server === "mcpkit"
+              ? "MCPServer"
+              : server === "sdk"
+              ? "bare SDK McpServer"
+              : "fastmcp (Node)",
+            String(p.n),
+            ms(p.p50),
+            ms(p.p99),
+            (p.p50 / m.roundTrip[transport].sdk.p50).toFixed(2),
+          ];
+        })
+      ),
+    ),
+    "",
+    "### Hub dispatch (MCPServer, stdio)\n",
+    table(["call", "n", "p50 ms", "p99 ms"], [
+      row("`add` directly", m.hub.direct),
+      row("`calc` hub → `add`", m.hub.hub),
+    ]),
+    "",
+    "### Cold start (spawn to first `tools/list` answer, stdio)\n",
+    table(["server", "n", "p50 ms", "p99 ms"], [
+      row("MCPServer", m.coldStart.mcpkit),
+      row("bare SDK McpServer", m.coldStart.sdk),
+      row("fastmcp (Node)", m.coldStart.fastmcp),
+    ]),
+    "",
+    "Server commands (stdio form):\n",
+    ...Object.entries(m.commands).map(([name, command]) =>
+      `- ${name}: \`${command}\``
+    ),
+    "",
+  ].join("\n");
+}
+
+/**
+ * Renders `BENCHMARKS.md`.
+ *
+ * @param run The run.
+ * @param closingNote The hand-written closing note (markdown).
+ * @param chartPath The chart's path relative to the repository root.
+ * @returns Markdown.
+ */
+export function renderReport(
+  run: RunResults,
+  closingNote: string,
+  chartPath: string,
+): string {
+  const f = run.facts;
+  const disk = checks(run, "gateway");
+  const tmpfs = checks(run, "gateway_tmpfs");
+  return [
+    "# Benchmarks",
+    "",
+    `Generated by \`${f.command}\` (\`bench/run.ts\`) on ${f.startedAt}; the run took ${
+      f.minutes.toFixed(1)
+    } minutes. Every figure below comes from that one run. Raw results: \`bench/results/latest.json\` (not committed).`,
+    "",
+    "## Machine",
+    "",
+    ...f.machine.map((line) => `- ${line}`),
+    `- Load average before the run: \`${f.loadBefore}\`; after: \`${f.loadAfter}\`. Other engineers were running test suites on the same two cores during the run, so absolute figures carry noise; every comparison is side by side, with the targets taking turns at each step.`,
+    "",
+    "## Versions",
+    "",
+    ...Object.entries(f.versions).map(([name, version]) =>
+      `- ${name}: ${version}`
+    ),
+    "",
+    "## Method",
+    "",
+    ...f.settings.map((line) => `- ${line}`),
+    "",
+    "## Targets",
+    "",
+    table(
+      ["target", "goal", "measured", "verdict", "gateway with KV on tmpfs"],
+      disk.map((c, i) => [
+        c.what,
+        c.goal,
+        c.measured,
+        verdict(c.ok),
+        i < 6 && i !== 4 && i !== 5
+          ? `${tmpfs[i].measured} (${tmpfs[i].ok ? "met" : "missed"})`
+          : "",
+      ]),
+    ),
+    "",
+    "## Gateway",
+    "",
+    `![Latency against offered load](${chartPath})`,
+    "",
+    gatewaySection(run),
+    "## MCP",
+    "",
+    mcpSection(run),
+    "## Closing note",
+    "",
+    closingNote.trim(),
+    "",
+  ].join("\n");
+}

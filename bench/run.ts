@@ -1,0 +1,145 @@
+/**
+ * `deno task bench`: installs what the benchmarks need, runs the gateway and
+ * MCP benchmarks in one go, and writes `BENCHMARKS.md`, the latency chart
+ * (`docs/bench-latency.png`) and the raw results (`bench/results/`).
+ *
+ * `deno task bench [--quick]` (`--quick`: short steps, for trying the bench
+ * itself; its figures are not worth reporting).
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { ensureDependencies, NODE_DIR, versions } from "./_deps.ts";
+import { runText } from "./_process.ts";
+import { latencyChart, type Series, writeChart } from "./chart.ts";
+import { benchGateway, type Target } from "./gateway/run.ts";
+import { benchMcp } from "./mcp/run.ts";
+import { renderReport, type RunResults } from "./report.ts";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+const CHART = "docs/bench-latency.png";
+
+async function machineFacts(): Promise<string[]> {
+  const cpuinfo = await Deno.readTextFile("/proc/cpuinfo");
+  const model = cpuinfo.match(/^model name\s*:\s*(.+)$/m)?.[1] ?? "unknown";
+  const cores = cpuinfo.match(/^processor\s*:/gm)?.length ?? 0;
+  const meminfo = await Deno.readTextFile("/proc/meminfo");
+  const memKb = Number(meminfo.match(/^MemTotal:\s+(\d+)/m)?.[1] ?? 0);
+  return [
+    `CPU: ${model}, ${cores} logical cores (from /proc/cpuinfo)`,
+    `Memory: ${(memKb / 1024 / 1024).toFixed(1)} GiB`,
+    `Kernel: ${await runText("uname", ["-sr"])}`,
+    "All traffic on loopback (127.0.0.1); load generator, gateways and simulator share the same cores.",
+  ];
+}
+
+function chartSeries(run: RunResults): Series[] {
+  const zero = run.gateway.byLatency.find((l) => l.upstreamMs === 0)!;
+  const colors: Record<Target, string> = {
+    direct: "#2b8a3e",
+    gateway: "#1c7ed6",
+    gateway_tmpfs: "#7048e8",
+    portkey: "#e8590c",
+  };
+  const names: Record<Target, string> = {
+    direct: "direct",
+    gateway: "mcpkit gateway",
+    gateway_tmpfs: "mcpkit, KV on tmpfs",
+    portkey: "Portkey",
+  };
+  return (Object.keys(colors) as Target[]).flatMap((target) =>
+    (["p50", "p99"] as const).map((field) => ({
+      label: `${names[target]} ${field}`,
+      color: colors[target],
+      dashed: field === "p99",
+      points: zero.paced.map((
+        p,
+      ) => [p.rate, p.results[target][field]] as [number, number]),
+    }))
+  );
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: { quick: { type: "boolean", default: false } },
+  });
+  const quick = values.quick;
+  const log = (line: string) => console.error(line);
+  const started = Date.now();
+  const loadBefore = (await Deno.readTextFile("/proc/loadavg")).trim();
+  await ensureDependencies(log);
+
+  const workDir = await Deno.makeTempDir({ prefix: "mcpkit-bench-" });
+  const tmpfsDir = await Deno.makeTempDir({
+    dir: "/dev/shm",
+    prefix: "mcpkit-bench-",
+  });
+  const gatewayOptions = {
+    stepS: quick ? 2 : 6,
+    saturationS: quick ? 2 : 8,
+    rates0: quick ? [250, 500] : [100, 250, 500, 750, 1000],
+    rates50: quick ? [500] : [100, 500],
+    ttftRounds: quick ? 30 : 300,
+    nodeDir: NODE_DIR,
+    workDir,
+    tmpfsDir,
+  };
+  const mcpOptions = {
+    calls: quick ? 200 : 2000,
+    coldStarts: quick ? 3 : 10,
+    nodeDir: NODE_DIR,
+    workDir,
+  };
+  try {
+    const gateway = await benchGateway(gatewayOptions, log);
+    const mcp = await benchMcp(mcpOptions, log);
+    const run: RunResults = {
+      facts: {
+        startedAt: new Date(started).toISOString(),
+        minutes: (Date.now() - started) / 60_000,
+        loadBefore,
+        loadAfter: (await Deno.readTextFile("/proc/loadavg")).trim(),
+        machine: await machineFacts(),
+        versions: await versions(),
+        command: `deno task bench${quick ? " --quick" : ""}`,
+        settings: [
+          "Upstream: the provider simulator (`deno run -A gateway/simulator/main.ts --port 0 --latency-ms 0|50`), OpenAI chat completions, non-streamed for load, a 19-character echo reply.",
+          "Our gateway: `deno run -A gateway/main.ts` with `GATEWAY_KV_PATH` a fresh KV file on disk (auth with a hashed caller key, credits reserved and settled, a trace per call, all in that file), `OPENAI_API_KEYS` a pool of four keys with `OPENAI_RPM`/`OPENAI_TPM` limits high enough never to bind. The same gateway a second time with its KV file on tmpfs (`/dev/shm`).",
+          "Portkey: `node node_modules/@portkey-ai/gateway/build/start-server.js --port=N --headless` with `NODE_ENV=production`; requests carry `x-portkey-provider: openai` and `x-portkey-custom-host: <simulator>/openai/v1`.",
+          `Fixed rates: \`wrk -t1 -c64 -d${gatewayOptions.stepS}s --timeout 10s -s <script> URL\`, where the Lua script's \`delay()\` hands out send slots on a fixed schedule (1000/rate ms apart) so the offered rate holds whatever the latency, as wrk2 does; latencies from wrk's histogram (µs). wrk2 and oha are not packaged in Debian bookworm and autocannon's \`--overallRate\` sends each connection's quota in a burst at the start of every second, so Debian's wrk 4.1 with this pacing script is the constant-rate generator. Targets take turns at every rate after a 2 s unpaced warm-up each.`,
+          `Saturation: \`wrk -t1 -c64|256 -d${gatewayOptions.saturationS}s\` unpaced; throughput counts only completed requests, and errors (non-2xx, socket errors, timeouts) are reported.`,
+          `Streaming TTFT: ${gatewayOptions.ttftRounds} sequential streamed calls per target, taking turns, timed by a Deno \`fetch\` client to the first SSE event with content.`,
+          "Memory: `/proc/<pid>/status` of the gateway process (`deno run` does not fork): VmHWM after the load, VmRSS sampled every 200 ms.",
+          "CPU profile: the 0 ms gateway runs with `--inspect=127.0.0.1:0`; `bench/gateway/profile.ts` starts the V8 profiler over the DevTools protocol during a 4 s unpaced wrk run.",
+          `MCP: ${mcpOptions.calls} timed calls per server and transport, ${mcpOptions.coldStarts} cold starts per server; the client is the official SDK client (\`StdioClientTransport\`, \`StreamableHTTPClientTransport\`) in the bench process.`,
+        ],
+      },
+      gateway,
+      mcp,
+    };
+    await Deno.mkdir(`${ROOT}bench/results`, { recursive: true });
+    await Deno.writeTextFile(
+      `${ROOT}bench/results/latest.json`,
+      JSON.stringify(run, null, 2),
+    );
+    await writeChart(
+      latencyChart(
+        "Latency against offered load (upstream 0 ms), p50 solid, p99 dashed",
+        chartSeries(run),
+      ),
+      `${ROOT}${CHART}`,
+    );
+    const closingNote = await Deno.readTextFile(
+      `${ROOT}bench/closing_note.md`,
+    ).catch(() => "(bench/closing_note.md is missing)");
+    await Deno.writeTextFile(
+      `${ROOT}BENCHMARKS.md`,
+      renderReport(run, closingNote, CHART),
+    );
+    log(`wrote BENCHMARKS.md and ${CHART}`);
+  } finally {
+    await Deno.remove(workDir, { recursive: true });
+    await Deno.remove(tmpfsDir, { recursive: true });
+  }
+}
