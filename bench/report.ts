@@ -251,9 +251,15 @@ function gatewaySection(run: RunResults): string {
     "",
     "### Memory under load\n",
     table(
-      ["process", "peak RSS (VmHWM) MiB", "highest sampled VmRSS MiB"],
+      [
+        "process",
+        "RSS after start, idle (MiB)",
+        "peak RSS (VmHWM) MiB",
+        "highest sampled VmRSS MiB",
+      ],
       (["gateway", "portkey"] as const).map((name) => [
         name === "gateway" ? "mcpkit gateway (KV on disk)" : LABELS.portkey,
+        run.gateway.memory[name].idleMiB.toFixed(1),
         run.gateway.memory[name].peakMiB.toFixed(1),
         run.gateway.memory[name].maxRssMiB.toFixed(1),
       ]),
@@ -262,13 +268,14 @@ function gatewaySection(run: RunResults): string {
     "### CPU profile of the gateway at saturation\n",
     `V8 sampling profile (200 µs) over the inspector while wrk ran unpaced for 4 s (${
       run.gateway.profiledRps.toFixed(0)
-    } req/s under the profiler). Self time per function:\n`,
+    } req/s under the profiler). Self time per function; the raw profile is \`bench/results/gateway.cpuprofile\` (open it in Chrome DevTools):\n`,
     table(
-      ["function", "where", "self %"],
+      ["function", "where", "self %", "mostly called from"],
       run.gateway.profile.map((h) => [
         `\`${h.name}\``,
         h.where ? `\`${h.where}\`` : "(native / V8)",
         h.selfPercent.toFixed(1),
+        `\`${h.calledFrom}\``,
       ]),
     ),
     "",

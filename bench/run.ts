@@ -3,8 +3,10 @@
  * MCP benchmarks in one go, and writes `BENCHMARKS.md`, the latency chart
  * (`docs/bench-latency.png`) and the raw results (`bench/results/`).
  *
- * `deno task bench [--quick]` (`--quick`: short steps, for trying the bench
- * itself; its figures are not worth reporting).
+ * `deno task bench [--quick] [--report]` (`--quick`: short steps, for trying
+ * the bench itself, its figures are not worth reporting; `--report`: only
+ * re-render `BENCHMARKS.md` and the chart from `bench/results/latest.json`,
+ * e.g. after editing `bench/closing_note.md`).
  *
  * @module
  */
@@ -59,17 +61,45 @@ function chartSeries(run: RunResults): Series[] {
   );
 }
 
+async function writeOutputs(run: RunResults): Promise<void> {
+  await writeChart(
+    latencyChart(
+      "Latency against offered load (upstream 0 ms), p50 solid, p99 dashed",
+      chartSeries(run),
+    ),
+    `${ROOT}${CHART}`,
+  );
+  const closingNote = await Deno.readTextFile(
+    `${ROOT}bench/closing_note.md`,
+  ).catch(() => "(bench/closing_note.md is missing)");
+  await Deno.writeTextFile(
+    `${ROOT}BENCHMARKS.md`,
+    renderReport(run, closingNote, CHART),
+  );
+}
+
 if (import.meta.main) {
   const { values } = parseArgs({
     args: Deno.args,
-    options: { quick: { type: "boolean", default: false } },
+    options: {
+      quick: { type: "boolean", default: false },
+      report: { type: "boolean", default: false },
+    },
   });
+  if (values.report) {
+    const run = JSON.parse(
+      await Deno.readTextFile(`${ROOT}bench/results/latest.json`),
+    ) as RunResults;
+    await writeOutputs(run);
+    Deno.exit(0);
+  }
   const quick = values.quick;
   const log = (line: string) => console.error(line);
   const started = Date.now();
   const loadBefore = (await Deno.readTextFile("/proc/loadavg")).trim();
   await ensureDependencies(log);
 
+  await Deno.mkdir(`${ROOT}bench/results`, { recursive: true });
   const workDir = await Deno.makeTempDir({ prefix: "mcpkit-bench-" });
   const tmpfsDir = await Deno.makeTempDir({
     dir: "/dev/shm",
@@ -84,6 +114,7 @@ if (import.meta.main) {
     nodeDir: NODE_DIR,
     workDir,
     tmpfsDir,
+    profilePath: `${ROOT}bench/results/gateway.cpuprofile`,
   };
   const mcpOptions = {
     calls: quick ? 200 : 2000,
@@ -118,25 +149,11 @@ if (import.meta.main) {
       gateway,
       mcp,
     };
-    await Deno.mkdir(`${ROOT}bench/results`, { recursive: true });
     await Deno.writeTextFile(
       `${ROOT}bench/results/latest.json`,
       JSON.stringify(run, null, 2),
     );
-    await writeChart(
-      latencyChart(
-        "Latency against offered load (upstream 0 ms), p50 solid, p99 dashed",
-        chartSeries(run),
-      ),
-      `${ROOT}${CHART}`,
-    );
-    const closingNote = await Deno.readTextFile(
-      `${ROOT}bench/closing_note.md`,
-    ).catch(() => "(bench/closing_note.md is missing)");
-    await Deno.writeTextFile(
-      `${ROOT}BENCHMARKS.md`,
-      renderReport(run, closingNote, CHART),
-    );
+    await writeOutputs(run);
     log(`wrote BENCHMARKS.md and ${CHART}`);
   } finally {
     await Deno.remove(workDir, { recursive: true });

@@ -14,6 +14,8 @@ export interface HotSpot {
   where: string;
   /** Percentage of all samples spent in the function itself. */
   selfPercent: number;
+  /** The caller most of those samples came through (`name (where)`). */
+  calledFrom: string;
 }
 
 interface ProfileNode {
@@ -22,8 +24,11 @@ interface ProfileNode {
   children?: number[];
 }
 
-interface CpuProfile {
+/** The part of a V8 `Profiler.stop` result this module reads. */
+export interface CpuProfile {
+  /** Call-tree nodes. */
   nodes: ProfileNode[];
+  /** The node id of each sample. */
   samples: number[];
 }
 
@@ -44,27 +49,51 @@ function shortUrl(url: string): string {
  */
 export function hotSpots(profile: CpuProfile, top: number): HotSpot[] {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-  const counts = new Map<string, HotSpot & { samples: number }>();
+  const parentOf = new Map<number, number>();
+  for (const node of profile.nodes) {
+    for (const child of node.children ?? []) parentOf.set(child, node.id);
+  }
+  const describe = (id: number | undefined) => {
+    const frame = id === undefined ? undefined : byId.get(id)?.callFrame;
+    if (!frame) return { name: "(root)", where: "" };
+    return {
+      name: frame.functionName || "(anonymous)",
+      where: frame.url === ""
+        ? ""
+        : `${shortUrl(frame.url)}:${frame.lineNumber + 1}`,
+    };
+  };
+  const counts = new Map<
+    string,
+    {
+      name: string;
+      where: string;
+      samples: number;
+      parents: Map<string, number>;
+    }
+  >();
   for (const id of profile.samples) {
-    const frame = byId.get(id)!.callFrame;
-    const name = frame.functionName || "(anonymous)";
-    const where = frame.url === ""
-      ? ""
-      : `${shortUrl(frame.url)}:${frame.lineNumber + 1}`;
+    const { name, where } = describe(id);
     const key = `${name}@${where}`;
     const entry = counts.get(key) ??
-      { name, where, selfPercent: 0, samples: 0 };
+      { name, where, samples: 0, parents: new Map<string, number>() };
     entry.samples += 1;
+    const parent = describe(parentOf.get(id));
+    const parentKey = parent.where
+      ? `${parent.name} (${parent.where})`
+      : parent.name;
+    entry.parents.set(parentKey, (entry.parents.get(parentKey) ?? 0) + 1);
     counts.set(key, entry);
   }
   const total = profile.samples.length;
   return [...counts.values()]
     .sort((a, b) => b.samples - a.samples)
     .slice(0, top)
-    .map(({ name, where, samples }) => ({
+    .map(({ name, where, samples, parents }) => ({
       name,
       where,
       selfPercent: (100 * samples) / total,
+      calledFrom: [...parents.entries()].sort((a, b) => b[1] - a[1])[0][0],
     }));
 }
 

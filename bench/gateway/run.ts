@@ -51,6 +51,8 @@ export interface GatewayBenchOptions {
   workDir: string;
   /** Scratch directory on tmpfs for the second gateway's KV file. */
   tmpfsDir: string;
+  /** Where the raw CPU profile is written (open it in Chrome DevTools). */
+  profilePath: string;
 }
 
 /** Results at one upstream latency. */
@@ -74,7 +76,10 @@ export interface GatewayBenchResults {
   /** Why a target is missing from `ttft`, if one is. */
   ttftNotes: string[];
   /** Peak and sampled memory under load, MiB. */
-  memory: Record<"gateway" | "portkey", { peakMiB: number; maxRssMiB: number }>;
+  memory: Record<
+    "gateway" | "portkey",
+    { idleMiB: number; peakMiB: number; maxRssMiB: number }
+  >;
   /** Self-time hot spots of our gateway at saturation (0 ms upstream). */
   profile: HotSpot[];
   /** Throughput while profiled (the inspector slows it). */
@@ -96,8 +101,8 @@ export async function benchGateway(
 ): Promise<GatewayBenchResults> {
   const byLatency: LatencyResults[] = [];
   const memory = {
-    gateway: { peakMiB: 0, maxRssMiB: 0 },
-    portkey: { peakMiB: 0, maxRssMiB: 0 },
+    gateway: { idleMiB: 0, peakMiB: 0, maxRssMiB: 0 },
+    portkey: { idleMiB: 0, peakMiB: 0, maxRssMiB: 0 },
   };
   let ttft: Record<string, Percentiles> = {};
   const ttftNotes: string[] = [];
@@ -109,7 +114,6 @@ export async function benchGateway(
     const gateway = await startGatewayProcess(
       sim.openaiBase,
       `${options.workDir}/gateway-${upstreamMs}.kv`,
-      upstreamMs === 0 ? ["--inspect=127.0.0.1:0"] : [],
     );
     const gatewayTmpfs = await startGatewayProcess(
       sim.openaiBase,
@@ -117,6 +121,11 @@ export async function benchGateway(
     );
     const portkey = await startPortkeyProcess(options.nodeDir, freePort());
     const pids = { gateway: gateway.child.pid, portkey: portkey.child.pid };
+    if (upstreamMs === 0) {
+      for (const name of ["gateway", "portkey"] as const) {
+        memory[name].idleMiB = (await readMemory(pids[name])).rssMiB;
+      }
+    }
     const sampler = setInterval(async () => {
       for (const name of ["gateway", "portkey"] as const) {
         const { rssMiB } = await readMemory(pids[name]).catch(() => ({
@@ -204,15 +213,43 @@ export async function benchGateway(
           );
         }
 
-        log("gateway bench: CPU profile of the gateway at saturation");
-        const inspector = gateway.child.lines
-          .map((line) => line.match(/(ws:\/\/\S+)/)?.[1])
-          .find((url) => url !== undefined);
-        if (inspector) {
+        log("gateway bench: CPU profile of a separate gateway at saturation");
+        // A separate instance: the inspector adds its own work per fetch, so
+        // the measured gateway never runs with it.
+        const profiled = await startGatewayProcess(
+          sim.openaiBase,
+          `${options.workDir}/gateway-profiled.kv`,
+          ["--inspect=127.0.0.1:0"],
+        );
+        try {
+          const inspector = profiled.child.lines
+            .map((line) => line.match(/(ws:\/\/\S+)/)?.[1])
+            .find((url) => url !== undefined);
+          if (!inspector) {
+            throw new Error("The profiled gateway printed no inspector URL");
+          }
+          const request = {
+            ...requests.gateway,
+            url: `${profiled.url}/v1/chat/completions`,
+            headers: {
+              ...requests.gateway.headers,
+              authorization: `Bearer ${profiled.callerKey}`,
+            },
+          };
+          const load = (seconds: number) =>
+            runWrk(
+              request,
+              { connections: 64, durationS: seconds },
+              options.workDir,
+            );
+          await load(2);
           const raw = await profileDuring(inspector, async () => {
-            profiledRps = (await run("gateway", undefined, 4)).rps;
+            profiledRps = (await load(4)).rps;
           });
           profile = hotSpots(raw, 15);
+          await Deno.writeTextFile(options.profilePath, JSON.stringify(raw));
+        } finally {
+          await profiled.child.stop();
         }
       }
       for (const name of ["gateway", "portkey"] as const) {
