@@ -24,21 +24,22 @@ export interface ServerProcess {
 const LISTENING = /on (http:\/\/[^\s]+)/;
 
 /**
- * Spawns `deno run -A <script> <args>` with `MCP_PORT=0` and waits until it listens.
+ * Spawns `command args` with `MCP_PORT=0` and waits until it listens.
  *
- * @param script Path of the server's main module.
- * @param args Arguments, e.g. `["http"]`.
+ * @param command The executable: `Deno.execPath()`, or a compiled server.
+ * @param args Arguments, e.g. `["run", "-A", "main.ts", "http"]`.
  * @param timeoutMs How long to wait for the listening line.
  * @returns The running server.
  * @throws {Error} When the server exits or stays silent for `timeoutMs`.
  */
 export async function startServerProcess(
-  script: string,
+  command: string,
   args: string[],
   timeoutMs = 20_000,
 ): Promise<ServerProcess> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", script, ...args],
+  const commandLine = [command, ...args].join(" ");
+  const child = new Deno.Command(command, {
+    args,
     env: { MCP_PORT: "0", MCP_HOST: "127.0.0.1", NO_COLOR: "1" },
     stdin: "null",
     stdout: "null",
@@ -56,7 +57,9 @@ export async function startServerProcess(
       const found = LISTENING.exec(text);
       if (found) resolve(found[1]);
     }
-    reject(new Error(`Server "${script}" exited before listening:\n${text}`));
+    reject(
+      new Error(`Server "${commandLine}" exited before listening:\n${text}`),
+    );
   })();
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, fail) => {
@@ -64,7 +67,7 @@ export async function startServerProcess(
       () =>
         fail(
           new Error(
-            `Server "${script}" did not listen within ${timeoutMs} ms:\n${text}`,
+            `Server "${commandLine}" did not listen within ${timeoutMs} ms:\n${text}`,
           ),
         ),
       timeoutMs,

@@ -73,7 +73,12 @@ Deno.test({
 }, async () => {
   const controller = new AbortController();
   const deadline = setTimeout(() => controller.abort(), SUITE_TIMEOUT_MS);
-  const server = await startServerProcess(SERVER, ["http"]);
+  const server = await startServerProcess(Deno.execPath(), [
+    "run",
+    "-A",
+    SERVER,
+    "http",
+  ]);
   const results = await Deno.makeTempDir({ prefix: "mcpkit-conformance-" });
   try {
     const listing = await run(["list", "--server"], controller.signal);

@@ -13,7 +13,7 @@ export interface GameOptions {
   target?: number;
   /** Largest possible secret (the smallest is 1); default 100. */
   max?: number;
-  /** Guesses allowed; default 7 (enough for a binary search up to 128). */
+  /** Guesses allowed; default 7 (enough for a binary search up to 127). */
   maxGuesses?: number;
 }
 
