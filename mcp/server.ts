@@ -749,6 +749,7 @@ export class MCPServer extends McpServer {
           await runShutdownHooks(
             this.#shutdownHooks,
             this.shutdownTimeoutMs - (Date.now() - started),
+            this.shutdownTimeoutMs,
           );
           await closeWithin(running, CLOSE_TIMEOUT_MS);
           Deno.exit(0);
