@@ -55,6 +55,10 @@ function wrap(words: string[], columns: number): string[] {
   return lines;
 }
 
+function guessCount(count: number): string {
+  return `${count} ${count === 1 ? "guess" : "guesses"}`;
+}
+
 /**
  * The text the agent sees: range, budget and history, wrapped to `columns`.
  *
@@ -198,9 +202,9 @@ export function createTextGameServer(): TextGame {
     return {
       reward: status.solved ? 1 : 0,
       done: status.over,
-      content: status.solved
-        ? `Solved in ${status.history.length} guesses`
-        : `Not solved (${status.history.length} guesses made)`,
+      content: `${status.solved ? "Solved" : "Not solved"} after ${
+        guessCount(status.history.length)
+      }`,
       info: { guesses: status.history.length, maxGuesses: status.maxGuesses },
     };
   });
