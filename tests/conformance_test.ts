@@ -33,12 +33,15 @@ interface Check {
   errorMessage?: string;
 }
 
+/** Runs the CLI from `cwd`, outside the project, so it does not touch deno.lock. */
 async function run(
   args: string[],
+  cwd: string,
   signal: AbortSignal,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const output = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", CONFORMANCE, ...args],
+    cwd,
     env: { NO_COLOR: "1" },
     stdin: "null",
     signal,
@@ -81,7 +84,7 @@ Deno.test({
   ]);
   const results = await Deno.makeTempDir({ prefix: "mcpkit-conformance-" });
   try {
-    const listing = await run(["list", "--server"], controller.signal);
+    const listing = await run(["list", "--server"], results, controller.signal);
     const scenarios = [...listing.stdout.matchAll(/^\s+- (\S+)/gm)].map((m) =>
       m[1]
     );
@@ -90,15 +93,19 @@ Deno.test({
       `Expected the suite to list at least 30 server scenarios, got ${scenarios.length}`,
     );
 
-    const suite = await run([
-      "server",
-      "--suite",
-      "all",
-      "--url",
-      `${server.baseUrl}/mcp`,
-      "-o",
+    const suite = await run(
+      [
+        "server",
+        "--suite",
+        "all",
+        "--url",
+        `${server.baseUrl}/mcp`,
+        "-o",
+        results,
+      ],
       results,
-    ], controller.signal);
+      controller.signal,
+    );
     const summary = [
       ...suite.stdout.matchAll(/^[✓✗] (\S+): (\d+) passed, (\d+) failed$/gm),
     ];

@@ -130,7 +130,14 @@ Deno.test({
   try {
     // The same flags as `deno task compile:env`, with the output in a temp dir.
     const compiled = await new Deno.Command(Deno.execPath(), {
-      args: ["compile", "-A", "--output", binary, MAIN],
+      args: [
+        "compile",
+        "-A",
+        "--exclude-unused-npm",
+        "--output",
+        binary,
+        MAIN,
+      ],
       cwd: ROOT,
       env: { DENORT_BIN: DENORT_BIN! },
       stdin: "null",
