@@ -14,7 +14,7 @@ export interface ServerProcess {
   /** Everything the server wrote on stderr so far. */
   stderr(): string;
   /**
-   * Sends `signal` (default SIGTERM) and waits for the exit.
+   * Sends `signal` (default SIGTERM) and waits for the exit; SIGKILL after 15 s.
    *
    * @returns The exit status.
    */
@@ -22,6 +22,7 @@ export interface ServerProcess {
 }
 
 const LISTENING = /on (http:\/\/[^\s]+)/;
+const STOP_TIMEOUT_MS = 15_000;
 
 /**
  * Spawns `command args` with `MCP_PORT=0` and waits until it listens.
@@ -81,7 +82,16 @@ export async function startServerProcess(
       } catch {
         // already exited
       }
+      // A server that ignores the signal is killed, so a test cannot hang.
+      const killer = setTimeout(() => {
+        try {
+          child.kill("SIGKILL");
+        } catch {
+          // exited meanwhile
+        }
+      }, STOP_TIMEOUT_MS);
       const status = await child.status;
+      clearTimeout(killer);
       await drained;
       return status;
     })();
