@@ -64,6 +64,9 @@ class MessagesRelay implements StreamRelay {
   }
 
   event({ event, data }: SseEvent): string {
+    // Not JSON: dropped, as it would break the caller's client; the stream
+    // then ends incomplete, with the error event.
+    if (parseJson(data) === undefined) return "";
     if (event === "message_start" || event === "message_delta") {
       const parsed = parseJson(data) as {
         message?: { usage?: AnthropicUsage };
@@ -87,7 +90,9 @@ class MessagesRelay implements StreamRelay {
   }
 
   end(): string {
-    return passthroughEnd("messages", "anthropic", this.#complete);
+    const tail = passthroughEnd("messages", "anthropic", this.#complete);
+    if (tail) this.failure ??= "The stream ended before it was complete";
+    return tail;
   }
 }
 

@@ -70,6 +70,9 @@ class GeminiRelay implements StreamRelay {
     const chunk = parseJson(data) as
       | GeminiResponse & { error?: { message?: string } }
       | undefined;
+    // Not JSON: dropped, as it would break the caller's client; the stream
+    // then ends incomplete, with the error event.
+    if (chunk === undefined) return "";
     if (chunk?.usageMetadata) this.#usage = chunk.usageMetadata;
     if (chunk?.candidates?.some((c) => c.finishReason)) this.#complete = true;
     if (chunk?.error) {
@@ -82,6 +85,7 @@ class GeminiRelay implements StreamRelay {
 
   end(): string {
     const tail = passthroughEnd("gemini", "gemini", this.#complete);
+    if (tail) this.failure ??= "The stream ended before it was complete";
     if (!this.asArray) return tail;
     const error = tail === "" ? "" : (this.#sent++ === 0 ? "[" : ",\r\n") +
       tail.slice("data: ".length).trim();
