@@ -202,6 +202,10 @@ Deno.test("an upstream answering a body that is not JSON gives 502, or an in-str
       errorMessageOf(c.route, JSON.parse(streamedText), 502);
     } else {
       assert.equal(streamed.status, 200, `${label}: ${streamedText}`);
+      assert.ok(
+        !streamedText.includes("not json at all"),
+        `${label}: the garbage event is not relayed`,
+      );
       const events = await readSse(
         new Response(streamedText, { headers: streamed.headers }),
       );
