@@ -275,8 +275,11 @@ export function dnsRebindingGuard(boundHost: string): MiddlewareHandler {
         }, 403);
       }
       const origin = c.req.header("origin");
+      // `URL.parse` is null for an opaque origin such as `Origin: null`
+      // (sandboxed and file: pages): not a local host, so refused.
       if (
-        origin && !LOCAL_HOSTNAMES.has(hostnameOf(new URL(origin).host || ""))
+        origin &&
+        !LOCAL_HOSTNAMES.has(hostnameOf(URL.parse(origin)?.host ?? ""))
       ) {
         return c.json({ error: `Origin "${origin}" is not allowed` }, 403);
       }

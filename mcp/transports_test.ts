@@ -47,6 +47,9 @@ Deno.test("dnsRebindingGuard() rejects foreign Host and Origin headers on a loop
     });
     assert.equal(foreignOrigin.status, 403);
     await foreignOrigin.body?.cancel();
+    const opaqueOrigin = await request("/dev", { headers: { origin: "null" } });
+    assert.equal(opaqueOrigin.status, 403);
+    await opaqueOrigin.body?.cancel();
     const local = await request("/dev", {
       headers: { host: "localhost:8765", origin: "http://localhost:6274" },
     });
