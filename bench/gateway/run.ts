@@ -206,10 +206,13 @@ export async function benchGateway(
             ),
           );
         } catch (error) {
+          const cause = portkey.child.lines.find((line) =>
+            line.includes("TypeError")
+          );
           ttftNotes.push(
-            `Portkey: ${
-              (error as Error).message.slice(0, 200)
-            } (see BENCHMARKS.md)`,
+            `Portkey could not stream: ${
+              (error as Error).message.slice(0, 160)
+            }; its log: \`${cause?.trim() ?? "no TypeError logged"}\``,
           );
         }
 
