@@ -135,7 +135,12 @@ function addCall(client: Client, tool = "add"): Call {
   };
 }
 
-/** Times sequential calls, the contenders taking turns in rounds of 50. */
+/**
+ * Times sequential calls, the contenders taking turns in rounds of 50. The
+ * order rotates every round: a contender that always ran right after the
+ * Node server measured slower (the Node process still busy on the shared
+ * cores), so a fixed order is a bias.
+ */
 async function timeInRounds<K extends string>(
   calls: Record<K, Call>,
   count: number,
@@ -145,8 +150,9 @@ async function timeInRounds<K extends string>(
   for (const name of names) {
     for (let i = 0; i < 100; i++) await calls[name]();
   }
-  for (let done = 0; done < count; done += 50) {
-    for (const name of names) {
+  for (let done = 0, round = 0; done < count; done += 50, round++) {
+    const shift = round % names.length;
+    for (const name of [...names.slice(shift), ...names.slice(0, shift)]) {
       for (let i = 0; i < 50; i++) {
         const start = performance.now();
         await calls[name]();
