@@ -362,7 +362,7 @@ export function renderReport(
     "## Machine",
     "",
     ...f.machine.map((line) => `- ${line}`),
-    `- Load average before the run: \`${f.loadBefore}\`; after: \`${f.loadAfter}\`. Other engineers were running test suites on the same two cores during the run, so absolute figures carry noise; every comparison is side by side, with the targets taking turns at each step.`,
+    `- Load average before the run: \`${f.loadBefore}\`; after: \`${f.loadAfter}\`. The two cores are shared with other engineers' work (test suites come and go), and wrk, the simulator and the target all run on them, so absolute figures carry noise; every comparison is side by side, with the targets taking turns at each step.`,
     "",
     "## Versions",
     "",

@@ -76,6 +76,8 @@ async function writeOutputs(run: RunResults): Promise<void> {
     `${ROOT}BENCHMARKS.md`,
     renderReport(run, closingNote, CHART),
   );
+  // The report is checked by `deno fmt --check` with the rest of the repository.
+  await runText(Deno.execPath(), ["fmt", "--quiet", `${ROOT}BENCHMARKS.md`]);
 }
 
 if (import.meta.main) {
