@@ -37,10 +37,14 @@ export class DenoStdioTransport implements Transport {
   readonly #input: ReadableStream<Uint8Array>;
   readonly #output: WritableStream<Uint8Array>;
   readonly #decoder = new TextDecoder();
+  readonly #encoder = new TextEncoder();
   #line: Uint8Array[] = [];
   #lineBytes = 0;
   #skippingLine = false;
   #reader?: ReadableStreamDefaultReader<Uint8Array>;
+  // One writer for the transport's life: its writes keep their order, and a
+  // writer per message cost more than the message (bench/mcp).
+  #writer?: WritableStreamDefaultWriter<Uint8Array>;
   #writes: Promise<void> = Promise.resolve();
   #closed = false;
 
@@ -111,11 +115,14 @@ export class DenoStdioTransport implements Transport {
       this.#skippingLine = false;
       return;
     }
-    const bytes = new Uint8Array(this.#lineBytes);
-    let offset = 0;
-    for (const part of this.#line) {
-      bytes.set(part, offset);
-      offset += part.length;
+    let bytes = this.#line[0] ?? new Uint8Array();
+    if (this.#line.length > 1) {
+      bytes = new Uint8Array(this.#lineBytes);
+      let offset = 0;
+      for (const part of this.#line) {
+        bytes.set(part, offset);
+        offset += part.length;
+      }
     }
     this.#line = [];
     this.#lineBytes = 0;
@@ -143,15 +150,10 @@ export class DenoStdioTransport implements Transport {
    * @param message The message to send.
    */
   send(message: JSONRPCMessage): Promise<void> {
-    const bytes = new TextEncoder().encode(serializeMessage(message));
-    this.#writes = this.#writes.then(async () => {
-      const writer = this.#output.getWriter();
-      try {
-        await writer.write(bytes);
-      } finally {
-        writer.releaseLock();
-      }
-    });
+    this.#writer ??= this.#output.getWriter();
+    this.#writes = this.#writer.write(
+      this.#encoder.encode(serializeMessage(message)),
+    );
     return this.#writes;
   }
 
@@ -161,6 +163,7 @@ export class DenoStdioTransport implements Transport {
     this.#closed = true;
     await this.#reader?.cancel().catch(() => {});
     await this.#writes.catch(() => {});
+    this.#writer?.releaseLock();
     this.#line = [];
     this.onclose?.();
   }
