@@ -75,6 +75,16 @@ export interface GatewayProcess {
 }
 
 /**
+ * The `deno run` flags of `deno task start`, so the bench runs the gateway
+ * exactly as users do (the V8 tuning included).
+ */
+async function startTaskFlags(): Promise<string[]> {
+  const config = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`));
+  const words = (config.tasks.start as string).split(/\s+/);
+  return words.slice(words.indexOf("-A") + 1, words.indexOf("gateway/main.ts"));
+}
+
+/**
  * Creates a funded caller in a fresh KV file, then starts `gateway/main.ts`
  * on that file in front of the simulator, with a pool of four OpenAI keys
  * under per-key limits.
@@ -96,7 +106,13 @@ export async function startGatewayProcess(
   });
   kv.close();
   const { child, match } = await spawnChild(Deno.execPath(), {
-    args: ["run", "-A", ...extraDenoFlags, `${ROOT}gateway/main.ts`],
+    args: [
+      "run",
+      "-A",
+      ...await startTaskFlags(),
+      ...extraDenoFlags,
+      `${ROOT}gateway/main.ts`,
+    ],
     cwd: ROOT,
     env: {
       PORT: "0",
