@@ -69,14 +69,30 @@ function defaultCode(status: number): string {
   }
 }
 
-function openAIType(status: number): string {
+/** Error categories of the OpenAI convention. */
+export type OpenAIErrorType =
+  | "invalid_request_error"
+  | "authentication_error"
+  | "insufficient_quota"
+  | "permission_error"
+  | "not_found_error"
+  | "rate_limit_error"
+  | "server_error";
+
+/**
+ * The OpenAI error type for an HTTP status.
+ *
+ * @param status HTTP status.
+ * @returns The matching type; 5xx and unknown statuses are `server_error`.
+ */
+export function openAIErrorType(status: number): OpenAIErrorType {
   if (status === 401) return "authentication_error";
   if (status === 402) return "insufficient_quota";
   if (status === 403) return "permission_error";
   if (status === 404) return "not_found_error";
   if (status === 429) return "rate_limit_error";
-  if (status >= 500) return "server_error";
-  return "invalid_request_error";
+  if (status >= 400 && status < 500) return "invalid_request_error";
+  return "server_error";
 }
 
 function anthropicType(status: number): string {
@@ -152,7 +168,7 @@ export function errorBody(
       return {
         error: {
           message: error.message,
-          type: openAIType(error.status),
+          type: openAIErrorType(error.status),
           param: error.param,
           code: error.code,
         },

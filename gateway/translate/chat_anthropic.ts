@@ -6,6 +6,7 @@
  * @module
  */
 
+import { openAIErrorType } from "../errors.ts";
 import type { Usage } from "../types.ts";
 import {
   chatId,
@@ -25,7 +26,6 @@ import {
   chatError,
   type ChatErrorBody,
   type ChatErrorType,
-  chatErrorType,
   type ChatFinishReason,
   type ChatRequest,
   type ChatStreamOptions,
@@ -529,7 +529,7 @@ export function errorFromAnthropic(
     : `Upstream answered status "${status}"`;
   return chatError(
     message,
-    anthropicErrorTypes.get(upstreamType ?? "") ?? chatErrorType(status),
+    anthropicErrorTypes.get(upstreamType ?? "") ?? openAIErrorType(status),
     upstreamType ?? null,
   );
 }

@@ -7,6 +7,7 @@
  * @module
  */
 
+import { openAIErrorType } from "../errors.ts";
 import type { Usage } from "../types.ts";
 import {
   chatId,
@@ -28,7 +29,6 @@ import {
   chatError,
   type ChatErrorBody,
   type ChatErrorType,
-  chatErrorType,
   type ChatFinishReason,
   type ChatRequest,
   type ChatStreamOptions,
@@ -555,7 +555,7 @@ export function errorFromGemini(status: number, body: unknown): ChatErrorBody {
     : `Upstream answered status "${status}"`;
   return chatError(
     message,
-    geminiStatusTypes.get(googleStatus ?? "") ?? chatErrorType(code),
+    geminiStatusTypes.get(googleStatus ?? "") ?? openAIErrorType(code),
     googleStatus ?? null,
   );
 }

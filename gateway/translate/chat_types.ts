@@ -8,7 +8,7 @@
  */
 
 import { z } from "zod";
-import { GatewayError } from "../errors.ts";
+import { GatewayError, type OpenAIErrorType } from "../errors.ts";
 import type { Usage } from "../types.ts";
 
 /** A text part of a message's content. */
@@ -432,13 +432,7 @@ export interface ChatCompletionChunk {
 }
 
 /** Error categories of the OpenAI convention. */
-export type ChatErrorType =
-  | "invalid_request_error"
-  | "authentication_error"
-  | "permission_error"
-  | "not_found_error"
-  | "rate_limit_error"
-  | "server_error";
+export type ChatErrorType = OpenAIErrorType;
 
 /**
  * An error body in the OpenAI convention: the body of an error response, and
@@ -550,21 +544,6 @@ export function chatUsage(usage: Usage): ChatUsage {
     total_tokens: usage.inputTokens + usage.outputTokens,
     prompt_tokens_details: { cached_tokens: usage.cachedInputTokens },
   };
-}
-
-/**
- * The OpenAI error type for an HTTP status.
- *
- * @param status Upstream HTTP status.
- * @returns The matching error type; 5xx and unknown statuses are `server_error`.
- */
-export function chatErrorType(status: number): ChatErrorType {
-  if (status === 401) return "authentication_error";
-  if (status === 403) return "permission_error";
-  if (status === 404) return "not_found_error";
-  if (status === 429) return "rate_limit_error";
-  if (status >= 400 && status < 500) return "invalid_request_error";
-  return "server_error";
 }
 
 /**

@@ -7,7 +7,6 @@ import {
 import { fromGeminiResponse } from "./chat_gemini.ts";
 import {
   chatError,
-  chatErrorType,
   chatRequestSchema,
   chatUsage,
   isChatStreamError,
@@ -134,16 +133,6 @@ Deno.test("usageFromChat() and chatUsage() convert between the chat and gateway 
     outputTokens: 0,
     cachedInputTokens: 0,
   });
-});
-
-Deno.test("chatErrorType() maps HTTP statuses to OpenAI error types", () => {
-  assert.equal(chatErrorType(400), "invalid_request_error");
-  assert.equal(chatErrorType(413), "invalid_request_error");
-  assert.equal(chatErrorType(401), "authentication_error");
-  assert.equal(chatErrorType(403), "permission_error");
-  assert.equal(chatErrorType(404), "not_found_error");
-  assert.equal(chatErrorType(429), "rate_limit_error");
-  assert.equal(chatErrorType(503), "server_error");
 });
 
 Deno.test("isChatStreamError() tells the error event from a chunk", () => {
