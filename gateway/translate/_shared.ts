@@ -8,12 +8,18 @@
 import type { Usage } from "../types.ts";
 import {
   type ChatCompletionChunk,
+  chatError,
+  type ChatErrorBody,
   type ChatFinishReason,
   type ChatMessage,
   type ChatRequest,
+  type ChatStreamOptions,
+  type ChatStreamPiece,
+  type ChatStreamTranslator,
   type ChatTextPart,
   chatUsage,
   TranslationError,
+  type UpstreamEvent,
 } from "./chat_types.ts";
 
 /** The text of a string-or-text-parts content, parts joined without separator. */
@@ -170,5 +176,79 @@ export class ChunkBuilder {
       choices: [],
       usage: chatUsage(usage),
     };
+  }
+}
+
+/**
+ * What the translated streams share: an event that is not JSON fails the
+ * stream, nothing is emitted after a failure, and a stream that ends before
+ * its finish reason fails; otherwise it ends with the usage chunk when the
+ * caller asked for one. Subclasses translate one parsed event at a time.
+ */
+export abstract class ChatStreamBase implements ChatStreamTranslator {
+  protected readonly chunks: ChunkBuilder;
+  /** Set by the subclass once the upstream gave its finish reason. */
+  protected finished = false;
+  #failed = false;
+
+  constructor(options: ChatStreamOptions) {
+    this.chunks = new ChunkBuilder(options.model, options.includeUsage);
+  }
+
+  /** Tokens the upstream reported so far. */
+  abstract get usage(): Usage;
+
+  /** Whether an error event has been emitted. */
+  get failed(): boolean {
+    return this.#failed;
+  }
+
+  /**
+   * Translates one upstream event.
+   *
+   * @param event The server-sent event as `eventsource-parser` gives it.
+   * @returns The chat pieces to send, possibly none.
+   */
+  push(event: UpstreamEvent): ChatStreamPiece[] {
+    if (this.#failed) return [];
+    let data: unknown;
+    try {
+      data = JSON.parse(event.data);
+    } catch {
+      return this.fail(
+        chatError("Upstream sent a malformed stream event", "server_error"),
+      );
+    }
+    return this.translate(data, event);
+  }
+
+  /**
+   * Ends the stream.
+   *
+   * @returns The usage chunk when asked for, or an error event if the upstream stopped early.
+   */
+  finish(): ChatStreamPiece[] {
+    if (this.#failed) return [];
+    if (!this.finished) {
+      return this.fail(
+        chatError(
+          "Upstream stream ended before the answer was complete",
+          "server_error",
+        ),
+      );
+    }
+    return this.chunks.includeUsage ? [this.chunks.usage(this.usage)] : [];
+  }
+
+  /** Translates one parsed upstream event. */
+  protected abstract translate(
+    data: unknown,
+    event: UpstreamEvent,
+  ): ChatStreamPiece[];
+
+  /** Emits `error` as the stream's last piece. */
+  protected fail(error: ChatErrorBody): ChatStreamPiece[] {
+    this.#failed = true;
+    return [error];
   }
 }

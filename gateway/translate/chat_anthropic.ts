@@ -10,7 +10,7 @@ import { openAIErrorType } from "../errors.ts";
 import type { Usage } from "../types.ts";
 import {
   chatId,
-  ChunkBuilder,
+  ChatStreamBase,
   isHttpUrl,
   maxOutputTokens,
   nowSeconds,
@@ -28,9 +28,7 @@ import {
   type ChatErrorType,
   type ChatFinishReason,
   type ChatRequest,
-  type ChatStreamOptions,
   type ChatStreamPiece,
-  type ChatStreamTranslator,
   type ChatToolCall,
   chatUsage,
   type ChatUserPart,
@@ -564,50 +562,29 @@ interface StreamEvent {
  * console.log(stream.usage.inputTokens); // 5
  * ```
  */
-export class AnthropicChatStream implements ChatStreamTranslator {
-  #chunks: ChunkBuilder;
+export class AnthropicChatStream extends ChatStreamBase {
   #usage: AnthropicUsage = {};
   /** Anthropic content block index → chat tool call index and arguments seen so far. */
   #toolCalls = new Map<number, { index: number; arguments: string }>();
   #started = false;
-  #finished = false;
-  #failed = false;
-
-  /**
-   * Creates a translator for one call.
-   *
-   * @param options The caller's model id and whether it asked for a usage chunk.
-   */
-  constructor(options: ChatStreamOptions) {
-    this.#chunks = new ChunkBuilder(options.model, options.includeUsage);
-  }
 
   /** Tokens Anthropic reported so far. */
   get usage(): Usage {
     return usageFromAnthropic(this.#usage);
   }
 
-  /** Whether an error event has been emitted. */
-  get failed(): boolean {
-    return this.#failed;
-  }
-
   /**
-   * Translates one upstream event.
+   * Translates one parsed Anthropic event.
    *
-   * @param event The server-sent event as `eventsource-parser` gives it.
+   * @param parsed The event's data.
+   * @param event The event, for its name.
    * @returns The chat pieces to send, possibly none.
    */
-  push(event: UpstreamEvent): ChatStreamPiece[] {
-    if (this.#failed) return [];
-    let data: StreamEvent;
-    try {
-      data = JSON.parse(event.data);
-    } catch {
-      return this.#fail(
-        chatError("Upstream sent a malformed stream event", "server_error"),
-      );
-    }
+  protected translate(
+    parsed: unknown,
+    event: UpstreamEvent,
+  ): ChatStreamPiece[] {
+    const data = parsed as StreamEvent;
     switch (data.type ?? event.event) {
       case "message_start":
         return this.#start(data);
@@ -619,46 +596,28 @@ export class AnthropicChatStream implements ChatStreamTranslator {
         return this.#blockStop(data);
       case "message_delta":
         Object.assign(this.#usage, definedFields(data.usage));
-        this.#finished = true;
+        this.finished = true;
         return [
-          this.#chunks.delta(
+          this.chunks.delta(
             {},
             finishReasonFromAnthropic(data.delta?.stop_reason),
           ),
         ];
       case "error":
-        return this.#fail(errorFromAnthropic(500, data));
+        return this.fail(errorFromAnthropic(500, data));
       default:
         // ping, message_stop and event types added after this was written.
         return [];
     }
   }
 
-  /**
-   * Ends the stream.
-   *
-   * @returns The usage chunk when asked for, or an error event if Anthropic stopped early.
-   */
-  finish(): ChatStreamPiece[] {
-    if (this.#failed) return [];
-    if (!this.#finished) {
-      return this.#fail(
-        chatError(
-          "Upstream stream ended before the message was complete",
-          "server_error",
-        ),
-      );
-    }
-    return this.#chunks.includeUsage ? [this.#chunks.usage(this.usage)] : [];
-  }
-
   #start(data: StreamEvent): ChatStreamPiece[] {
     if (this.#started) return [];
     this.#started = true;
-    this.#chunks.id = chatId(data.message?.id);
+    this.chunks.id = chatId(data.message?.id);
     Object.assign(this.#usage, definedFields(data.message?.usage));
     return [
-      this.#chunks.delta({ role: "assistant", content: "", refusal: null }),
+      this.chunks.delta({ role: "assistant", content: "", refusal: null }),
     ];
   }
 
@@ -667,7 +626,7 @@ export class AnthropicChatStream implements ChatStreamTranslator {
     if (block?.type !== "tool_use" || data.index === undefined) return [];
     const index = this.#toolCalls.size;
     this.#toolCalls.set(data.index, { index, arguments: "" });
-    return [this.#chunks.delta({
+    return [this.chunks.delta({
       tool_calls: [{
         index,
         id: block.id,
@@ -680,14 +639,14 @@ export class AnthropicChatStream implements ChatStreamTranslator {
   #blockDelta(data: StreamEvent): ChatStreamPiece[] {
     const delta = data.delta;
     if (delta?.type === "text_delta" && delta.text) {
-      return [this.#chunks.delta({ content: delta.text })];
+      return [this.chunks.delta({ content: delta.text })];
     }
     if (delta?.type === "input_json_delta" && delta.partial_json) {
       const call = this.#toolCalls.get(data.index ?? -1);
       if (!call) return [];
       call.arguments += delta.partial_json;
       return [
-        this.#chunks.delta({
+        this.chunks.delta({
           tool_calls: [{
             index: call.index,
             function: { arguments: delta.partial_json },
@@ -705,15 +664,10 @@ export class AnthropicChatStream implements ChatStreamTranslator {
     if (!call || call.arguments !== "") return [];
     call.arguments = "{}";
     return [
-      this.#chunks.delta({
+      this.chunks.delta({
         tool_calls: [{ index: call.index, function: { arguments: "{}" } }],
       }),
     ];
-  }
-
-  #fail(error: ChatErrorBody): ChatStreamPiece[] {
-    this.#failed = true;
-    return [error];
   }
 }
 

@@ -11,7 +11,7 @@ import { openAIErrorType } from "../errors.ts";
 import type { Usage } from "../types.ts";
 import {
   chatId,
-  ChunkBuilder,
+  ChatStreamBase,
   isHttpUrl,
   maxOutputTokens,
   newToolCallId,
@@ -31,14 +31,11 @@ import {
   type ChatErrorType,
   type ChatFinishReason,
   type ChatRequest,
-  type ChatStreamOptions,
   type ChatStreamPiece,
-  type ChatStreamTranslator,
   type ChatToolCall,
   chatUsage,
   type ChatUserPart,
   TranslationError,
-  type UpstreamEvent,
 } from "./chat_types.ts";
 
 /** One part of Gemini content. */
@@ -576,66 +573,41 @@ export function errorFromGemini(status: number, body: unknown): ChatErrorBody {
  * console.log(pieces.length); // 2: the role chunk, then the text
  * ```
  */
-export class GeminiChatStream implements ChatStreamTranslator {
-  #chunks: ChunkBuilder;
+export class GeminiChatStream extends ChatStreamBase {
   #usage: GeminiUsageMetadata = {};
   #toolCalls = 0;
   #started = false;
-  #finished = false;
-  #failed = false;
-
-  /**
-   * Creates a translator for one call.
-   *
-   * @param options The caller's model id and whether it asked for a usage chunk.
-   */
-  constructor(options: ChatStreamOptions) {
-    this.#chunks = new ChunkBuilder(options.model, options.includeUsage);
-  }
 
   /** Tokens Gemini reported so far. */
   get usage(): Usage {
     return usageFromGemini(this.#usage);
   }
 
-  /** Whether an error event has been emitted. */
-  get failed(): boolean {
-    return this.#failed;
-  }
-
   /**
-   * Translates one upstream event.
+   * Translates one parsed Gemini chunk (a whole `GenerateContentResponse`).
    *
-   * @param event The server-sent event as `eventsource-parser` gives it.
+   * @param parsed The event's data.
    * @returns The chat pieces to send, possibly none.
    */
-  push(event: UpstreamEvent): ChatStreamPiece[] {
-    if (this.#failed) return [];
-    let data: GeminiResponse & { error?: unknown };
-    try {
-      data = JSON.parse(event.data);
-    } catch {
-      return this.#fail(
-        chatError("Upstream sent a malformed stream event", "server_error"),
-      );
-    }
-    if (data.error !== undefined) return this.#fail(errorFromGemini(500, data));
+  protected translate(parsed: unknown): ChatStreamPiece[] {
+    const data = parsed as GeminiResponse & { error?: unknown };
+    if (data.error !== undefined) return this.fail(errorFromGemini(500, data));
     if (data.usageMetadata) this.#usage = data.usageMetadata;
     const pieces: ChatStreamPiece[] = [];
     if (!this.#started) {
       this.#started = true;
-      this.#chunks.id = chatId(data.responseId);
+      this.chunks.id = chatId(data.responseId);
       pieces.push(
-        this.#chunks.delta({ role: "assistant", content: "", refusal: null }),
+        this.chunks.delta({ role: "assistant", content: "", refusal: null }),
       );
     }
     const candidate = data.candidates?.[0];
     for (const part of candidate?.content?.parts ?? []) {
       if (part.thought) continue;
-      if (part.text) pieces.push(this.#chunks.delta({ content: part.text }));
+      if (part.text) pieces.push(this.chunks.delta({ content: part.text }));
       if (part.functionCall) {
         const { id, function: fn, extra_content } = toolCallFromPart(part);
-        pieces.push(this.#chunks.delta({
+        pieces.push(this.chunks.delta({
           tool_calls: [{
             index: this.#toolCalls++,
             id,
@@ -649,35 +621,12 @@ export class GeminiChatStream implements ChatStreamTranslator {
     const blocked = candidate === undefined &&
       data.promptFeedback?.blockReason !== undefined;
     if (blocked || candidate?.finishReason) {
-      this.#finished = true;
+      this.finished = true;
       const reason = blocked
         ? "content_filter"
         : finishReasonFromGemini(candidate?.finishReason, this.#toolCalls > 0);
-      pieces.push(this.#chunks.delta({}, reason));
+      pieces.push(this.chunks.delta({}, reason));
     }
     return pieces;
-  }
-
-  /**
-   * Ends the stream.
-   *
-   * @returns The usage chunk when asked for, or an error event if Gemini stopped early.
-   */
-  finish(): ChatStreamPiece[] {
-    if (this.#failed) return [];
-    if (!this.#finished) {
-      return this.#fail(
-        chatError(
-          "Upstream stream ended before the answer was complete",
-          "server_error",
-        ),
-      );
-    }
-    return this.#chunks.includeUsage ? [this.#chunks.usage(this.usage)] : [];
-  }
-
-  #fail(error: ChatErrorBody): ChatStreamPiece[] {
-    this.#failed = true;
-    return [error];
   }
 }
