@@ -12,6 +12,7 @@
  * @module
  */
 
+import { asArray, isObject, type Json } from "./_json.ts";
 import {
   BadRequestError,
   type Dialect,
@@ -26,16 +27,6 @@ import {
   type ToolDeclaration,
 } from "./reply.ts";
 import { splitText } from "./tokens.ts";
-
-type Json = Record<string, unknown>;
-
-function isObject(value: unknown): value is Json {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function asArray(value: unknown): unknown[] {
-  return Array.isArray(value) ? value : [];
-}
 
 const STATUS_NAMES: Record<number, { status: string; message: string }> = {
   400: {

@@ -10,6 +10,7 @@
  * @module
  */
 
+import { asArray, isObject, type Json } from "./_json.ts";
 import {
   BadRequestError,
   type Dialect,
@@ -24,16 +25,6 @@ import {
   type ToolDeclaration,
 } from "./reply.ts";
 import { splitEvenly, splitText } from "./tokens.ts";
-
-type Json = Record<string, unknown>;
-
-function isObject(value: unknown): value is Json {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function asArray(value: unknown): unknown[] {
-  return Array.isArray(value) ? value : [];
-}
 
 const ERROR_KINDS: Record<
   number,
