@@ -680,7 +680,8 @@ function relayStream(
     onEvent(event) {
       // Every provider's events carry JSON (OpenAI's closing [DONE] aside);
       // anything else is garbage, never relayed: the stream ends in an error.
-      if (event.data !== "[DONE]" && parseJson(event.data) === undefined) {
+      const data = event.data === "[DONE]" ? event.data : parseJson(event.data);
+      if (data === undefined) {
         throw new GatewayError(
           502,
           `The ${upstream.lease.provider} provider sent a stream event that is not JSON`,
@@ -688,7 +689,7 @@ function relayStream(
         );
       }
       events++;
-      pending += relay.event(event);
+      pending += relay.event(event, data);
     },
   });
   const reader = upstream.response.body!.pipeThrough(new TextDecoderStream())

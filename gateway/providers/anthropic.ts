@@ -18,7 +18,6 @@ import {
   chatRequest,
   type Exchange,
   nestedErrorMessage,
-  parseJson,
   passthroughEnd,
   type Provider,
   type SseEvent,
@@ -63,28 +62,23 @@ class MessagesRelay implements StreamRelay {
     return usageFromAnthropic(this.#usage);
   }
 
-  event({ event, data }: SseEvent): string {
-    // Not JSON: dropped, as it would break the caller's client; the stream
-    // then ends incomplete, with the error event.
-    if (parseJson(data) === undefined) return "";
+  event({ event, data }: SseEvent, parsed: unknown): string {
+    const message = parsed as {
+      message?: { usage?: AnthropicUsage };
+      usage?: AnthropicUsage;
+      error?: { message?: string };
+    };
     if (event === "message_start" || event === "message_delta") {
-      const parsed = parseJson(data) as {
-        message?: { usage?: AnthropicUsage };
-        usage?: AnthropicUsage;
-      } | undefined;
       // message_delta's counts are cumulative and may repeat the input counts.
       this.#usage = {
         ...this.#usage,
-        ...(parsed?.message?.usage ?? parsed?.usage),
+        ...(message.message?.usage ?? message.usage),
       };
     } else if (event === "message_stop") {
       this.#complete = true;
     } else if (event === "error") {
       this.#complete = true;
-      this.failure =
-        (parseJson(data) as { error?: { message?: string } } | undefined)?.error
-          ?.message ??
-          "The provider reported an error";
+      this.failure = message.error?.message ?? "The provider reported an error";
     }
     return sseFrame(data, event);
   }

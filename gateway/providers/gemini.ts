@@ -20,7 +20,6 @@ import {
   chatRequest,
   type Exchange,
   nestedErrorMessage,
-  parseJson,
   passthroughEnd,
   type Provider,
   type SseEvent,
@@ -66,13 +65,8 @@ class GeminiRelay implements StreamRelay {
     return usageFromGemini(this.#usage);
   }
 
-  event({ data }: SseEvent): string {
-    const chunk = parseJson(data) as
-      | GeminiResponse & { error?: { message?: string } }
-      | undefined;
-    // Not JSON: dropped, as it would break the caller's client; the stream
-    // then ends incomplete, with the error event.
-    if (chunk === undefined) return "";
+  event({ data }: SseEvent, parsed: unknown): string {
+    const chunk = parsed as GeminiResponse & { error?: { message?: string } };
     if (chunk?.usageMetadata) this.#usage = chunk.usageMetadata;
     if (chunk?.candidates?.some((c) => c.finishReason)) this.#complete = true;
     if (chunk?.error) {

@@ -12,7 +12,6 @@ import {
   type Exchange,
   nestedErrorMessage,
   NO_USAGE,
-  parseJson,
   passthroughEnd,
   type Provider,
   type SseEvent,
@@ -55,8 +54,7 @@ export function chatPassthrough(call: CallInput): Exchange {
 }
 
 // A stream is complete once its terminal event arrives; one that ends before
-// (or sends an event that is not JSON, which is dropped rather than relayed to
-// break the caller's client) ends with the route's in-stream error instead.
+// ends with the route's in-stream error instead.
 class ChatRelay implements StreamRelay {
   usage: Usage = NO_USAGE;
   failure?: string;
@@ -69,19 +67,16 @@ class ChatRelay implements StreamRelay {
     this.#provider = provider;
   }
 
-  event({ data }: SseEvent): string {
+  event({ data }: SseEvent, parsed: unknown): string {
     if (data === "[DONE]") {
       this.#complete = true;
       return sseFrame(data);
     }
-    const chunk = parseJson(data) as
-      | {
-        usage?: ChatUsage | null;
-        choices?: unknown[];
-        error?: { message?: string };
-      }
-      | undefined;
-    if (chunk === undefined) return "";
+    const chunk = parsed as {
+      usage?: ChatUsage | null;
+      choices?: unknown[];
+      error?: { message?: string };
+    };
     if (chunk?.error) {
       this.failure = chunk.error.message ?? "The provider reported an error";
     }
@@ -150,26 +145,23 @@ class ResponsesRelay implements StreamRelay {
   failure?: string;
   #complete = false;
 
-  event({ event, data }: SseEvent): string {
-    if (parseJson(data) === undefined) return "";
+  event({ event, data }: SseEvent, parsed: unknown): string {
+    const body = parsed as {
+      response?: { usage?: ResponsesUsage; error?: { message?: string } };
+      message?: string;
+    };
     // Usage arrives once, on the terminal event (completed, incomplete or failed).
     if (
       event === "response.completed" || event === "response.incomplete" ||
       event === "response.failed"
     ) {
       this.#complete = true;
-      const parsed = parseJson(data) as {
-        response?: { usage?: ResponsesUsage; error?: { message?: string } };
-      };
-      this.usage = usageFromResponses(parsed?.response?.usage);
+      this.usage = usageFromResponses(body?.response?.usage);
       if (event === "response.failed") {
-        this.failure = parsed?.response?.error?.message ??
-          "The response failed";
+        this.failure = body?.response?.error?.message ?? "The response failed";
       }
     } else if (event === "error") {
-      this.failure =
-        (parseJson(data) as { message?: string } | undefined)?.message ??
-          "The provider reported an error";
+      this.failure = body?.message ?? "The provider reported an error";
     }
     return sseFrame(data, event);
   }

@@ -6,10 +6,10 @@
  * @module
  */
 import { GatewayError, streamErrorFrame } from "../errors.ts";
+import type { ChatStreamBase } from "../translate/_shared.ts";
 import {
   type ChatRequest,
   chatRequestSchema,
-  type ChatStreamTranslator,
   TranslationError,
 } from "../translate/chat_types.ts";
 import type { CatalogEntry, ProviderName, RouteName, Usage } from "../types.ts";
@@ -42,8 +42,12 @@ export interface CallInput {
 
 /** Turns one upstream stream into the caller's SSE text. */
 export interface StreamRelay {
-  /** SSE text to send for one upstream event ("" to send nothing). */
-  event(event: SseEvent): string;
+  /**
+   * SSE text to send for one upstream event ("" to send nothing). The call
+   * pipeline parses each event once and refuses one that is not JSON, so
+   * `data` is the event's parsed JSON (or the string `"[DONE]"`).
+   */
+  event(event: SseEvent, data: unknown): string;
   /** SSE text to send once the upstream ended: a usage chunk, `[DONE]`, or an error if it ended early. */
   end(): string;
   /** Usage reported so far; billed even if the caller leaves early. */
@@ -174,12 +178,12 @@ export function chatRequest(call: CallInput): ChatRequest {
  * @returns The relay.
  */
 export function translatedChatRelay(
-  translator: ChatStreamTranslator,
+  translator: ChatStreamBase,
 ): StreamRelay {
   const frames = (pieces: unknown[]) =>
     pieces.map((piece) => sseFrame(JSON.stringify(piece))).join("");
   return {
-    event: (event) => frames(translator.push(event)),
+    event: (event, data) => frames(translator.pushParsed(data, event)),
     end: () => {
       const tail = frames(translator.finish());
       return translator.failed ? tail : tail + sseFrame("[DONE]");

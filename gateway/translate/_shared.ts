@@ -219,6 +219,18 @@ export abstract class ChatStreamBase implements ChatStreamTranslator {
         chatError("Upstream sent a malformed stream event", "server_error"),
       );
     }
+    return this.pushParsed(data, event);
+  }
+
+  /**
+   * Translates one upstream event whose data the caller already parsed.
+   *
+   * @param data The event's parsed JSON.
+   * @param event The event, for its name.
+   * @returns The chat pieces to send, possibly none.
+   */
+  pushParsed(data: unknown, event: UpstreamEvent): ChatStreamPiece[] {
+    if (this.#failed) return [];
     return this.translate(data, event);
   }
 
