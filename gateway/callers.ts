@@ -21,13 +21,8 @@
 import { createHash } from "node:crypto";
 import { randomId } from "./_ids.ts";
 import { commitWithRetry } from "./_kv_retry.ts";
-import { addOpeningBalanceWrites, balance } from "./credits.ts";
-import {
-  balanceKey,
-  callerByHashKey,
-  callerKey,
-  callersPrefix,
-} from "./kv_keys.ts";
+import { addOpeningBalanceWrites, ownedBalance } from "./credits.ts";
+import { callerByHashKey, callerKey, callersPrefix } from "./kv_keys.ts";
 import type { Caller, CallerAuthenticator } from "./types.ts";
 
 /** Every caller key starts with this. */
@@ -54,7 +49,7 @@ export interface CallerInfo {
   id: string;
   /** Human name. */
   name: string;
-  /** Spendable balance, micro-USD. */
+  /** What the caller owns, micro-USD: the balance plus what leases hold (see `ownedBalance`). */
   balanceMicros: number;
   /** Epoch ms of creation. */
   createdAt: number;
@@ -144,12 +139,9 @@ export async function getCaller(
   kv: Deno.Kv,
   callerId: string,
 ): Promise<CallerInfo | null> {
-  const [record, current] = await kv.getMany<[CallerRecord, number]>([
-    callerKey(callerId),
-    balanceKey(callerId),
-  ]);
+  const record = await kv.get<CallerRecord>(callerKey(callerId));
   if (record.value === null) return null;
-  return toInfo(record.value, current.value ?? 0);
+  return toInfo(record.value, await ownedBalance(kv, callerId));
 }
 
 /**
@@ -163,7 +155,9 @@ export async function listCallers(kv: Deno.Kv): Promise<CallerInfo[]> {
   for await (
     const entry of kv.list<CallerRecord>({ prefix: callersPrefix() })
   ) {
-    callers.push(toInfo(entry.value, await balance(kv, entry.value.id)));
+    callers.push(
+      toInfo(entry.value, await ownedBalance(kv, entry.value.id)),
+    );
   }
   return callers.sort((a, b) =>
     a.createdAt - b.createdAt || a.id.localeCompare(b.id)

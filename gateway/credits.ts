@@ -1,18 +1,24 @@
 /**
  * Credits: one balance per caller in integer micro-USD (1 USD = 1 000 000),
- * reservations held before a call is forwarded, settlement after it, and a
- * ledger with one entry per money movement, all in Deno KV.
+ * credit leases each gateway process takes reservations from, settlement
+ * after each call, and a ledger with one entry per money movement, all in
+ * Deno KV.
  *
- * Invariant, at every commit: the sum of a caller's ledger entries equals their
- * balance plus what their open reservations hold. A reservation moves money out
- * of the spendable balance (no ledger entry); settling returns it and debits
- * the real cost (one `"charge"` entry); a top-up is one `"topup"` entry.
+ * Invariant, at every commit: the sum of a caller's ledger entries equals
+ * their balance plus what their open leases hold. A lease moves money out of
+ * the spendable balance into a record of one process (no ledger entry); the
+ * process takes reservations from it in memory, with no commit, and grows it
+ * by one commit only when it falls short. Settling debits the real cost from
+ * the lease (one `"charge"` entry); an unused lease goes back to the balance
+ * when its caller is idle, on `flush()`, or, when its process died, through
+ * the sweep. A top-up is one `"topup"` entry.
  *
- * On the request path there is one commit before forwarding
- * ({@linkcode Billing.reserve}) and one after ({@linkcode Billing.settle}:
- * release, debit, ledger entry and trace together). Operations of one caller
- * that wait while a commit runs share the next commit (group commit), and
- * {@linkcode Billing.settleSoon} queues a settlement without waiting for it.
+ * On the request path there is at most one commit before forwarding
+ * ({@linkcode Billing.reserve}: none while the lease covers the call) and one
+ * after ({@linkcode Billing.settle}: debit, ledger entry and trace together).
+ * Operations of one caller that wait while a commit runs share the next
+ * commit (group commit), and {@linkcode Billing.settleSoon} queues a
+ * settlement without waiting for it.
  *
  * @example Reserve, then settle
  * ```ts
@@ -45,10 +51,14 @@ import { commitWithRetry } from "./_kv_retry.ts";
 import {
   balanceKey,
   callerKey,
+  leaseExpiryEnd,
+  leaseExpiryKey,
+  leaseExpiryPrefix,
+  leaseKey,
+  leasesPrefix,
   ledgerKey,
   ledgerPrefix,
   reservationExpiryEnd,
-  reservationExpiryKey,
   reservationExpiryPrefix,
   reservationKey,
 } from "./kv_keys.ts";
@@ -180,7 +190,10 @@ export function maxCostMicros(
   );
 }
 
-/** A reservation as stored in KV. */
+/**
+ * A reservation as stored in KV: written when it settles, so it cannot settle
+ * twice. (Reservations opened before credit leases were also stored open.)
+ */
 export interface ReservationRecord {
   /** Reservation id. */
   id: string;
@@ -192,7 +205,7 @@ export interface ReservationRecord {
   createdAt: number;
   /** Epoch ms after which the sweep may release it. */
   expiresAt: number;
-  /** `open` holds money; `settled` was charged; `expired` was released by the sweep. */
+  /** `settled` was charged; `open` and `expired` are reservations from before credit leases. */
   state: "open" | "settled" | "expired";
 }
 
@@ -230,19 +243,51 @@ export interface LedgerEntry {
   cachedTokens?: number;
 }
 
+/** A credit lease as stored in KV. */
+export interface LeaseRecord {
+  /** Lease id. */
+  id: string;
+  /** The caller whose money it holds. */
+  callerId: string;
+  /** Amount held, micro-USD: the open reservations taken from it plus its unreserved part. */
+  amountMicros: number;
+  /** Epoch ms it was opened. */
+  createdAt: number;
+  /** Epoch ms after which the sweep may return it; every commit that changes it renews it. */
+  expiresAt: number;
+  /** `open` holds money; `expired` was returned to the balance by the sweep. */
+  state: "open" | "expired";
+}
+
 /** Options of {@linkcode createBilling}. */
 export interface BillingOptions {
-  /** How long a reservation stays open before the sweep may release it, ms. */
+  /** How long a reservation (and a lease no commit renewed) stays before the sweep may release it, ms. */
   reservationTtlMs?: number;
   /** How long a closed reservation is remembered, ms; settling it after that fails as unknown. */
   closedReservationRetentionMs?: number;
   /** How long trace records are kept, ms. */
   traceRetentionMs?: number;
+  /** How long a caller's lease waits after its last reserve or settle before its unreserved part goes back to the balance, ms. */
+  leaseIdleMs?: number;
+  /** How many calls of the latest reservation's size a lease takes ahead of demand; 0 takes only what a reservation lacks. */
+  leaseAheadCalls?: number;
   /** Clock, epoch ms; tests replace it. */
   now?: () => number;
   /** Where a write-behind settlement that finally failed is reported; defaults to a JSON line on stderr. */
   log?: (record: Record<string, unknown>) => void;
 }
+
+/** Default time a caller's lease waits after its last reserve or settle before it is returned: 1 second. */
+export const DEFAULT_LEASE_IDLE_MS = 1_000;
+
+/** Default number of calls of the latest reservation's size a lease takes ahead of demand. */
+export const DEFAULT_LEASE_AHEAD_CALLS = 32;
+
+// A lease takes ahead of demand at most this share of what the balance holds
+// after the reservations it serves, so a few processes sharing a small
+// balance never strand it in their leases: near the end every lease takes
+// exactly what its reservation lacks, and settles give the rest back.
+const LEASE_AHEAD_SHARE = 0.25;
 
 function assertMicros(name: string, value: number): void {
   if (!Number.isSafeInteger(value) || value < 0) {
@@ -254,23 +299,48 @@ function assertMicros(name: string, value: number): void {
 
 // Group commit: one caller's queued operations share one atomic. Deno KV
 // allows 100 checks, 1000 mutations and 819 200 bytes of mutations per
-// atomic (checked on Deno 2.9). A batch takes one check per operation plus
-// the balance's (97 at most: the count is exact, not an estimate), at most
-// six mutations per settle (576), and by a generous estimate of its bytes
-// stays under 512 KiB; an atomic refused for its size is split in halves.
+// atomic (checked on Deno 2.9). A batch takes one check per settle plus the
+// balance's and the lease's (98 at most), at most nine mutations per settle
+// (864), and by a generous estimate of its bytes stays under 512 KiB; an
+// atomic refused for its size is split in halves.
 const MAX_BATCH_OPERATIONS = 96;
 const MAX_BATCH_BYTES = 512 * 1024;
 const RESERVE_BYTES = 512;
 const SETTLE_BYTES = 2_048;
-/** Most open reservations an instance remembers; settles of the others read KV. */
-const MAX_REMEMBERED_RESERVATIONS = 10_000;
-/** Rounds a write-behind settlement gets before it is logged and left to the sweep. */
+/** Rounds a write-behind settlement gets before it is logged and dropped. */
 const SETTLE_SOON_ROUNDS = 3;
 
 /** A job's result: a value, or an error; `final` errors are not worth retrying. */
 type Outcome<T> =
   | { ok: true; value: T }
   | { ok: false; error: unknown; final: boolean };
+
+/** A reservation this instance took from one of its leases, until its settle commits. */
+interface OpenReservation {
+  id: string;
+  callerId: string;
+  leaseId: string;
+  /** What it holds of the lease; once its settle is queued, the part of the cost the lease pays for it. */
+  amountMicros: number;
+  createdAt: number;
+  settling: boolean;
+}
+
+/** A caller's lease in this instance. */
+interface HeldLease {
+  /** The record as last committed. */
+  entry: Deno.KvEntry<LeaseRecord>;
+  /** The part of the amount that is not free: open reservations, queued charges, amounts being returned. */
+  heldMicros: number;
+}
+
+/** What a settle claimed of its reservation before it was queued. */
+interface Claim {
+  /** The reservation, when this instance opened it; else KV tells why it cannot settle. */
+  open?: OpenReservation;
+  /** The part of the cost the reservation's hold pays. */
+  earmarkMicros: number;
+}
 
 interface ReserveJob {
   kind: "reserve";
@@ -281,7 +351,8 @@ interface ReserveJob {
 interface SettleJob {
   kind: "settle";
   settlement: Settlement;
-  /** What a write-behind settle told its caller it adds to the balance; 0 for `settle()`. */
+  claim: Claim;
+  /** What a write-behind settle told its caller it adds to the balance beyond its hold; 0 for `settle()`. */
   projectedDeltaMicros: number;
   bytes: number;
   done: (outcome: Outcome<{ balanceMicros: number }>) => void;
@@ -292,16 +363,32 @@ interface BalanceJob {
   done: (outcome: Outcome<number>) => void;
 }
 
-type Job = ReserveJob | SettleJob | BalanceJob;
+/** `grow` tops the lease up ahead of demand; `return` gives its unreserved part back. */
+interface LeaseJob {
+  kind: "grow" | "return";
+  done: (outcome: Outcome<unknown>) => void;
+}
 
-/** One caller's queue in this process. */
+type Job = ReserveJob | SettleJob | BalanceJob | LeaseJob;
+
+/** One caller's queue and lease in this process. */
 interface Lane {
   jobs: Job[];
   draining: boolean;
-  /** The balance after this process's latest commit or read for the caller. */
+  /** The KV balance after this process's latest commit or read for the caller. */
   knownMicros?: number;
-  /** What queued write-behind settles will add to `knownMicros`. */
+  /** What queued write-behind settles will add to the balance beyond their holds. */
   pendingDeltaMicros: number;
+  lease?: HeldLease;
+  /** The latest reservation's amount: a lease grows by multiples of it. */
+  callMicros: number;
+  growing: boolean;
+  lastActivity: number;
+  idleTimer?: ReturnType<typeof setTimeout>;
+}
+
+function freeMicros(lease: HeldLease | undefined): number {
+  return lease ? lease.entry.value.amountMicros - lease.heldMicros : 0;
 }
 
 function jobBytes(job: Job): number {
@@ -338,12 +425,18 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
   return result;
 }
 
-/** {@linkcode Billing} over Deno KV. */
+function ok<T>(value: T): Outcome<T> {
+  return { ok: true, value };
+}
+
+/** {@linkcode Billing} over Deno KV, reserving from per-caller leases in memory. */
 class KvBilling implements Billing {
   readonly #kv: Deno.Kv;
   readonly #reservationTtlMs: number;
   readonly #closedRetentionMs: number;
   readonly #traceRetentionMs: number | undefined;
+  readonly #leaseIdleMs: number;
+  readonly #leaseAheadCalls: number;
   readonly #now: () => number;
   readonly #log: (record: Record<string, unknown>) => void;
   // One queue per caller: in-process concurrency waits its turn instead of
@@ -354,10 +447,9 @@ class KvBilling implements Billing {
   readonly #lanes = new Map<string, Lane>();
   readonly #behind = new Set<Promise<void>>();
   readonly #drains = new Set<Promise<void>>();
-  // Reservations this instance opened, as committed: a settle checks the
-  // remembered versionstamp instead of reading the record first. If the
-  // sweep changed it meanwhile the check fails and the retry reads KV.
-  readonly #opened = new Map<string, Deno.KvEntry<ReservationRecord>>();
+  // Reservations live only here until they settle: a lease in KV holds
+  // their money, and a crash returns it with the lease (the sweep).
+  readonly #open = new Map<string, OpenReservation>();
 
   constructor(kv: Deno.Kv, options: BillingOptions) {
     this.#kv = kv;
@@ -366,6 +458,9 @@ class KvBilling implements Billing {
     this.#closedRetentionMs = options.closedReservationRetentionMs ??
       DEFAULT_CLOSED_RESERVATION_RETENTION_MS;
     this.#traceRetentionMs = options.traceRetentionMs;
+    this.#leaseIdleMs = options.leaseIdleMs ?? DEFAULT_LEASE_IDLE_MS;
+    this.#leaseAheadCalls = options.leaseAheadCalls ??
+      DEFAULT_LEASE_AHEAD_CALLS;
     this.#now = options.now ?? Date.now;
     this.#log = options.log ??
       ((record) => console.error(JSON.stringify(record)));
@@ -373,6 +468,10 @@ class KvBilling implements Billing {
 
   reserve(callerId: string, amountMicros: number): Promise<ReserveResult> {
     assertMicros("reservation amount", amountMicros);
+    const lane = this.#lane(callerId);
+    this.#touch(callerId, lane);
+    const fromLease = this.#reserveFromLease(callerId, lane, amountMicros);
+    if (fromLease) return Promise.resolve(fromLease);
     return this.#submit<ReserveResult>(
       callerId,
       (done) => ({ kind: "reserve", amountMicros, done }),
@@ -381,31 +480,50 @@ class KvBilling implements Billing {
 
   settle(settlement: Settlement): Promise<{ balanceMicros: number }> {
     assertMicros("cost", settlement.costMicros);
-    return this.#submitSettle(settlement, 0).then(unwrap);
+    const claim = this.#claim(settlement);
+    if (claim instanceof Error) return Promise.reject(claim);
+    return this.#submitSettle(settlement, claim, 0).then((outcome) => {
+      if (!outcome.ok) this.#abandon(claim);
+      return unwrap(outcome);
+    });
   }
 
   settleSoon(settlement: Settlement): { balanceMicros: number } {
     assertMicros("cost", settlement.costMicros);
-    const { reservation, costMicros } = settlement;
-    const lane = this.#lane(reservation.callerId);
-    // The balance once everything this process queued has committed; the
-    // hold comes back and the cost goes out, never below zero, as in #attempt.
-    const before = (lane.knownMicros ?? 0) + lane.pendingDeltaMicros;
-    const delta = reservation.amountMicros -
-      Math.min(costMicros, before + reservation.amountMicros);
+    const lane = this.#lane(settlement.reservation.callerId);
+    const claim = this.#claim(settlement);
+    // The balance once everything this process queued has committed: the
+    // hold's unspent part is back in the lease already; the cost above the
+    // hold comes out, never below zero, as in #attempt.
+    const before = (lane.knownMicros ?? 0) + lane.pendingDeltaMicros +
+      freeMicros(lane.lease);
+    if (claim instanceof Error) {
+      this.#logLostSettle(settlement, claim);
+      return { balanceMicros: before };
+    }
+    const delta = -Math.min(
+      settlement.costMicros - claim.earmarkMicros,
+      Math.max(0, before),
+    );
     lane.pendingDeltaMicros += delta;
-    const done = this.#settleBehind(lane, settlement, delta);
+    const done = this.#settleBehind(lane, settlement, claim, delta);
     this.#behind.add(done);
     done.finally(() => this.#behind.delete(done));
     return { balanceMicros: before + delta };
   }
 
   async flush(): Promise<void> {
-    // Also waits for awaited operations still queued (a stream settling as
-    // the server shuts down), so the KV can be closed after it.
-    while (this.#behind.size > 0 || this.#drains.size > 0) {
-      await Promise.all([...this.#behind, ...this.#drains]);
+    await this.#idle();
+    const returns: Promise<void>[] = [];
+    for (const [callerId, lane] of this.#lanes) {
+      clearTimeout(lane.idleTimer);
+      lane.idleTimer = undefined;
+      if (freeMicros(lane.lease) > 0) {
+        returns.push(this.#returnLease(callerId));
+      }
     }
+    await Promise.all(returns);
+    await this.#idle();
   }
 
   recordTrace(trace: TraceRecord): Promise<void> {
@@ -424,25 +542,164 @@ class KvBilling implements Billing {
       .then(unwrap);
   }
 
+  /** Waits for every queued settle and operation, so the KV can be closed after it. */
+  async #idle(): Promise<void> {
+    while (this.#behind.size > 0 || this.#drains.size > 0) {
+      await Promise.all([...this.#behind, ...this.#drains]);
+    }
+  }
+
+  /** The money a lease takes ahead of demand when the balance holds `balanceMicros`. */
+  #aheadMicros(callMicros: number, balanceMicros: number): number {
+    if (callMicros <= 0 || balanceMicros <= 0) return 0;
+    const calls = Math.min(
+      this.#leaseAheadCalls,
+      Math.floor(LEASE_AHEAD_SHARE * balanceMicros / callMicros),
+    );
+    return callMicros * calls;
+  }
+
+  /** Takes a reservation from the caller's lease in memory, or `undefined` when the lease cannot cover it. */
+  #reserveFromLease(
+    callerId: string,
+    lane: Lane,
+    amountMicros: number,
+  ): ReserveResult | undefined {
+    const lease = lane.lease;
+    if (!lease || amountMicros > freeMicros(lease)) return undefined;
+    // A lease no commit renewed for half its lifetime could be swept before
+    // the call ends; reserving through KV renews it.
+    const renewBy = lease.entry.value.expiresAt - this.#reservationTtlMs / 2;
+    if (this.#now() > renewBy) return undefined;
+    lease.heldMicros += amountMicros;
+    const id = randomId("rs_", 16);
+    this.#open.set(id, {
+      id,
+      callerId,
+      leaseId: lease.entry.value.id,
+      amountMicros,
+      createdAt: this.#now(),
+      settling: false,
+    });
+    lane.callMicros = amountMicros;
+    const known = lane.knownMicros ?? 0;
+    const free = freeMicros(lease);
+    if (!lane.growing && free < this.#aheadMicros(amountMicros, known) / 2) {
+      lane.growing = true;
+      this.#submit(callerId, (done) => ({ kind: "grow", done })).then(
+        (outcome) => {
+          lane.growing = false;
+          if (!outcome.ok) this.#logLeaseFailure(callerId, "grow", outcome);
+        },
+      );
+    }
+    return {
+      ok: true,
+      reservation: { id, callerId, amountMicros },
+      balanceMicros: known + lane.pendingDeltaMicros + free,
+    };
+  }
+
+  /**
+   * Marks the reservation as settling and gives the unspent part of its hold
+   * back to the lease, so reserves can use it before the settle commits.
+   */
+  #claim(settlement: Settlement): Claim | Error {
+    const { reservation, costMicros } = settlement;
+    const open = this.#open.get(reservation.id);
+    if (!open) return { earmarkMicros: 0 };
+    const refusal = settleRefusal(reservation, open.callerId, open.settling);
+    if (refusal) return refusal;
+    open.settling = true;
+    const lane = this.#lane(open.callerId);
+    this.#touch(open.callerId, lane);
+    const earmark = Math.min(costMicros, open.amountMicros);
+    if (lane.lease?.entry.value.id === open.leaseId) {
+      lane.lease.heldMicros -= open.amountMicros - earmark;
+    }
+    open.amountMicros = earmark;
+    return { open, earmarkMicros: earmark };
+  }
+
+  /** A settle that will never commit: its hold goes back to the lease, uncharged (the operator loses the charge, never the caller). */
+  #abandon(claim: Claim): void {
+    const open = claim.open;
+    if (!open || !this.#open.has(open.id)) return;
+    this.#open.delete(open.id);
+    const lease = this.#lanes.get(open.callerId)?.lease;
+    if (lease?.entry.value.id === open.leaseId) {
+      lease.heldMicros -= open.amountMicros;
+    }
+  }
+
+  #touch(callerId: string, lane: Lane): void {
+    lane.lastActivity = performance.now();
+    if (lane.idleTimer === undefined) {
+      this.#scheduleIdle(callerId, lane, this.#leaseIdleMs);
+    }
+  }
+
+  #scheduleIdle(callerId: string, lane: Lane, delayMs: number): void {
+    const timer = setTimeout(() => {
+      lane.idleTimer = undefined;
+      const quietMs = performance.now() - lane.lastActivity;
+      if (quietMs < this.#leaseIdleMs) {
+        this.#scheduleIdle(callerId, lane, this.#leaseIdleMs - quietMs);
+      } else if (freeMicros(lane.lease) > 0) {
+        this.#returnLease(callerId);
+      }
+    }, delayMs);
+    // An idle caller's timer must not keep a process (or a test) alive.
+    Deno.unrefTimer(timer);
+    lane.idleTimer = timer;
+  }
+
+  async #returnLease(callerId: string): Promise<void> {
+    const outcome = await this.#submit(
+      callerId,
+      (done) => ({ kind: "return", done }),
+    );
+    if (!outcome.ok) this.#logLeaseFailure(callerId, "return", outcome);
+  }
+
+  #logLeaseFailure(
+    callerId: string,
+    what: "grow" | "return",
+    outcome: { error: unknown },
+  ): void {
+    // A KV closed under an idle timer: the lease stays until the sweep.
+    if (outcome.error instanceof Deno.errors.BadResource) return;
+    this.#log({
+      level: "warn",
+      message: `Lease ${what} failed: ${outcome.error}`,
+      callerId,
+    });
+  }
+
+  #logLostSettle(settlement: Settlement, error: unknown): void {
+    this.#log({
+      level: "error",
+      message:
+        `Settling reservation "${settlement.reservation.id}" failed; it is not charged: ${error}`,
+      requestId: settlement.trace.requestId,
+      callerId: settlement.reservation.callerId,
+    });
+  }
+
   async #settleBehind(
     lane: Lane,
     settlement: Settlement,
+    claim: Claim,
     delta: number,
   ): Promise<void> {
-    const { reservation } = settlement;
     for (let round = 1;; round++) {
-      const outcome = await this.#submitSettle(settlement, delta);
+      const outcome = await this.#submitSettle(settlement, claim, delta);
       if (outcome.ok) return;
       if (outcome.final || round >= SETTLE_SOON_ROUNDS) {
         // Committed batches drop their deltas themselves; this one never will.
         if (!outcome.final) lane.pendingDeltaMicros -= delta;
-        this.#log({
-          level: "error",
-          message:
-            `Settling reservation "${reservation.id}" failed; the sweep will release it: ${outcome.error}`,
-          requestId: settlement.trace.requestId,
-          callerId: reservation.callerId,
-        });
+        this.#abandon(claim);
+        this.#logLostSettle(settlement, outcome.error);
         return;
       }
     }
@@ -450,6 +707,7 @@ class KvBilling implements Billing {
 
   #submitSettle(
     settlement: Settlement,
+    claim: Claim,
     projectedDeltaMicros: number,
   ): Promise<Outcome<{ balanceMicros: number }>> {
     const bytes = SETTLE_BYTES + 2 * JSON.stringify(settlement.trace).length;
@@ -458,6 +716,7 @@ class KvBilling implements Billing {
       (done) => ({
         kind: "settle",
         settlement,
+        claim,
         projectedDeltaMicros,
         bytes,
         done,
@@ -468,7 +727,14 @@ class KvBilling implements Billing {
   #lane(callerId: string): Lane {
     let lane = this.#lanes.get(callerId);
     if (!lane) {
-      lane = { jobs: [], draining: false, pendingDeltaMicros: 0 };
+      lane = {
+        jobs: [],
+        draining: false,
+        pendingDeltaMicros: 0,
+        callMicros: 0,
+        growing: false,
+        lastActivity: 0,
+      };
       this.#lanes.set(callerId, lane);
     }
     return lane;
@@ -522,103 +788,190 @@ class KvBilling implements Billing {
   }
 
   /**
-   * One read-check-commit round for a batch: reads the balance once (and the
-   * reservations being settled), applies the jobs in order to a running
-   * balance exactly as one-at-a-time commits would, and writes the balance
-   * once with a check on what was read. Returns `null` when the commit lost.
+   * One read-check-commit round for a batch. Reads the balance once (and,
+   * on a retry, the lease; for settles of reservations this instance does
+   * not know, their records), applies the jobs in order to the balance and
+   * the lease's free part exactly as one-at-a-time commits would, then
+   * sizes the lease: grown ahead of demand, trimmed when settles left it far
+   * above that, emptied on `return`. Writes the balance (with a check) only
+   * when it moved or a decision rested on it, and the lease (with a check)
+   * only when it changed or is due for renewal; a batch of reserves the
+   * lease covers commits nothing. Returns `null` when the commit lost.
    */
   async #attempt(
     callerId: string,
     lane: Lane,
     batch: readonly Job[],
-    trustRemembered: boolean,
+    trusted: boolean,
   ): Promise<Outcome<unknown>[] | null> {
-    const settleIds = batch.flatMap((job) =>
-      job.kind === "settle" ? [job.settlement.reservation.id] : []
+    const unknownIds = batch.flatMap((job) =>
+      job.kind === "settle" && !job.claim.open
+        ? [job.settlement.reservation.id]
+        : []
     );
-    const stored = new Map<string, Deno.KvEntryMaybe<ReservationRecord>>();
-    const unread: string[] = [];
-    for (const id of settleIds) {
-      const remembered = trustRemembered ? this.#opened.get(id) : undefined;
-      if (remembered) stored.set(id, remembered);
-      else unread.push(id);
-    }
-    const [balance, ...reads] = await Promise.all([
+    const reread = trusted ? undefined : lane.lease?.entry.key;
+    const [balance, leaseRead, ...reads] = await Promise.all([
       this.#kv.get<number>(balanceKey(callerId)),
-      ...chunks(unread, 10).map((ids) =>
+      reread ? this.#kv.get<LeaseRecord>(reread) : undefined,
+      ...chunks(unknownIds, 10).map((ids) =>
         this.#kv.getMany<ReservationRecord[]>(ids.map(reservationKey))
       ),
     ]);
-    for (const entry of reads.flat()) stored.set(entry.key[1] as string, entry);
-    const opened: ReservationRecord[] = [];
-    const closing = new Set<string>();
-    let available = balance.value ?? 0;
-    let writes = 0;
-    const op = this.#kv.atomic().check(balance);
+    if (leaseRead && lane.lease) {
+      // Swept meanwhile: its money, reservations included, is back in the
+      // balance, so their settles charge the balance.
+      if (leaseRead.value?.state === "open") {
+        lane.lease.entry = leaseRead as Deno.KvEntry<LeaseRecord>;
+      } else lane.lease = undefined;
+    }
+    const stored = new Map<string, ReservationRecord | null>();
+    for (const entry of reads.flat()) {
+      stored.set(entry.key[1] as string, entry.value);
+    }
+
+    const lease = lane.lease;
+    const leaseId = lease?.entry.value.id;
+    const opening = balance.value ?? 0;
+    let available = opening;
+    let leased = lease?.entry.value.amountMicros ?? 0;
+    let free = freeMicros(lease);
+    // Added to the lease's held part while the commit runs, so reserves
+    // taken in memory meanwhile cannot spend it; undone either way.
+    let pending = 0;
+    let grantedMicros = 0;
+    let settledMicros = 0;
+    let balanceDecides = false;
+    let grew = false;
+    let wantsGrow = false;
+    let wantsReturn = false;
+    let settles = 0;
+    const granted: OpenReservation[] = [];
+    const closed: OpenReservation[] = [];
+    const op = this.#kv.atomic();
     const outcomes = batch.map((job): Outcome<unknown> => {
       switch (job.kind) {
         case "balance":
-          return { ok: true, value: available };
+          return ok(available + free);
+        case "grow":
+          wantsGrow = true;
+          return ok(undefined);
+        case "return":
+          wantsReturn = true;
+          return ok(undefined);
         case "reserve": {
-          if (balance.value === null || available < job.amountMicros) {
-            return { ok: true, value: { ok: false, balanceMicros: available } };
+          const amount = job.amountMicros;
+          if (balance.value === null || amount > available + free) {
+            return ok({ ok: false, balanceMicros: available + free });
           }
-          available -= job.amountMicros;
-          writes++;
-          return {
-            ok: true,
-            value: this.#addReserve(
-              op,
-              callerId,
-              job.amountMicros,
-              available,
-              opened,
-            ),
+          const fromBalance = Math.max(0, amount - free);
+          available -= fromBalance;
+          leased += fromBalance;
+          free += fromBalance - amount;
+          grew ||= fromBalance > 0;
+          pending += amount;
+          grantedMicros += amount;
+          lane.callMicros = amount;
+          const reservation: OpenReservation = {
+            id: randomId("rs_", 16),
+            callerId,
+            leaseId: "",
+            amountMicros: amount,
+            createdAt: this.#now(),
+            settling: false,
           };
+          granted.push(reservation);
+          return ok({
+            ok: true,
+            reservation: { id: reservation.id, callerId, amountMicros: amount },
+            balanceMicros: available + free,
+          });
         }
         case "settle": {
-          const entry = stored.get(job.settlement.reservation.id)!;
-          const refusal = settleRefusal(
-            job.settlement.reservation,
-            entry.value,
-            closing,
-          );
-          if (refusal) return { ok: false, error: refusal, final: true };
-          closing.add(entry.key[1] as string);
-          const held = entry.value!.state === "open"
-            ? entry.value!.amountMicros
-            : 0;
-          // A call can cost more than was reserved (the estimate was low); the
-          // balance never goes below zero, so the charge stops at what is there.
-          const charged = Math.min(job.settlement.costMicros, available + held);
-          available += held - charged;
-          writes++;
+          const { settlement, claim } = job;
+          const open = claim.open;
+          if (!open) {
+            // Not opened by this instance: settled already, or unknown.
+            const record = stored.get(settlement.reservation.id) ?? null;
+            const refusal = settleRefusal(
+              settlement.reservation,
+              record?.callerId ?? null,
+              true,
+            );
+            return { ok: false, error: refusal, final: true };
+          }
+          // The hold pays its part while its lease lives; what it does not
+          // cover comes from the lease's free part, then the balance, never
+          // below zero (a call can cost more than was reserved).
+          const fromHold = open.leaseId === leaseId ? claim.earmarkMicros : 0;
+          const rest = settlement.costMicros - fromHold;
+          const fromFree = Math.min(rest, free);
+          const fromBalance = Math.min(rest - fromFree, available);
+          balanceDecides ||= rest > fromFree;
+          free -= fromFree;
+          pending += fromFree;
+          leased -= fromHold + fromFree;
+          available -= fromBalance;
+          settledMicros += fromHold;
+          settles++;
+          closed.push(open);
           this.#addSettle(
             op,
-            entry as Deno.KvEntry<ReservationRecord>,
-            job.settlement,
-            charged,
+            open,
+            settlement,
+            fromHold + fromFree + fromBalance,
           );
-          return { ok: true, value: { balanceMicros: available } };
+          return ok({ balanceMicros: available + free });
         }
       }
     });
-    if (writes > 0) {
-      op.set(balanceKey(callerId), available);
-      const committed = await op.commit();
-      if (!committed.ok) return null;
-      for (const id of settleIds) this.#opened.delete(id);
-      for (const record of opened) {
-        if (this.#opened.size >= MAX_REMEMBERED_RESERVATIONS) break;
-        this.#opened.set(record.id, {
-          key: reservationKey(record.id),
-          value: record,
-          versionstamp: committed.versionstamp,
-        });
-      }
+
+    const ahead = this.#aheadMicros(lane.callMicros, available);
+    let moved = 0; // from the lease to the balance (negative: the other way)
+    if (wantsReturn) moved = free;
+    else if ((grew || wantsGrow) && free < ahead) moved = free - ahead;
+    else if (settles > 0 && free > 2 * ahead) moved = free - ahead;
+    if (balance.value === null) moved = Math.max(0, moved);
+    available += moved;
+    leased -= moved;
+    free -= moved;
+    if (moved > 0) pending += moved;
+
+    const now = this.#now();
+    const renewDue = lease !== undefined &&
+      now > lease.entry.value.expiresAt - this.#reservationTtlMs / 2;
+    const leaseChanges = leased !== (lease?.entry.value.amountMicros ?? 0) ||
+      renewDue;
+    const balanceChanges = available !== opening || balanceDecides;
+    let next: Deno.KvEntry<LeaseRecord> | null | undefined;
+    if (leaseChanges) next = this.#addLeaseWrites(op, callerId, lease, leased);
+    if (balanceChanges) {
+      op.check(balance).set(balanceKey(callerId), available);
     }
-    // Synchronously with the new balance, so settleSoon never counts a
+    if (leaseChanges || balanceChanges || settles > 0) {
+      if (lease) lease.heldMicros += pending;
+      let committed: Deno.KvCommitResult | Deno.KvCommitError;
+      try {
+        committed = await op.commit();
+      } finally {
+        if (lease) lease.heldMicros -= pending;
+      }
+      if (!committed.ok) return null;
+      if (next) next = { ...next, versionstamp: committed.versionstamp };
+    }
+
+    // Committed (or nothing to commit): the lease, its reservations and the
+    // known balance follow, synchronously, so settleSoon never counts a
     // committed settle twice.
+    if (next === null) lane.lease = undefined;
+    else if (next && lease) lease.entry = next;
+    else if (next) lane.lease = { entry: next, heldMicros: 0 };
+    if (lane.lease) lane.lease.heldMicros += grantedMicros - settledMicros;
+    const grantedFrom = lane.lease?.entry.value.id ?? "";
+    for (const reservation of granted) {
+      reservation.leaseId = grantedFrom;
+      this.#open.set(reservation.id, reservation);
+    }
+    for (const reservation of closed) this.#open.delete(reservation.id);
     lane.knownMicros = available;
     for (const job of batch) {
       if (job.kind === "settle") {
@@ -628,52 +981,71 @@ class KvBilling implements Billing {
     return outcomes;
   }
 
-  #addReserve(
+  /**
+   * Adds the writes that set the caller's lease to `amountMicros`, renewing
+   * its expiry: creates it, updates it, or deletes it when it holds nothing.
+   * Returns the new entry (versionstamp to be filled in), or `null` when
+   * deleted.
+   */
+  #addLeaseWrites(
     op: Deno.AtomicOperation,
     callerId: string,
+    lease: HeldLease | undefined,
     amountMicros: number,
-    remaining: number,
-    opened: ReservationRecord[],
-  ): ReserveResult {
+  ): Deno.KvEntry<LeaseRecord> | null {
     const now = this.#now();
-    const record: ReservationRecord = {
-      id: randomId("rs_", 16),
-      callerId,
-      amountMicros,
-      createdAt: now,
-      expiresAt: now + this.#reservationTtlMs,
-      state: "open",
-    };
-    op.check({ key: reservationKey(record.id), versionstamp: null })
-      .set(reservationKey(record.id), record)
-      .set(reservationExpiryKey(record.expiresAt, record.id), record.id);
-    opened.push(record);
-    return {
-      ok: true,
-      reservation: { id: record.id, callerId, amountMicros },
-      balanceMicros: remaining,
-    };
+    let record: LeaseRecord;
+    if (lease) {
+      const current = lease.entry.value;
+      op.check(lease.entry).delete(
+        leaseExpiryKey(current.expiresAt, callerId, current.id),
+      );
+      if (amountMicros === 0) {
+        op.delete(lease.entry.key);
+        return null;
+      }
+      record = {
+        ...current,
+        amountMicros,
+        expiresAt: now + this.#reservationTtlMs,
+      };
+    } else {
+      record = {
+        id: randomId("ls_", 16),
+        callerId,
+        amountMicros,
+        createdAt: now,
+        expiresAt: now + this.#reservationTtlMs,
+        state: "open",
+      };
+      op.check({ key: leaseKey(callerId, record.id), versionstamp: null });
+    }
+    const key = leaseKey(callerId, record.id);
+    op.set(key, record).set(
+      leaseExpiryKey(record.expiresAt, callerId, record.id),
+      record.id,
+    );
+    return { key, value: record, versionstamp: "" };
   }
 
   #addSettle(
     op: Deno.AtomicOperation,
-    stored: Deno.KvEntry<ReservationRecord>,
+    open: OpenReservation,
     settlement: Settlement,
     charged: number,
   ): void {
-    const { usage, trace } = settlement;
-    const record = stored.value;
+    const { usage, trace, reservation } = settlement;
     const time = this.#now();
     const entry: LedgerEntry = {
       id: monotonicId(time),
-      callerId: record.callerId,
+      callerId: open.callerId,
       kind: "charge",
       amountMicros: -charged,
       time,
       costMicros: settlement.costMicros,
       requestId: trace.requestId,
       traceId: trace.traceId,
-      reservationId: record.id,
+      reservationId: open.id,
       model: trace.model,
       route: trace.route,
       provider: trace.provider,
@@ -681,21 +1053,28 @@ class KvBilling implements Billing {
       outputTokens: usage.outputTokens,
       cachedTokens: usage.cachedInputTokens,
     };
-    op.check(stored)
-      .set(reservationKey(record.id), { ...record, state: "settled" }, {
+    // The closed reservation is remembered, so a second settle is refused
+    // even after this instance forgot it.
+    const closed: ReservationRecord = {
+      id: open.id,
+      callerId: open.callerId,
+      amountMicros: reservation.amountMicros,
+      createdAt: open.createdAt,
+      expiresAt: time + this.#closedRetentionMs,
+      state: "settled",
+    };
+    op.check({ key: reservationKey(open.id), versionstamp: null })
+      .set(reservationKey(open.id), closed, {
         expireIn: this.#closedRetentionMs,
       });
     // A failed call that cost nothing moved no money: its trace records it,
     // and the ledger keeps to charges (no entry for a refused call).
     if (charged > 0 || settlement.costMicros > 0 || trace.status < 400) {
-      op.set(ledgerKey(record.callerId, entry.id), entry);
-    }
-    if (record.state === "open") {
-      op.delete(reservationExpiryKey(record.expiresAt, record.id));
+      op.set(ledgerKey(open.callerId, entry.id), entry);
     }
     addTraceWrites(op, {
       ...trace,
-      callerId: record.callerId,
+      callerId: open.callerId,
       costMicros: charged,
     }, {
       retentionMs: this.#traceRetentionMs,
@@ -704,24 +1083,23 @@ class KvBilling implements Billing {
 }
 
 /**
- * Why a reservation cannot be settled, or `undefined` when it can.
- * `closing` holds the ids already settled earlier in the same batch.
+ * Why a reservation cannot be settled, or `undefined` when it can. `owner`
+ * is the caller this instance or KV knows it by (`null`: neither knows it);
+ * `closed` tells it is settling or settled already.
  */
 function settleRefusal(
   reservation: Reservation,
-  record: ReservationRecord | null,
-  closing: ReadonlySet<string>,
+  owner: string | null,
+  closed: boolean,
 ): Error | undefined {
   const cannot = `Cannot settle reservation "${reservation.id}"`;
-  if (record === null) return new Error(`${cannot}: it is unknown`);
-  if (record.callerId !== reservation.callerId) {
+  if (owner === null) return new Error(`${cannot}: it is unknown`);
+  if (owner !== reservation.callerId) {
     return new Error(
-      `${cannot}: it belongs to "${record.callerId}", not "${reservation.callerId}"`,
+      `${cannot}: it belongs to "${owner}", not "${reservation.callerId}"`,
     );
   }
-  if (record.state === "settled" || closing.has(record.id)) {
-    return new Error(`${cannot}: it is already settled`);
-  }
+  if (closed) return new Error(`${cannot}: it is already settled`);
   return undefined;
 }
 
@@ -732,11 +1110,18 @@ function unwrap<T>(outcome: Outcome<T>): T {
 
 /**
  * Creates the KV-backed {@linkcode Billing} the gateway calls on every request.
- * Create one per process and share it: it queues each caller's operations and
- * commits those that waited together, in one atomic per batch.
+ * Create one per process and share it: it keeps a lease per caller to take
+ * reservations from in memory, queues each caller's operations and commits
+ * those that waited together, in one atomic per batch. Call `flush()` before
+ * closing the KV, so unused leases go back to the balances.
+ *
+ * `balance(callerId)` is exact within this process: the KV balance plus the
+ * unreserved part of this process's lease. Other processes' unreserved
+ * leases are not in it until they return them (within `leaseIdleMs` of
+ * their caller's last call, at shutdown, or through the sweep).
  *
  * @param kv The gateway's KV.
- * @param options Reservation lifetime, trace retention, clock, log sink.
+ * @param options Reservation and lease lifetimes, lease sizing, trace retention, clock, log sink.
  * @returns The billing store.
  */
 export function createBilling(
@@ -747,7 +1132,9 @@ export function createBilling(
 }
 
 /**
- * A caller's spendable balance: what is left after open reservations.
+ * A caller's balance as KV holds it: what is left after the leases gateway
+ * processes hold. A process's `Billing.balance()` adds its own lease's
+ * unreserved part; once every lease is returned the two agree.
  *
  * @param kv The gateway's KV.
  * @param callerId The caller's id.
@@ -755,6 +1142,41 @@ export function createBilling(
  */
 export async function balance(kv: Deno.Kv, callerId: string): Promise<number> {
   return (await kv.get<number>(balanceKey(callerId))).value ?? 0;
+}
+
+/** How often {@linkcode ownedBalance} rereads when the balance moved while it read the leases. */
+const OWNED_BALANCE_READS = 5;
+
+/**
+ * What a caller owns: the KV balance plus what gateway processes' leases
+ * hold for them, the holds of calls in flight included. The admin API and
+ * CLI show this number; unlike a process's `Billing.balance()`, it is the
+ * same from every process.
+ *
+ * @param kv The gateway's KV.
+ * @param callerId The caller's id.
+ * @returns Micro-USD; 0 for an unknown caller.
+ */
+export async function ownedBalance(
+  kv: Deno.Kv,
+  callerId: string,
+): Promise<number> {
+  // A lease that grows or returns between the two reads moves the balance
+  // too: read again, so no money is counted twice or missed.
+  let owned = 0;
+  for (let read = 0; read < OWNED_BALANCE_READS; read++) {
+    const before = await kv.get<number>(balanceKey(callerId));
+    const leased = await leasedMicros(kv, callerId);
+    const after = await kv.get<number>(balanceKey(callerId));
+    owned = (after.value ?? 0) + leased;
+    if (before.versionstamp === after.versionstamp) break;
+  }
+  return owned;
+}
+
+async function leasedMicros(kv: Deno.Kv, callerId: string): Promise<number> {
+  const leases = await listLeases(kv, callerId);
+  return leases.reduce((sum, lease) => sum + lease.amountMicros, 0);
 }
 
 /**
@@ -793,13 +1215,15 @@ export function addOpeningBalanceWrites(
 /**
  * Adds credits to a caller's balance, or removes them with a negative amount
  * (an admin correction). A removal never takes the balance below zero: it
- * fails instead, so no entry half-applies and the ledger stays exact.
+ * fails instead, so no entry half-applies and the ledger stays exact. It can
+ * remove only what no lease holds (leases return within a second of the
+ * caller's last call).
  *
  * @param kv The gateway's KV.
  * @param callerId The caller's id.
  * @param amountMicros Signed amount, integer micro-USD.
  * @param now Epoch ms of the entry; defaults to now.
- * @returns The new balance, micro-USD.
+ * @returns What the caller owns now, micro-USD (see {@linkcode ownedBalance}).
  * @throws {Deno.errors.NotFound} When the caller does not exist (or was revoked).
  * @throws {RangeError} When the amount is not an integer, or would take the balance below zero.
  */
@@ -837,12 +1261,15 @@ export async function topUp(
       amountMicros,
       time: now,
     };
+    // A lease that grows or returns meanwhile moves the balance, so the
+    // check fails and this reads again.
+    const leased = await leasedMicros(kv, callerId);
     const committed = await kv.atomic()
       .check(caller, current)
       .set(balanceKey(callerId), next)
       .set(ledgerKey(callerId, entry.id), entry)
       .commit();
-    return committed.ok ? next : null;
+    return committed.ok ? next + leased : null;
   });
 }
 
@@ -870,23 +1297,26 @@ export async function listLedger(
 
 /** What one sweep released. */
 export interface SweepResult {
-  /** How many reservations were released. */
+  /** How many reservations and leases were released. */
   released: number;
   /** How much they held, micro-USD, now back in the balances. */
   releasedMicros: number;
 }
 
 /**
- * Releases reservations that expired before `now`: left open by a process
- * that crashed or hung between reserve and settle. Each release checks the
- * reservation's versionstamp, so a settle committing at the same moment wins
- * and the money is never returned twice. A settle arriving after the release
- * still charges its cost from the balance. Run it periodically (e.g. every
- * minute) in every gateway process; concurrent sweeps are safe.
+ * Releases leases and reservations that expired before `now`: left by a
+ * process that crashed or hung (a lease's expiry is renewed by every commit
+ * of its process that changes it, so a living one does not expire). Each
+ * release checks the record's versionstamp, so a settle committing at the
+ * same moment wins and the money is never returned twice. A settle arriving
+ * after the release still charges its cost from the balance. Run it
+ * periodically (e.g. every minute) in every gateway process; concurrent
+ * sweeps are safe. Reservations have their own records only when they
+ * were opened before credit leases; their release is kept for those.
  *
  * @param kv The gateway's KV.
- * @param now Epoch ms; reservations with an earlier expiry are released.
- * @param options `closedReservationRetentionMs`: how long the released reservation is remembered.
+ * @param now Epoch ms; leases and reservations with an earlier expiry are released.
+ * @param options `closedReservationRetentionMs`: how long a released record is remembered.
  * @returns What was released.
  */
 export async function sweepExpiredReservations(
@@ -897,46 +1327,119 @@ export async function sweepExpiredReservations(
   const retention = options.closedReservationRetentionMs ??
     DEFAULT_CLOSED_RESERVATION_RETENTION_MS;
   const result: SweepResult = { released: 0, releasedMicros: 0 };
+  const count = (released: number | false) => {
+    if (released === false) return;
+    result.released++;
+    result.releasedMicros += released;
+  };
+  const expiredLeases = kv.list<string>({
+    prefix: leaseExpiryPrefix(),
+    end: leaseExpiryEnd(now),
+  });
+  for await (const indexEntry of expiredLeases) {
+    count(await releaseLease(kv, indexEntry, retention));
+  }
   const expired = kv.list<string>({
     prefix: reservationExpiryPrefix(),
     end: reservationExpiryEnd(now),
   });
   for await (const indexEntry of expired) {
     const reservationId = indexEntry.value;
-    const released = await commitWithRetry(
-      `release of reservation "${reservationId}"`,
-      async () => {
-        const stored = await kv.get<ReservationRecord>(
-          reservationKey(reservationId),
-        );
-        const record = stored.value;
-        if (record === null || record.state !== "open") {
-          // Settled or released meanwhile; only the index entry is left over.
-          const cleaned = await kv.atomic().check(stored).delete(indexEntry.key)
+    count(
+      await commitWithRetry(
+        `release of reservation "${reservationId}"`,
+        async () => {
+          const stored = await kv.get<ReservationRecord>(
+            reservationKey(reservationId),
+          );
+          const record = stored.value;
+          if (record === null || record.state !== "open") {
+            // Settled or released meanwhile; only the index entry is left over.
+            const cleaned = await kv.atomic().check(stored).delete(
+              indexEntry.key,
+            ).commit();
+            return cleaned.ok ? false : null;
+          }
+          const current = await kv.get<number>(balanceKey(record.callerId));
+          const committed = await kv.atomic()
+            .check(stored, current)
+            .set(
+              balanceKey(record.callerId),
+              (current.value ?? 0) + record.amountMicros,
+            )
+            .set(reservationKey(record.id), { ...record, state: "expired" }, {
+              expireIn: retention,
+            })
+            .delete(indexEntry.key)
             .commit();
-          return cleaned.ok ? false : null;
-        }
-        const current = await kv.get<number>(balanceKey(record.callerId));
-        const committed = await kv.atomic()
-          .check(stored, current)
-          .set(
-            balanceKey(record.callerId),
-            (current.value ?? 0) + record.amountMicros,
-          )
-          .set(reservationKey(record.id), { ...record, state: "expired" }, {
-            expireIn: retention,
-          })
-          .delete(indexEntry.key)
-          .commit();
-        return committed.ok ? record.amountMicros : null;
-      },
+          return committed.ok ? record.amountMicros : null;
+        },
+      ),
     );
-    if (released !== false) {
-      result.released++;
-      result.releasedMicros += released;
-    }
   }
   return result;
+}
+
+/** Returns one expired lease to its caller's balance; `false` when it was no longer open. */
+function releaseLease(
+  kv: Deno.Kv,
+  indexEntry: Deno.KvEntry<string>,
+  retention: number,
+): Promise<number | false> {
+  const [, expiresAt, callerId, leaseId] = indexEntry.key as [
+    string,
+    number,
+    string,
+    string,
+  ];
+  return commitWithRetry(`release of lease "${leaseId}"`, async () => {
+    const [stored, current] = await kv.getMany<[LeaseRecord, number]>([
+      leaseKey(callerId, leaseId),
+      balanceKey(callerId),
+    ]);
+    const record = stored.value;
+    if (
+      record === null || record.state !== "open" ||
+      record.expiresAt !== expiresAt
+    ) {
+      // Returned, swept or renewed meanwhile; only the index entry is left over.
+      const cleaned = await kv.atomic().check(stored).delete(indexEntry.key)
+        .commit();
+      return cleaned.ok ? false : null;
+    }
+    const committed = await kv.atomic()
+      .check(stored, current)
+      .set(balanceKey(callerId), (current.value ?? 0) + record.amountMicros)
+      .set(stored.key, { ...record, state: "expired" }, {
+        expireIn: retention,
+      })
+      .delete(indexEntry.key)
+      .commit();
+    return committed.ok ? record.amountMicros : null;
+  });
+}
+
+/**
+ * A caller's open leases: money gateway processes hold to take reservations
+ * from. Each returns its unreserved part to the balance once its caller has
+ * been idle for a moment (`leaseIdleMs`), on `flush()`, or through the
+ * sweep when its process died.
+ *
+ * @param kv The gateway's KV.
+ * @param callerId The caller's id.
+ * @returns The open leases.
+ */
+export async function listLeases(
+  kv: Deno.Kv,
+  callerId: string,
+): Promise<LeaseRecord[]> {
+  const leases: LeaseRecord[] = [];
+  for await (
+    const entry of kv.list<LeaseRecord>({ prefix: leasesPrefix(callerId) })
+  ) {
+    if (entry.value.state === "open") leases.push(entry.value);
+  }
+  return leases;
 }
 
 /** The JSON body of `GET /credits`. */

@@ -5,15 +5,16 @@ import {
   costMicros,
   createBilling,
   creditsResponse,
+  type LeaseRecord,
+  listLeases,
   listLedger,
   maxCostMicros,
   microsToUsd,
-  type ReservationRecord,
   sweepExpiredReservations,
   topUp,
   usdToMicros,
 } from "./credits.ts";
-import { reservationKey } from "./kv_keys.ts";
+import { leaseExpiryPrefix, leasesPrefix } from "./kv_keys.ts";
 import { listTraces } from "./tracing.ts";
 import type { Reservation, Settlement, TraceRecord } from "./types.ts";
 
@@ -311,10 +312,12 @@ Deno.test("sweepExpiredReservations() releases a reservation its crashed process
       released: 0,
       releasedMicros: 0,
     });
-    const stored = await kv.get<ReservationRecord>(
-      reservationKey(held.reservation.id),
+    // The reservation's money was held by its lease: the lease is what expired.
+    const [stored] = await Array.fromAsync(
+      kv.list<LeaseRecord>({ prefix: leasesPrefix(caller.id) }),
     );
-    assert.equal(stored.value?.state, "expired");
+    assert.equal(stored.value.state, "expired");
+    assert.equal(stored.value.amountMicros, 4_000);
 
     // The process was only slow: its late settle still pays the real cost, once.
     await billing.settle(settlementFor(held.reservation, 1_500, "req_late"));
@@ -345,6 +348,9 @@ Deno.test("sweepExpiredReservations() racing settle() never returns the money tw
       ),
       sweepExpiredReservations(kv, now),
     ]);
+    // Whichever won, the lease (renewed by the settles, or swept) is
+    // returned by flush(); only then is the KV balance the whole balance.
+    await billing.flush();
     assert.equal(await balance(kv, caller.id), 1_000_000 - 20 * 700);
     assert.equal(await ledgerSum(kv, caller.id), 1_000_000 - 20 * 700);
   });
@@ -386,6 +392,8 @@ Deno.test("the ledger sums exactly to the balance change over mixed concurrent w
       );
     });
     await Promise.all(work);
+    // The ledger matches the KV balance once the lease is returned.
+    await billing.flush();
     const entries = await listLedger(kv, caller.id);
     const now = await balance(kv, caller.id);
     assert.ok(now >= 0);
@@ -528,6 +536,7 @@ Deno.test("settle() spreads concurrent settles too large for one atomic over sev
         trace: { ...settlement.trace, error: bulky },
       });
     }));
+    await billing.flush();
     assert.equal(await balance(kv, caller.id), 1_000_000 - 40 * 10);
     assert.equal(await ledgerSum(kv, caller.id), 1_000_000 - 40 * 10);
   });
@@ -554,5 +563,237 @@ Deno.test("a reservation whose write-behind settle never ran is released by the 
     });
     assert.equal(await balance(kv, caller.id), 10_000);
     assert.equal(await ledgerSum(kv, caller.id), 10_000);
+  });
+});
+
+/** A KV that counts commits, to tell which operations reach KV. */
+function countingKv(kv: Deno.Kv): { kv: Deno.Kv; commits: () => number } {
+  let commits = 0;
+  const proxy = new Proxy(kv, {
+    get(target, property) {
+      if (property === "atomic") {
+        return () => {
+          const op = target.atomic();
+          const commit = op.commit.bind(op);
+          op.commit = () => {
+            commits++;
+            return commit();
+          };
+          return op;
+        };
+      }
+      const value = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { kv: proxy, commits: () => commits };
+}
+
+Deno.test("reserve() takes reservations the lease covers in memory, without a KV commit", async () => {
+  await withKv(async (raw) => {
+    const caller = await createCaller(raw, {
+      name: "leased",
+      creditsMicros: 1_000_000,
+    });
+    const { kv, commits } = countingKv(raw);
+    const billing = createBilling(kv, { leaseAheadCalls: 8 });
+    const first = await billing.reserve(caller.id, 1_000);
+    assert.ok(first.ok);
+    // One commit moved the call's 1 000 and 8 calls ahead into the lease.
+    assert.equal(commits(), 1);
+    const [lease] = await listLeases(raw, caller.id);
+    assert.equal(lease.amountMicros, 9_000);
+    assert.equal(await balance(raw, caller.id), 991_000);
+    for (let i = 0; i < 3; i++) {
+      const held = await billing.reserve(caller.id, 1_000);
+      assert.ok(held.ok);
+      assert.equal(held.balanceMicros, 1_000_000 - (i + 2) * 1_000);
+    }
+    assert.equal(commits(), 1);
+    assert.equal(await billing.balance(caller.id), 996_000);
+    assert.equal(commits(), 1);
+    await billing.flush();
+  });
+});
+
+Deno.test("reserve() grows a lease that falls short by one commit, taking the shortfall and calls ahead", async () => {
+  await withKv(async (raw) => {
+    const caller = await createCaller(raw, {
+      name: "growing",
+      creditsMicros: 1_000_000,
+    });
+    const { kv, commits } = countingKv(raw);
+    const billing = createBilling(kv, { leaseAheadCalls: 2 });
+    assert.ok((await billing.reserve(caller.id, 1_000)).ok);
+    assert.equal((await listLeases(raw, caller.id))[0].amountMicros, 3_000);
+    // 2 000 free in the lease; the call needs 5 000: 3 000 short, plus two
+    // calls of 5 000 ahead.
+    const big = await billing.reserve(caller.id, 5_000);
+    assert.ok(big.ok);
+    assert.equal(big.balanceMicros, 994_000);
+    assert.equal(commits(), 2);
+    assert.equal((await listLeases(raw, caller.id))[0].amountMicros, 16_000);
+    assert.equal(await balance(raw, caller.id), 984_000);
+    // flush() returns the unreserved part; the lease keeps the two
+    // reservations' 6 000 until they settle.
+    await billing.flush();
+    assert.equal((await listLeases(raw, caller.id))[0].amountMicros, 6_000);
+    assert.equal(await balance(raw, caller.id), 994_000);
+  });
+});
+
+Deno.test("a lease takes nothing ahead when the balance covers few calls, so other processes can spend the rest", async () => {
+  await withKv(async (kv) => {
+    const caller = await createCaller(kv, {
+      name: "small",
+      creditsMicros: 10_000,
+    });
+    const billing = createBilling(kv);
+    assert.ok((await billing.reserve(caller.id, 3_000)).ok);
+    // A quarter of the 7 000 left is less than one call: the lease is exact.
+    assert.equal((await listLeases(kv, caller.id))[0].amountMicros, 3_000);
+    assert.equal(await balance(kv, caller.id), 7_000);
+    await billing.flush();
+  });
+});
+
+Deno.test("an idle caller's lease goes back to the balance and the ledger matches it", async () => {
+  await withKv(async (kv) => {
+    const caller = await createCaller(kv, {
+      name: "idle",
+      creditsMicros: 1_000_000,
+    });
+    const billing = createBilling(kv, { leaseIdleMs: 50 });
+    const held = await billing.reserve(caller.id, 5_000);
+    assert.ok(held.ok);
+    billing.settleSoon(settlementFor(held.reservation, 1_200, "req_idle"));
+    assert.equal((await listLeases(kv, caller.id)).length, 1);
+    const deadline = Date.now() + 2_000;
+    while ((await listLeases(kv, caller.id)).length > 0) {
+      assert.ok(Date.now() < deadline, "the idle lease was not returned");
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.equal(await balance(kv, caller.id), 998_800);
+    assert.equal(await ledgerSum(kv, caller.id), 998_800);
+    assert.equal(
+      (await Array.fromAsync(kv.list({ prefix: leaseExpiryPrefix() }))).length,
+      0,
+    );
+    await billing.flush();
+  });
+});
+
+Deno.test("sweepExpiredReservations() returns only the expired lease of a crashed process, and a late settle charges once", async () => {
+  await withKv(async (kv) => {
+    let now = 0;
+    const caller = await createCaller(kv, {
+      name: "two",
+      creditsMicros: 100_000,
+    });
+    const options = { reservationTtlMs: 1_000, now: () => now };
+    const crashed = createBilling(kv, options);
+    const alive = createBilling(kv, options);
+    const lost = await crashed.reserve(caller.id, 4_000);
+    assert.ok(lost.ok);
+    const [crashedLease] = await listLeases(kv, caller.id);
+    now = 900;
+    assert.ok((await alive.reserve(caller.id, 4_000)).ok);
+    now = 1_001;
+    assert.deepEqual(await sweepExpiredReservations(kv, now), {
+      released: 1,
+      releasedMicros: crashedLease.amountMicros,
+    });
+    const open = await listLeases(kv, caller.id);
+    assert.equal(open.length, 1);
+    assert.notEqual(open[0].id, crashedLease.id);
+    const before = await balance(kv, caller.id);
+    // The process was only slow: its settle finds the lease gone and
+    // charges the balance, once.
+    await crashed.settle(settlementFor(lost.reservation, 1_500, "req_late"));
+    assert.equal(await balance(kv, caller.id), before - 1_500);
+    await assert.rejects(
+      crashed.settle(settlementFor(lost.reservation, 1_500, "req_again")),
+      /already settled/,
+    );
+    await crashed.flush();
+    await alive.flush();
+    // The alive process's reservation still holds its 4 000.
+    assert.equal(await balance(kv, caller.id), 100_000 - 1_500 - 4_000);
+    assert.equal(await ledgerSum(kv, caller.id), 100_000 - 1_500);
+  });
+});
+
+Deno.test("two billing instances leasing one small balance never overspend, and every call it covers succeeds once leases return", async () => {
+  await withKv(async (kv) => {
+    const caller = await createCaller(kv, {
+      name: "contended",
+      creditsMicros: 20_000,
+    });
+    const instances = [
+      createBilling(kv, { leaseAheadCalls: 4 }),
+      createBilling(kv, { leaseAheadCalls: 4 }),
+    ];
+    let succeeded = 0;
+    let request = 0;
+    for (let round = 0; round < 50; round++) {
+      const results = await Promise.all(
+        instances.flatMap((billing) =>
+          Array.from({ length: 3 }, async () => {
+            const held = await billing.reserve(caller.id, 1_000);
+            if (!held.ok) return false;
+            await billing.settle(
+              settlementFor(held.reservation, 1_000, `req_${request++}`),
+            );
+            return true;
+          })
+        ),
+      );
+      succeeded += results.filter(Boolean).length;
+      if (!results.some(Boolean)) {
+        // Refused everywhere: give back what the leases hold, then try once more.
+        await Promise.all(instances.map((billing) => billing.flush()));
+        if (await balance(kv, caller.id) < 1_000) break;
+      }
+    }
+    assert.equal(succeeded, 20);
+    await Promise.all(instances.map((billing) => billing.flush()));
+    assert.equal(await balance(kv, caller.id), 0);
+    assert.equal(await ledgerSum(kv, caller.id), 0);
+    assert.deepEqual(await listLeases(kv, caller.id), []);
+  });
+});
+
+Deno.test("the ledger sums exactly to the balance once flush() returns the leases of several instances", async () => {
+  await withKv(async (kv) => {
+    const opening = 200_000;
+    const caller = await createCaller(kv, {
+      name: "exact",
+      creditsMicros: opening,
+    });
+    const instances = [createBilling(kv), createBilling(kv)];
+    let charged = 0;
+    let toppedUp = 0;
+    await Promise.all(Array.from({ length: 120 }, async (_, i) => {
+      if (i % 20 === 0) {
+        await topUp(kv, caller.id, 5_000);
+        toppedUp += 5_000;
+        return;
+      }
+      const billing = instances[i % 2];
+      const held = await billing.reserve(caller.id, 2_000 + (i % 7) * 100);
+      if (!held.ok) return;
+      const cost = (i * 613) % 2_500;
+      charged += cost;
+      const settlement = settlementFor(held.reservation, cost, `req_${i}`);
+      if (i % 3 === 0) await billing.settle(settlement);
+      else billing.settleSoon(settlement);
+    }));
+    await Promise.all(instances.map((billing) => billing.flush()));
+    assert.deepEqual(await listLeases(kv, caller.id), []);
+    const final = await balance(kv, caller.id);
+    assert.equal(await ledgerSum(kv, caller.id), final);
+    // Some costs were above their reservation; none took the balance below zero.
+    assert.ok(final >= 0);
+    assert.ok(opening + toppedUp - final <= charged);
   });
 });

@@ -11,6 +11,8 @@
  * | `["balances", callerId]` | spendable balance, integer micro-USD |
  * | `["reservations", reservationId]` | open or closed reservation |
  * | `["reservations_by_expiry", expiresAt, reservationId]` | open reservations, for the sweep |
+ * | `["leases", callerId, leaseId]` | money one gateway process holds to reserve from in memory |
+ * | `["leases_by_expiry", expiresAt, callerId, leaseId]` | open leases, for the sweep |
  * | `["ledger", callerId, entryId]` | one money movement; `entryId` sorts by time |
  * | `["traces", callerId, entryId]` | one trace record; `entryId` sorts by time |
  * | `["traces_by_trace_id", callerId, traceId, entryId]` | the same record, indexed by trace id |
@@ -101,6 +103,65 @@ export function reservationExpiryEnd(time: number): Deno.KvKey {
  */
 export function reservationExpiryPrefix(): Deno.KvKey {
   return ["reservations_by_expiry"];
+}
+
+/**
+ * The key of one credit lease: money a gateway process moved out of a
+ * caller's balance to take reservations from in memory.
+ *
+ * @param callerId The caller whose money it holds.
+ * @param leaseId The lease's id.
+ * @returns The KV key.
+ */
+export function leaseKey(callerId: string, leaseId: string): Deno.KvKey {
+  return ["leases", callerId, leaseId];
+}
+
+/**
+ * The prefix listing a caller's leases, or every lease without a caller.
+ *
+ * @param callerId The caller's public id; omitted for every caller.
+ * @returns The KV key prefix.
+ */
+export function leasesPrefix(callerId?: string): Deno.KvKey {
+  return callerId === undefined ? ["leases"] : ["leases", callerId];
+}
+
+/**
+ * The index entry of an open lease, ordered by expiry so the sweep reads only
+ * the expired ones.
+ *
+ * @param expiresAt Epoch ms after which the lease may be swept.
+ * @param callerId The caller whose money it holds.
+ * @param leaseId The lease's id.
+ * @returns The KV key.
+ */
+export function leaseExpiryKey(
+  expiresAt: number,
+  callerId: string,
+  leaseId: string,
+): Deno.KvKey {
+  return ["leases_by_expiry", expiresAt, callerId, leaseId];
+}
+
+/**
+ * The end (exclusive) of the lease expiry index for a sweep at `time`: every
+ * entry before it expired strictly before `time`.
+ *
+ * @param time Epoch ms of the sweep.
+ * @returns The KV key to end a list at.
+ */
+export function leaseExpiryEnd(time: number): Deno.KvKey {
+  return ["leases_by_expiry", time];
+}
+
+/**
+ * The prefix of the lease expiry index.
+ *
+ * @returns The KV key prefix.
+ */
+export function leaseExpiryPrefix(): Deno.KvKey {
+  return ["leases_by_expiry"];
 }
 
 /**

@@ -1,8 +1,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createCaller } from "../gateway/callers.ts";
-import { balance, listLedger, topUp } from "../gateway/credits.ts";
-import { reservationExpiryPrefix } from "../gateway/kv_keys.ts";
+import { balance, listLeases, listLedger, topUp } from "../gateway/credits.ts";
+import {
+  leaseExpiryPrefix,
+  reservationExpiryPrefix,
+} from "../gateway/kv_keys.ts";
 import { listTraces } from "../gateway/tracing.ts";
 
 const WORKER =
@@ -80,6 +83,12 @@ async function threeProcesses(workerArgs: string[]): Promise<void> {
     assert.equal(
       (await Array.fromAsync(kv.list({ prefix: reservationExpiryPrefix() })))
         .length,
+      0,
+    );
+    // Every worker returned its lease when it flushed.
+    assert.deepEqual(await listLeases(kv, caller.id), []);
+    assert.equal(
+      (await Array.fromAsync(kv.list({ prefix: leaseExpiryPrefix() }))).length,
       0,
     );
     assert.equal(
