@@ -92,12 +92,14 @@ async function startTaskFlags(): Promise<string[]> {
  * @param openaiBase The simulator's OpenAI base URL.
  * @param kvPath A KV file path that does not exist yet.
  * @param extraDenoFlags Flags for `deno run` (e.g. `--cpu-prof`).
+ * @param extraEnv More environment variables (e.g. `MALLOC_ARENA_MAX`).
  * @returns The process, URL and caller key.
  */
 export async function startGatewayProcess(
   openaiBase: string,
   kvPath: string,
   extraDenoFlags: string[] = [],
+  extraEnv: Record<string, string> = {},
 ): Promise<GatewayProcess> {
   const kv = await Deno.openKv(kvPath);
   const caller = await createCaller(kv, {
@@ -123,6 +125,7 @@ export async function startGatewayProcess(
       // Limits high enough never to bind, so the key pool's accounting runs on every call.
       OPENAI_RPM: "10000000",
       OPENAI_TPM: "1000000000",
+      ...extraEnv,
     },
     ready: /listening on (http:\/\/\S+)/,
   });
