@@ -399,11 +399,21 @@ function jobBytes(job: Job): number {
     : 0;
 }
 
-/** Takes the longest prefix of `jobs` that fits one atomic (always at least one job). */
+/** Whether a job asks the lease for money: a reserve, or growth ahead of demand. */
+function isDemand(job: Job): boolean {
+  return job.kind === "reserve" || job.kind === "grow";
+}
+
+/**
+ * Takes the longest prefix of `jobs` that fits one atomic (always at least
+ * one job); reserves at the front go alone, so their commit stays small.
+ */
 function takeBatch(jobs: Job[]): Job[] {
+  const demand = isDemand(jobs[0]);
   let count = 0;
   let bytes = 0;
   while (count < jobs.length && count < MAX_BATCH_OPERATIONS) {
+    if (isDemand(jobs[count]) !== demand) break;
     const next = jobBytes(jobs[count]);
     if (count > 0 && bytes + next > MAX_BATCH_BYTES) break;
     bytes += next;
@@ -470,11 +480,18 @@ class KvBilling implements Billing {
     assertMicros("reservation amount", amountMicros);
     const lane = this.#lane(callerId);
     this.#touch(callerId, lane);
-    const fromLease = this.#reserveFromLease(callerId, lane, amountMicros);
-    if (fromLease) return Promise.resolve(fromLease);
+    // Reserves in memory do not wait for KV, so write-behind settles could
+    // pile up faster than they commit: past a backlog of two full batches a
+    // reserve waits its turn behind them instead.
+    const backlog = lane.jobs.length >= 2 * MAX_BATCH_OPERATIONS;
+    if (!backlog) {
+      const fromLease = this.#reserveFromLease(callerId, lane, amountMicros);
+      if (fromLease) return Promise.resolve(fromLease);
+    }
     return this.#submit<ReserveResult>(
       callerId,
       (done) => ({ kind: "reserve", amountMicros, done }),
+      !backlog,
     ).then(unwrap);
   }
 
@@ -586,7 +603,7 @@ class KvBilling implements Billing {
     const free = freeMicros(lease);
     if (!lane.growing && free < this.#aheadMicros(amountMicros, known) / 2) {
       lane.growing = true;
-      this.#submit(callerId, (done) => ({ kind: "grow", done })).then(
+      this.#submit(callerId, (done) => ({ kind: "grow", done }), true).then(
         (outcome) => {
           lane.growing = false;
           if (!outcome.ok) this.#logLeaseFailure(callerId, "grow", outcome);
@@ -740,13 +757,24 @@ class KvBilling implements Billing {
     return lane;
   }
 
+  /**
+   * Queues a job for the caller's next batch. A reserve or growth `first`
+   * goes ahead of queued settles and balance reads (behind earlier ones of
+   * its kind): a settle's unspent hold is back in the lease already, so it
+   * only charges, and making a call wait for other calls' charges would put
+   * them back on its path.
+   */
   #submit<T>(
     callerId: string,
     job: (done: (outcome: Outcome<T>) => void) => Job,
+    first = false,
   ): Promise<Outcome<T>> {
     const lane = this.#lane(callerId);
     const { promise, resolve } = Promise.withResolvers<Outcome<T>>();
-    lane.jobs.push(job(resolve));
+    if (first) {
+      const at = lane.jobs.findIndex((queued) => !isDemand(queued));
+      lane.jobs.splice(at === -1 ? lane.jobs.length : at, 0, job(resolve));
+    } else lane.jobs.push(job(resolve));
     if (!lane.draining) {
       lane.draining = true;
       const drain = this.#drain(callerId, lane);
