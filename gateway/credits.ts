@@ -460,6 +460,7 @@ class KvBilling implements Billing {
   // Reservations live only here until they settle: a lease in KV holds
   // their money, and a crash returns it with the lease (the sweep).
   readonly #open = new Map<string, OpenReservation>();
+  #nextStaleCheck = 0;
 
   constructor(kv: Deno.Kv, options: BillingOptions) {
     this.#kv = kv;
@@ -650,9 +651,35 @@ class KvBilling implements Billing {
   }
 
   #touch(callerId: string, lane: Lane): void {
+    this.#releaseStale();
     lane.lastActivity = performance.now();
     if (lane.idleTimer === undefined) {
       this.#scheduleIdle(callerId, lane, this.#leaseIdleMs);
+    }
+  }
+
+  /**
+   * Detaches reservations open longer than the reservation lifetime from
+   * their lease, as the sweep releases a reservation of a crashed process:
+   * the lease gets their hold back, and a late settle charges the balance.
+   * Forgets them once a closed reservation would be forgotten too.
+   */
+  #releaseStale(): void {
+    const now = this.#now();
+    if (now < this.#nextStaleCheck) return;
+    this.#nextStaleCheck = now + Math.min(this.#reservationTtlMs / 4, 60_000);
+    for (const open of this.#open.values()) {
+      const age = now - open.createdAt;
+      if (age > this.#reservationTtlMs + this.#closedRetentionMs) {
+        this.#open.delete(open.id);
+      }
+      if (open.settling || open.leaseId === "") continue;
+      if (age <= this.#reservationTtlMs) continue;
+      const lease = this.#lanes.get(open.callerId)?.lease;
+      if (lease?.entry.value.id === open.leaseId) {
+        lease.heldMicros -= open.amountMicros;
+      }
+      open.leaseId = "";
     }
   }
 

@@ -797,3 +797,28 @@ Deno.test("the ledger sums exactly to the balance once flush() returns the lease
     assert.ok(opening + toppedUp - final <= charged);
   });
 });
+
+Deno.test("a reservation open past its lifetime goes back to the lease, and its late settle still charges once", async () => {
+  await withKv(async (kv) => {
+    let now = 0;
+    const caller = await createCaller(kv, {
+      name: "stale",
+      creditsMicros: 100_000,
+    });
+    const billing = createBilling(kv, {
+      reservationTtlMs: 1_000,
+      now: () => now,
+    });
+    const stale = await billing.reserve(caller.id, 10_000);
+    assert.ok(stale.ok);
+    now = 1_500;
+    // The next call releases the stale hold, as the sweep would have.
+    assert.ok((await billing.reserve(caller.id, 5_000)).ok);
+    assert.equal(await billing.balance(caller.id), 95_000);
+    await billing.settle(settlementFor(stale.reservation, 3_000, "req_late"));
+    assert.equal(await billing.balance(caller.id), 92_000);
+    await billing.flush();
+    assert.equal(await balance(kv, caller.id), 92_000);
+    assert.equal(await ledgerSum(kv, caller.id), 97_000);
+  });
+});

@@ -148,15 +148,15 @@ export interface Billing {
    * it (write-behind), and returns the balance as it will be once this
    * process's queued work for the caller has committed. {@linkcode Billing.balance}
    * waits for queued settlements of the caller; {@linkcode Billing.flush}
-   * waits for all. A settlement that finally fails is logged and its
-   * reservation stays open until the sweep releases it.
+   * waits for all. A settlement that finally fails is logged and not
+   * charged: its hold goes back to the caller.
    */
   settleSoon(settlement: Settlement): { balanceMicros: number };
-  /** Resolves once every settlement queued by {@linkcode Billing.settleSoon} has committed or finally failed. */
+  /** Resolves once every settlement queued by {@linkcode Billing.settleSoon} has committed or finally failed, and unused credit leases went back to the balances. */
   flush(): Promise<void>;
   /** Stores a trace of a call that never reserved (rejected before forwarding). */
   recordTrace(trace: TraceRecord): Promise<void>;
-  /** The caller's spendable balance, micro-USD, after the settlements this process queued for them. */
+  /** The caller's spendable balance, micro-USD, after the settlements this process queued for them; exact within one process (other processes' unused leases are not in it). */
   balance(callerId: string): Promise<number>;
 }
 
