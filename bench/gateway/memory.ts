@@ -10,7 +10,7 @@
  *
  * ```sh
  * deno run -A bench/gateway/memory.ts [--seconds 8] [--runs 3] [--trace-gc] \
- *   [--latency-ms 0|50] [--connections 64] \
+ *   [--latency-ms 0|50] [--connections 64] [--rate 500] \
  *   [--flag=--v8-flags=--max-semi-space-size=4] [--env=MALLOC_ARENA_MAX=2]
  * ```
  *
@@ -113,6 +113,7 @@ export async function measureRun(
   options: {
     seconds: number;
     connections: number;
+    rate?: number;
     flags: string[];
     env: Record<string, string>;
     workDir: string;
@@ -154,7 +155,11 @@ export async function measureRun(
       gcFrom = gateway.child.lines.length;
       wrk = await runWrk(
         request,
-        { connections: options.connections, durationS: options.seconds },
+        {
+          connections: options.connections,
+          durationS: options.seconds,
+          rate: options.rate,
+        },
         options.workDir,
       );
     } finally {
@@ -204,6 +209,7 @@ if (import.meta.main) {
       runs: { type: "string", default: "3" },
       "latency-ms": { type: "string", default: "0" },
       connections: { type: "string" },
+      rate: { type: "string" },
       "trace-gc": { type: "boolean", default: false },
       flag: { type: "string", multiple: true, default: [] },
       env: { type: "string", multiple: true, default: [] },
@@ -225,15 +231,18 @@ if (import.meta.main) {
   const sim = await startSimulatorProcess(latencyMs);
   try {
     console.log(
-      `upstream ${latencyMs} ms, ${connections} connections; gateway flags: start task + ${
-        JSON.stringify(flags)
-      }, env ${JSON.stringify(env)}`,
+      `upstream ${latencyMs} ms, ${connections} connections, ${
+        values.rate ? `paced at ${values.rate} req/s` : "unpaced"
+      }; gateway flags: start task + ${JSON.stringify(flags)}, env ${
+        JSON.stringify(env)
+      }`,
     );
     const peaks: number[] = [];
     for (let i = 0; i < Number(values.runs); i++) {
       const run = await measureRun(sim.openaiBase, {
         seconds: Number(values.seconds),
         connections,
+        rate: values.rate === undefined ? undefined : Number(values.rate),
         flags,
         env,
         workDir,
