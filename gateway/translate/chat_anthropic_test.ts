@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { createParser } from "eventsource-parser";
 import fc from "fast-check";
+import { chat, chunksOf, replay } from "../../tests/_chat_streams.ts";
 import {
   AnthropicChatStream,
   type AnthropicResponse,
@@ -12,43 +12,15 @@ import {
 } from "./chat_anthropic.ts";
 import {
   type ChatCompletionChunk,
-  type ChatRequest,
-  chatRequestSchema,
-  type ChatStreamPiece,
   isChatStreamError,
   TranslationError,
-  type UpstreamEvent,
 } from "./chat_types.ts";
 
-/** Splits recorded SSE text into events the way the gateway reads an upstream body. */
-function sseEvents(text: string): UpstreamEvent[] {
-  const events: UpstreamEvent[] = [];
-  const parser = createParser({
-    onEvent: (event) => events.push({ event: event.event, data: event.data }),
-  });
-  parser.feed(text);
-  return events;
-}
-
 function runStream(text: string, includeUsage: boolean) {
-  const stream = new AnthropicChatStream({
-    model: "claude-sonnet-4-5",
-    includeUsage,
-  });
-  const pieces: ChatStreamPiece[] = [];
-  for (const event of sseEvents(text)) pieces.push(...stream.push(event));
-  pieces.push(...stream.finish());
-  return { stream, pieces };
-}
-
-function chunksOf(pieces: ChatStreamPiece[]): ChatCompletionChunk[] {
-  return pieces.map((piece) => {
-    assert.ok(
-      !isChatStreamError(piece),
-      `unexpected error piece ${JSON.stringify(piece)}`,
-    );
-    return piece;
-  });
+  return replay(
+    new AnthropicChatStream({ model: "claude-sonnet-4-5", includeUsage }),
+    text,
+  );
 }
 
 /** Joins the tool call fragments of a stream by index, as OpenAI clients do. */
@@ -69,10 +41,6 @@ function joinToolCalls(chunks: ChatCompletionChunk[]) {
     }
   }
   return calls;
-}
-
-function chat(body: unknown): ChatRequest {
-  return chatRequestSchema.parse(body);
 }
 
 // Shapes from Anthropic's Messages API reference and streaming guide.

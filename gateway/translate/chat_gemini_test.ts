@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { createParser } from "eventsource-parser";
+import { chat, chunksOf, replay } from "../../tests/_chat_streams.ts";
 import {
   errorFromGemini,
   finishReasonFromGemini,
@@ -9,49 +9,13 @@ import {
   toGeminiRequest,
   usageFromGemini,
 } from "./chat_gemini.ts";
-import {
-  type ChatCompletionChunk,
-  type ChatRequest,
-  chatRequestSchema,
-  type ChatStreamPiece,
-  isChatStreamError,
-  TranslationError,
-  type UpstreamEvent,
-} from "./chat_types.ts";
-
-/** Splits recorded SSE text into events the way the gateway reads an upstream body. */
-function sseEvents(text: string): UpstreamEvent[] {
-  const events: UpstreamEvent[] = [];
-  const parser = createParser({
-    onEvent: (event) => events.push({ event: event.event, data: event.data }),
-  });
-  parser.feed(text);
-  return events;
-}
+import { isChatStreamError, TranslationError } from "./chat_types.ts";
 
 function runStream(text: string, includeUsage: boolean) {
-  const stream = new GeminiChatStream({
-    model: "gemini-2.5-pro",
-    includeUsage,
-  });
-  const pieces: ChatStreamPiece[] = [];
-  for (const event of sseEvents(text)) pieces.push(...stream.push(event));
-  pieces.push(...stream.finish());
-  return { stream, pieces };
-}
-
-function chunksOf(pieces: ChatStreamPiece[]): ChatCompletionChunk[] {
-  return pieces.map((piece) => {
-    assert.ok(
-      !isChatStreamError(piece),
-      `unexpected error piece ${JSON.stringify(piece)}`,
-    );
-    return piece;
-  });
-}
-
-function chat(body: unknown): ChatRequest {
-  return chatRequestSchema.parse(body);
+  return replay(
+    new GeminiChatStream({ model: "gemini-2.5-pro", includeUsage }),
+    text,
+  );
 }
 
 const signature =
