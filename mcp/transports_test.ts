@@ -1,17 +1,9 @@
 import assert from "node:assert/strict";
 import { createHttpApp } from "./transports.ts";
+import { initializeMessage } from "../tests/_mcp_client.ts";
 import { createCounterEnv } from "../tests/fixtures/mcp_counter_env.ts";
 
-const INIT = JSON.stringify({
-  jsonrpc: "2.0",
-  id: 1,
-  method: "initialize",
-  params: {
-    protocolVersion: "2025-06-18",
-    capabilities: {},
-    clientInfo: { name: "t", version: "1" },
-  },
-});
+const INIT = JSON.stringify(initializeMessage(1));
 const MCP_HEADERS = {
   "content-type": "application/json",
   accept: "application/json, text/event-stream",

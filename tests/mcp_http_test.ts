@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import {
   Client,
+  initializeMessage,
   SSEClientTransport,
   StreamableHTTPClientTransport,
 } from "./_mcp_client.ts";
@@ -110,17 +111,13 @@ Deno.test("a raw HTTP initialize passes _meta to the hook and streams its progre
         "content-type": "application/json",
         accept: "application/json, text/event-stream",
       },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: {
-          protocolVersion: "2025-06-18",
-          capabilities: {},
-          clientInfo: { name: "raw", version: "1.0.0" },
-          _meta: { progressToken: 7, display_width: 1024, display_height: 768 },
-        },
-      }),
+      body: JSON.stringify(
+        initializeMessage(1, {
+          progressToken: 7,
+          display_width: 1024,
+          display_height: 768,
+        }),
+      ),
     });
     assert.equal(response.status, 200);
     assert.ok(response.headers.get("mcp-session-id"));

@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import {
   Client,
+  initializeMessage,
   StdioClientTransport,
   StreamableHTTPClientTransport,
 } from "./_mcp_client.ts";
@@ -91,17 +92,8 @@ function startFixture(env: Record<string, string> = {}): Fixture {
   };
 }
 
-const initialize = (meta?: Record<string, unknown>) => ({
-  jsonrpc: "2.0",
-  id: 1,
-  method: "initialize",
-  params: {
-    protocolVersion: "2025-06-18",
-    capabilities: {},
-    clientInfo: { name: "raw", version: "1.0.0" },
-    ...(meta && { _meta: meta }),
-  },
-});
+const initialize = (meta?: Record<string, unknown>) =>
+  initializeMessage(1, meta);
 
 async function handshake(
   fixture: Fixture,

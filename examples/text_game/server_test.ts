@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { initializeMessage } from "../../tests/_mcp_client.ts";
 // @ts-types="@modelcontextprotocol/sdk/client/index"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/inMemory"
@@ -33,17 +34,9 @@ Deno.test("the initialize hook reads display_width, reports progress and mounts 
   await clientSide.start();
   await mcp.createSessionServer().connect(serverSide);
   try {
-    await clientSide.send({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: {
-        protocolVersion: "2025-06-18",
-        capabilities: {},
-        clientInfo: { name: "raw", version: "1.0.0" },
-        _meta: { progressToken: "init", display_width: 400 },
-      },
-    });
+    await clientSide.send(
+      initializeMessage(1, { progressToken: "init", display_width: 400 }),
+    );
     await answered.promise;
     const progress = received
       .filter((m) => "method" in m && m.method === "notifications/progress")
