@@ -75,10 +75,12 @@ export interface GatewayProcess {
 }
 
 /**
- * The `deno run` flags of `deno task start`, so the bench runs the gateway
- * exactly as users do (the V8 tuning included).
+ * The `deno run` flags of `deno task start`, so the bench and the soak run the
+ * gateway exactly as users do (the V8 tuning included).
+ *
+ * @returns The flags between `-A` and `gateway/main.ts`.
  */
-async function startTaskFlags(): Promise<string[]> {
+export async function startTaskFlags(): Promise<string[]> {
   const config = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`));
   const words = (config.tasks.start as string).split(/\s+/);
   return words.slice(words.indexOf("-A") + 1, words.indexOf("gateway/main.ts"));

@@ -21,6 +21,7 @@ import { PROVIDERS } from "../../gateway/config.ts";
 import { usdToMicros } from "../../gateway/credits.ts";
 import { startSimulator } from "../../gateway/simulator/mod.ts";
 import { readMoney } from "../fixtures/reliability_ledger.ts";
+import { startTaskFlags } from "../../bench/gateway/targets.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -122,6 +123,7 @@ const child = new Deno.Command(Deno.execPath(), {
   args: [
     "run",
     "-A",
+    ...await startTaskFlags(),
     new URL("../../gateway/main.ts", import.meta.url).pathname,
   ],
   env,
