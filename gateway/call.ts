@@ -674,6 +674,12 @@ function relayStream(
   upstream.clearTimeout();
   const relay = exchange.relay();
   const encoder = new TextEncoder();
+  // A provider that quotes its key in a streamed error must not hand it to
+  // the caller: the key is named by its id instead, as in whole answers.
+  const { secret, keyId } = upstream.lease;
+  const redact = (text: string) =>
+    text.includes(secret) ? text.replaceAll(secret, `[key ${keyId}]`) : text;
+  const frames = (text: string) => encoder.encode(redact(text));
   let pending = "";
   let events = 0;
   const parser = createParser({
@@ -712,7 +718,7 @@ function relayStream(
         usage,
         costMicros(usage, record.entry!.pricing),
         status,
-        error,
+        error === undefined ? undefined : redact(error),
       );
     } catch (thrown) {
       deps.log({
@@ -745,7 +751,7 @@ function relayStream(
           const { value, done } = await readChunk();
           if (done) {
             pending += relay.end();
-            if (pending) controller.enqueue(encoder.encode(pending));
+            if (pending) controller.enqueue(frames(pending));
             controller.close();
             await finish(relay.failure ? 502 : 200, relay.failure);
             return;
@@ -753,7 +759,7 @@ function relayStream(
           parser.feed(value);
           if (pending) {
             record.firstTokenAt ??= Date.now();
-            controller.enqueue(encoder.encode(pending));
+            controller.enqueue(frames(pending));
             pending = "";
             return;
           }
@@ -773,7 +779,7 @@ function relayStream(
           )
           : error;
         controller.enqueue(
-          encoder.encode(pending + streamErrorFrame(record.request.route, cut)),
+          frames(pending + streamErrorFrame(record.request.route, cut)),
         );
         controller.close();
         await finish(cut.status, cut.message);

@@ -318,3 +318,55 @@ Deno.test("no model id or path can make the gateway call a host other than the c
   ]);
   assert.equal(attacked, 0);
 });
+
+Deno.test("a provider key quoted in an upstream in-stream error event is named by its id, never relayed", async () => {
+  // A stand-in Anthropic upstream: the stream starts, then fails with an
+  // error event that quotes the key it was sent (the simulator never does).
+  const upstream = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (request) => {
+      const key = request.headers.get("x-api-key") ?? "";
+      const events = [
+        `event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-haiku-4-5","usage":{"input_tokens":5,"output_tokens":1}}}\n\n`,
+        `event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Key ${key} is overloaded"}}\n\n`,
+      ];
+      return new Response(events.join(""), {
+        headers: { "content-type": "text/event-stream" },
+      });
+    },
+  );
+  await using h = await startHarness({
+    env: { ANTHROPIC_BASE_URL: `http://127.0.0.1:${upstream.addr.port}` },
+  });
+  try {
+    for (
+      const [path, body] of [
+        ["/v1/messages", {
+          model: "claude-haiku-4-5",
+          max_tokens: 50,
+          stream: true,
+        }],
+        ["/v1/chat/completions", { model: "claude-haiku-4-5", stream: true }],
+      ] as const
+    ) {
+      const response = await h.post(path, {
+        ...body,
+        messages: [{ role: "user", content: "hi" }],
+      });
+      const text = await response.text();
+      assert.match(text, /error/);
+      for (const key of h.providerKeys.anthropic) {
+        assert.ok(!text.includes(key), `${path} relayed a provider key`);
+      }
+      assert.match(text, /\[key anthropic:[0-9a-f]{8}\]|overloaded|failed/);
+    }
+    const traces = await (await fetch(`${h.url}/traces`, { headers: h.auth() }))
+      .text();
+    assert.match(traces, /"status":502/);
+    for (const key of h.providerKeys.anthropic) {
+      assert.ok(!traces.includes(key), "a trace holds a provider key");
+    }
+  } finally {
+    await upstream.shutdown();
+  }
+});
