@@ -15,6 +15,7 @@ import { isInitializeRequest } from "./_sdk.ts";
 import { PARSE_ERROR, validateMessage } from "./_jsonrpc.ts";
 import { redirectConsoleToStderr } from "./console.ts";
 import { DevClient, devRoutes, type DevSource } from "./dev.ts";
+import { SessionEventStore } from "./event_store.ts";
 import { SseServerTransport } from "./sse_transport.ts";
 import { DenoStdioTransport } from "./stdio_transport.ts";
 
@@ -140,6 +141,11 @@ export class StreamableHttpSessions {
     const server = this.#host.createSessionServer();
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => crypto.randomUUID(),
+      // Resumable streams: a client whose SSE stream broke (or that a tool
+      // closed with `closeSSEStream` to have it poll) reconnects with
+      // Last-Event-ID after `retry` ms and gets what it missed.
+      eventStore: new SessionEventStore(),
+      retryInterval: SSE_RETRY_MS,
       onsessioninitialized: (sessionId) => {
         this.#sessions.set(sessionId, { transport, lastSeen: Date.now() });
       },
@@ -244,6 +250,9 @@ export class SseSessions {
     );
   }
 }
+
+/** How long a client waits before resuming a closed SSE stream, ms. */
+const SSE_RETRY_MS = 1000;
 
 const LOCAL_HOSTNAMES = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
 

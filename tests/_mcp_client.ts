@@ -95,13 +95,14 @@ export async function rawPeer(mcp: MCPServer): Promise<RawPeer> {
 export function initializeMessage(
   id: number,
   meta?: Record<string, unknown>,
+  protocolVersion = "2025-06-18",
 ): JSONRPCMessage {
   return {
     jsonrpc: "2.0",
     id,
     method: "initialize",
     params: {
-      protocolVersion: "2025-06-18",
+      protocolVersion,
       capabilities: {},
       clientInfo: { name: "raw", version: "1.0.0" },
       ...(meta && { _meta: meta }),

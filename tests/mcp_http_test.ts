@@ -200,3 +200,77 @@ Deno.test("run() resolves once stopped through its abort signal", async () => {
     /Unknown transport "carrier-pigeon"/,
   );
 });
+
+Deno.test("a Streamable HTTP stream closed mid-call resumes with Last-Event-ID and delivers the result", async () => {
+  const env = createCounterEnv();
+  env.mcp.tool(
+    { name: "poll_me", description: "Closes its stream, then answers." },
+    async (_args, extra) => {
+      extra.closeSSEStream?.();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return "answered after the stream closed";
+    },
+  );
+  const { base, stopped } = await serve(env.mcp, "http");
+  const headers = {
+    "content-type": "application/json",
+    accept: "application/json, text/event-stream",
+    "mcp-protocol-version": "2025-11-25",
+  };
+  try {
+    const init = await fetch(`${base}/mcp`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify(initializeMessage(1, undefined, "2025-11-25")),
+    });
+    const session = init.headers.get("mcp-session-id")!;
+    await init.body?.cancel();
+    const call = await fetch(`${base}/mcp`, {
+      method: "POST",
+      headers: { ...headers, "mcp-session-id": session },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 2,
+        method: "tools/call",
+        params: { name: "poll_me", arguments: {} },
+      }),
+    });
+    const closed = await call.text();
+    // The priming event gives the client an id to resume from and the retry delay.
+    const priming = /^id: (\S+)\nretry: 1000\ndata: \n\n/.exec(closed);
+    assert.ok(
+      priming,
+      `expected a priming event first, got ${JSON.stringify(closed)}`,
+    );
+    assert.ok(
+      !closed.includes("answered after"),
+      "the stream closed before the answer",
+    );
+
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const resumed = await fetch(`${base}/mcp`, {
+      method: "GET",
+      headers: {
+        accept: "text/event-stream",
+        "mcp-session-id": session,
+        "mcp-protocol-version": "2025-11-25",
+        "last-event-id": priming[1],
+      },
+    });
+    assert.equal(resumed.status, 200);
+    const reader = resumed.body!.pipeThrough(new TextDecoderStream())
+      .getReader();
+    let replayed = "";
+    while (!replayed.includes("answered after the stream closed")) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      replayed += value;
+    }
+    await reader.cancel();
+    assert.match(replayed, /"id":2/);
+    assert.match(replayed, /answered after the stream closed/);
+  } finally {
+    await env.mcp.stop();
+    await stopped;
+  }
+});
