@@ -14,9 +14,9 @@ interface StoredEvent {
 
 /** Bounds of a {@linkcode SessionEventStore}. */
 export interface SessionEventStoreOptions {
-  /** Events kept per stream, the newest (default 64). */
+  /** Events kept per stream, the newest (default 32). */
   maxEventsPerStream?: number;
-  /** Streams kept, the most recently written (default 64). */
+  /** Streams kept, the most recently written (default 8). */
   maxStreams?: number;
 }
 
@@ -37,8 +37,11 @@ export class SessionEventStore implements EventStore {
    * @param options How many streams and events per stream to keep.
    */
   constructor(options: SessionEventStoreOptions = {}) {
-    this.#maxEvents = options.maxEventsPerStream ?? 64;
-    this.#maxStreams = options.maxStreams ?? 64;
+    // Every tools/call answer is kept until its stream is evicted, and an
+    // environment's answers can be screenshots: a resume is only useful
+    // shortly after a break, so few streams are kept.
+    this.#maxEvents = options.maxEventsPerStream ?? 32;
+    this.#maxStreams = options.maxStreams ?? 8;
   }
 
   /**
