@@ -92,6 +92,12 @@ export interface RunOptions {
   host?: string;
   /** Streamable HTTP sessions without a request for this long are closed (ms, default 30 min). */
   sessionIdleMs?: number;
+  /**
+   * Streamable HTTP sessions keep their recent events, so a client on
+   * protocol 2025-11-25 resumes a broken stream (or one a tool closed with
+   * `extra.closeSSEStream()`) with `Last-Event-ID` (default false, as in the SDK).
+   */
+  resumable?: boolean;
   /** Stops the server when aborted. */
   signal?: AbortSignal;
   /** Called with the bound address once http or sse listens. */
@@ -735,6 +741,7 @@ export class MCPServer extends McpServer {
         port: options.port ?? Number(env("MCP_PORT") ?? DEFAULT_PORT),
         host: options.host ?? env("MCP_HOST") ?? DEFAULT_HOST,
         sessionIdleMs: options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS,
+        resumable: options.resumable,
         onListen: options.onListen,
       });
     this.#running = running;

@@ -73,6 +73,8 @@ export interface HttpOptions {
   host: string;
   /** Sessions without a request for this long are closed. */
   sessionIdleMs: number;
+  /** Keep each session's recent events so broken streams can resume (see {@linkcode StreamableHttpSessions}). */
+  resumable?: boolean;
   /** Called with the bound address once listening. */
   onListen?: (addr: Deno.NetAddr) => void;
 }
@@ -80,6 +82,7 @@ export interface HttpOptions {
 /** Streamable HTTP sessions, each with its own protocol instance. */
 export class StreamableHttpSessions {
   readonly #host: SessionHost;
+  readonly #resumable: boolean;
   readonly #sessions = new Map<
     string,
     { transport: WebStandardStreamableHTTPServerTransport; lastSeen: number }
@@ -89,9 +92,14 @@ export class StreamableHttpSessions {
    * Creates an empty session table.
    *
    * @param host The server whose registry the sessions share.
+   * @param resumable Give each session an event store and a retry interval,
+   * so a client on protocol 2025-11-25 can resume a broken stream (or one a
+   * tool closed with `closeSSEStream`) with `Last-Event-ID`. Opt-in, as in the
+   * SDK: it costs every streamed answer a priming event and a stored copy.
    */
-  constructor(host: SessionHost) {
+  constructor(host: SessionHost, resumable = false) {
     this.#host = host;
+    this.#resumable = resumable;
   }
 
   /** Number of open sessions. */
@@ -141,11 +149,9 @@ export class StreamableHttpSessions {
     const server = this.#host.createSessionServer();
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => crypto.randomUUID(),
-      // Resumable streams: a client whose SSE stream broke (or that a tool
-      // closed with `closeSSEStream` to have it poll) reconnects with
-      // Last-Event-ID after `retry` ms and gets what it missed.
-      eventStore: new SessionEventStore(),
-      retryInterval: SSE_RETRY_MS,
+      ...(this.#resumable
+        ? { eventStore: new SessionEventStore(), retryInterval: SSE_RETRY_MS }
+        : {}),
       onsessioninitialized: (sessionId) => {
         this.#sessions.set(sessionId, { transport, lastSeen: Date.now() });
       },
@@ -343,14 +349,16 @@ export interface HttpApp {
  * @param host The server.
  * @param transport Which transport to serve.
  * @param boundHost The interface the server listens on (for the DNS-rebinding guard).
+ * @param resumable Whether Streamable HTTP sessions keep events for resuming.
  * @returns The app and its session tables.
  */
 export function createHttpApp(
   host: SessionHost,
   transport: "http" | "sse",
   boundHost: string,
+  resumable = false,
 ): HttpApp {
-  const sessions = new StreamableHttpSessions(host);
+  const sessions = new StreamableHttpSessions(host, resumable);
   const sseSessions = new SseSessions(host);
   const source: DevSource = {
     info: host.info,
@@ -437,7 +445,12 @@ export function startHttp(
   host: SessionHost,
   options: HttpOptions,
 ): RunningTransport {
-  const http = createHttpApp(host, options.transport, options.host);
+  const http = createHttpApp(
+    host,
+    options.transport,
+    options.host,
+    options.resumable,
+  );
   const server = Deno.serve({
     port: options.port,
     hostname: options.host,

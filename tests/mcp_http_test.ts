@@ -13,10 +13,12 @@ import type { MCPServer } from "../mcp/mod.ts";
 async function serve(
   mcp: MCPServer,
   transport: "http" | "sse",
+  resumable = false,
 ): Promise<{ base: string; stopped: Promise<void> }> {
   const listening = Promise.withResolvers<Deno.NetAddr>();
   const stopped = mcp.run({
     transport,
+    resumable,
     port: 0,
     host: "127.0.0.1",
     handleSignals: false,
@@ -201,7 +203,7 @@ Deno.test("run() resolves once stopped through its abort signal", async () => {
   );
 });
 
-Deno.test("a Streamable HTTP stream closed mid-call resumes with Last-Event-ID and delivers the result", async () => {
+Deno.test("with resumable: true, a Streamable HTTP stream closed mid-call resumes with Last-Event-ID and delivers the result", async () => {
   const env = createCounterEnv();
   env.mcp.tool(
     { name: "poll_me", description: "Closes its stream, then answers." },
@@ -211,7 +213,7 @@ Deno.test("a Streamable HTTP stream closed mid-call resumes with Last-Event-ID a
       return "answered after the stream closed";
     },
   );
-  const { base, stopped } = await serve(env.mcp, "http");
+  const { base, stopped } = await serve(env.mcp, "http", true);
   const headers = {
     "content-type": "application/json",
     accept: "application/json, text/event-stream",

@@ -8,4 +8,5 @@
 import { createConformanceServer } from "./server.ts";
 
 const mcp = createConformanceServer();
-await mcp.run({ transport: Deno.args[0] ?? "http" });
+// Resumable streams: `test_reconnection` closes its stream for the client to resume.
+await mcp.run({ transport: Deno.args[0] ?? "http", resumable: true });
