@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import catalogData from "./catalog.json" with { type: "json" };
-import type { CatalogEntry, RouteName } from "./types.ts";
+import type { CatalogEntry } from "./types.ts";
 
 const entrySchema = z.object({
   id: z.string().min(1),
@@ -69,17 +69,6 @@ export class Catalog {
    */
   list(): CatalogEntry[] {
     return [...this.#byId.values()];
-  }
-
-  /**
-   * Whether `entry` is reachable on `route`.
-   *
-   * @param entry A catalog entry.
-   * @param route A route name.
-   * @returns True if the entry lists the route.
-   */
-  static serves(entry: CatalogEntry, route: RouteName): boolean {
-    return entry.routes.includes(route);
   }
 }
 

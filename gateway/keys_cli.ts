@@ -16,7 +16,6 @@
  * @module
  */
 
-import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import {
   type CallerInfo,
@@ -26,6 +25,7 @@ import {
   revokeCaller,
 } from "./callers.ts";
 import { microsToUsd, topUp, usdToMicros } from "./credits.ts";
+import { openKv } from "./server.ts";
 
 /** The usage text printed by `help`. */
 export const USAGE = `Usage: deno task keys <command> [options]
@@ -160,13 +160,6 @@ async function run(
 }
 
 /** Opens the KV at `path`, creating the folder of a local file first. */
-async function openKv(path: string): Promise<Deno.Kv> {
-  if (path !== ":memory:" && !/^https?:\/\//.test(path)) {
-    await Deno.mkdir(dirname(path), { recursive: true });
-  }
-  return await Deno.openKv(path);
-}
-
 /**
  * The command line: runs `args` and returns the exit code.
  *

@@ -108,9 +108,16 @@ export async function startGateway(
   };
 }
 
-async function openKv(path: string): Promise<Deno.Kv> {
+/**
+ * Opens the gateway's KV: a file (its folder created), `:memory:`, or an
+ * `http(s)://` KV Connect URL.
+ *
+ * @param path `GATEWAY_KV_PATH`.
+ * @returns The open KV.
+ */
+export async function openKv(path: string): Promise<Deno.Kv> {
   if (path !== ":memory:" && !/^https?:\/\//.test(path)) {
     await Deno.mkdir(dirname(path), { recursive: true });
   }
-  return await Deno.openKv(path === ":memory:" ? ":memory:" : path);
+  return await Deno.openKv(path);
 }
