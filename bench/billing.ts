@@ -15,7 +15,8 @@
 
 import { join } from "node:path";
 import { createCaller } from "../gateway/callers.ts";
-import { balance, createBilling, listLedger } from "../gateway/credits.ts";
+import { createBilling } from "../gateway/credits/billing.ts";
+import { listLedger, readBalance } from "../gateway/credits/ledger.ts";
 import type { Billing, Settlement } from "../gateway/types.ts";
 
 const seconds = Number(Deno.args[0] ?? 5);
@@ -125,7 +126,7 @@ function quantiles(samples: number[]): Record<string, number> {
 }
 const ledger = await listLedger(kv, caller.id);
 const sum = ledger.reduce((total, entry) => total + entry.amountMicros, 0);
-const final = await balance(kv, caller.id);
+const final = await readBalance(kv, caller.id);
 console.log(JSON.stringify({
   mode,
   ...(rate === undefined ? { concurrency } : { rate }),

@@ -30,7 +30,8 @@ import {
   listCallers,
   revokeCaller,
 } from "./callers.ts";
-import { microsToUsd, topUp, usdToMicros } from "./credits.ts";
+import { topUp } from "./credits/ledger.ts";
+import { microsToUsd, usdToMicros } from "./credits/money.ts";
 
 /** Options of {@linkcode createAdminRoutes}. */
 export interface AdminRoutesOptions {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Hono } from "hono";
 import { createAdminRoutes } from "./admin.ts";
 import { createCaller, createCallerAuthenticator } from "./callers.ts";
-import { listLedger } from "./credits.ts";
+import { listLedger } from "./credits/ledger.ts";
 
 const TOKEN = "admin-token-for-tests";
 

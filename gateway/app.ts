@@ -17,7 +17,8 @@ import {
 import { Catalog, DEFAULT_CATALOG } from "./catalog.ts";
 import type { GatewayConfig } from "./config.ts";
 import { createCallerAuthenticator } from "./callers.ts";
-import { createBilling, creditsResponse } from "./credits.ts";
+import { createBilling } from "./credits/billing.ts";
+import { microsToUsd } from "./credits/money.ts";
 import { GatewayError } from "./errors.ts";
 import { MemoryKeyPool } from "./key_pool.ts";
 import { PROVIDERS as PROVIDER_IMPLEMENTATIONS } from "./providers/mod.ts";
@@ -214,9 +215,12 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   api.get(
     "/credits",
     async (c) =>
-      c.json(
-        await creditsResponse(billing, await authenticated(c.req.raw.headers)),
-      ),
+      c.json({
+        balance: microsToUsd(
+          await billing.balance((await authenticated(c.req.raw.headers)).id),
+        ),
+        currency: "USD",
+      }),
   );
   api.get("/traces", async (c) => {
     const caller = await authenticated(c.req.raw.headers);

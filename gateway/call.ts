@@ -27,15 +27,15 @@ import type {
   Caller,
   CallerAuthenticator,
   CatalogEntry,
-  KeyLease,
   KeyPool,
+  ProviderKey,
   ProviderName,
   Reservation,
   RouteName,
   TraceRecord,
   Usage,
 } from "./types.ts";
-import { costMicros, maxCostMicros } from "./credits.ts";
+import { costMicros, formatUsd, maxCostMicros } from "./credits/money.ts";
 import { recordSpan } from "./tracing.ts";
 
 /** What a call needs from the rest of the gateway. */
@@ -87,7 +87,7 @@ class CallRecord {
   readonly started = Date.now();
   caller?: Caller;
   entry?: CatalogEntry;
-  lease?: KeyLease;
+  key?: ProviderKey;
   stream = false;
   firstTokenAt?: number;
 
@@ -106,7 +106,7 @@ class CallRecord {
       model: this.entry?.id,
       route: this.request.route,
       provider: this.entry?.provider,
-      providerKeyId: this.lease?.keyId,
+      providerKeyId: this.key?.keyId,
       status,
       stream: this.stream,
       inputTokens: usage.inputTokens,
@@ -177,17 +177,17 @@ export async function handleCall(
     }
     const { body, usage } = await readAnswer(deps, exchange, upstream);
     deps.keyPool.recordUsage(
-      upstream.lease,
+      upstream.key,
       usage.inputTokens + usage.outputTokens,
     );
     const cost = costMicros(usage, record.entry.pricing);
     const held = reservation;
     reservation = undefined;
-    const { balanceMicros } = settleBehind(deps, record, held, usage, cost);
+    const { availableMicros } = settleBehind(deps, record, held, usage, cost);
     return Response.json(body, {
       headers: {
         "x-gateway-cost": formatUsd(cost),
-        "x-gateway-credits-remaining": formatUsd(balanceMicros),
+        "x-gateway-credits-remaining": formatUsd(availableMicros),
       },
     });
   } catch (thrown) {
@@ -429,9 +429,9 @@ async function reserve(
       402,
       `Insufficient credits: this call may cost up to $${
         formatUsd(amount)
-      } and the balance is $${
-        formatUsd(result.balanceMicros)
-      }; lower max_tokens or add credits`,
+      } and $${
+        formatUsd(Math.max(0, result.availableMicros))
+      } is available; lower max_tokens or add credits`,
     );
   }
   return result.reservation;
@@ -439,7 +439,7 @@ async function reserve(
 
 interface Upstream {
   response: Response;
-  lease: KeyLease;
+  key: ProviderKey;
   /** Aborts the upstream request (timeout or caller gone). */
   abort: AbortController;
   /** Clears the answer timeout (the stream relay keeps its own idle timeout). */
@@ -499,9 +499,9 @@ async function sendUpstream(
         },
       );
     }
-    const lease = acquired.lease;
-    record.lease = lease;
-    tried.add(lease.keyId);
+    const key = acquired.key;
+    record.key = key;
+    tried.add(key.keyId);
     const abort = new AbortController();
     const onCallerGone = () =>
       abort.abort(new DOMException("Caller went away", "AbortError"));
@@ -523,29 +523,29 @@ async function sendUpstream(
         headers: {
           "content-type": "application/json",
           ...exchange.headers,
-          ...provider.headers(lease.secret),
+          ...provider.headers(key.secret),
         },
         body,
         signal: abort.signal,
       });
     } catch (error) {
       clear();
-      deps.keyPool.recordUsage(lease, 0);
+      deps.keyPool.recordUsage(key, 0);
       throw upstreamFailure(providerName, error, abort.signal);
     }
     if (response.ok) {
-      return { response, lease, abort, clearTimeout: clear };
+      return { response, key, abort, clearTimeout: clear };
     }
     const text = await response.text().catch(() => "");
     clear();
     // Providers may quote the key they were sent; it never goes further.
     const message = provider.errorMessage(text).replaceAll(
-      lease.secret,
-      `[key ${lease.keyId}]`,
+      key.secret,
+      `[key ${key.keyId}]`,
     );
     if (response.status === 429) {
       const cooldownMs = retryAfterMs(response.headers);
-      deps.keyPool.rateLimited(lease, cooldownMs);
+      deps.keyPool.rateLimited(key, cooldownMs);
       soonestCooledMs = Math.min(
         soonestCooledMs,
         cooldownMs ?? deps.keyCooldownMs,
@@ -554,7 +554,7 @@ async function sendUpstream(
       continue;
     }
     if (response.status === 401 || response.status === 403) {
-      deps.keyPool.revoke(lease, response.status); // the pool logs it, once per key
+      deps.keyPool.revoke(key, response.status); // the pool logs it, once per key
       lastRefusal = new GatewayError(
         502,
         `The ${providerName} provider refused the gateway's key`,
@@ -564,7 +564,7 @@ async function sendUpstream(
       );
       continue;
     }
-    deps.keyPool.recordUsage(lease, 0);
+    deps.keyPool.recordUsage(key, 0);
     if (response.status >= 500) {
       throw new GatewayError(
         502,
@@ -626,9 +626,9 @@ async function readAnswer(
   try {
     text = await upstream.response.text();
   } catch (error) {
-    deps.keyPool.recordUsage(upstream.lease, 0);
+    deps.keyPool.recordUsage(upstream.key, 0);
     throw upstreamFailure(
-      upstream.lease.provider,
+      upstream.key.provider,
       error,
       upstream.abort.signal,
     );
@@ -637,10 +637,10 @@ async function readAnswer(
   }
   const json = parseJson(text);
   if (json === undefined || typeof json !== "object" || json === null) {
-    deps.keyPool.recordUsage(upstream.lease, 0);
+    deps.keyPool.recordUsage(upstream.key, 0);
     throw new GatewayError(
       502,
-      `The ${upstream.lease.provider} provider answered with a body that is not JSON`,
+      `The ${upstream.key.provider} provider answered with a body that is not JSON`,
       {
         code: "upstream_garbage",
       },
@@ -651,7 +651,7 @@ async function readAnswer(
   } catch {
     throw new GatewayError(
       502,
-      `The ${upstream.lease.provider} provider answered in an unexpected shape`,
+      `The ${upstream.key.provider} provider answered in an unexpected shape`,
       {
         code: "upstream_garbage",
       },
@@ -676,7 +676,7 @@ function relayStream(
   const encoder = new TextEncoder();
   // A provider that quotes its key in a streamed error must not hand it to
   // the caller: the key is named by its id instead, as in whole answers.
-  const { secret, keyId } = upstream.lease;
+  const { secret, keyId } = upstream.key;
   const redact = (text: string) =>
     text.includes(secret) ? text.replaceAll(secret, `[key ${keyId}]`) : text;
   const frames = (text: string) => encoder.encode(redact(text));
@@ -690,7 +690,7 @@ function relayStream(
       if (data === undefined) {
         throw new GatewayError(
           502,
-          `The ${upstream.lease.provider} provider sent a stream event that is not JSON`,
+          `The ${upstream.key.provider} provider sent a stream event that is not JSON`,
           { code: "upstream_garbage" },
         );
       }
@@ -707,7 +707,7 @@ function relayStream(
     finished = true;
     const usage = billableUsage(relay, events, status);
     deps.keyPool.recordUsage(
-      upstream.lease,
+      upstream.key,
       usage.inputTokens + usage.outputTokens,
     );
     try {
@@ -767,14 +767,14 @@ function relayStream(
       } catch (thrown) {
         if (finished) return;
         const error = thrown instanceof GatewayError ? thrown : upstreamFailure(
-          upstream.lease.provider,
+          upstream.key.provider,
           thrown,
           upstream.abort.signal,
         );
         const cut = error.status === 502
           ? new GatewayError(
             502,
-            `The ${upstream.lease.provider} stream broke off: ${error.message}`,
+            `The ${upstream.key.provider} stream broke off: ${error.message}`,
             { code: error.code },
           )
           : error;
@@ -823,7 +823,7 @@ async function settle(
   cost: number,
   status: number,
   error?: string,
-): Promise<{ balanceMicros: number }> {
+): Promise<{ availableMicros: number }> {
   const trace = record.trace(status, usage, cost, error);
   const result = await deps.billing.settle({
     reservation,
@@ -846,7 +846,7 @@ function settleBehind(
   reservation: Reservation,
   usage: Usage,
   cost: number,
-): { balanceMicros: number } {
+): { availableMicros: number } {
   const trace = record.trace(200, usage, cost);
   const result = deps.billing.settleSoon({
     reservation,
@@ -874,14 +874,4 @@ async function traceRejected(
       message: `Storing a trace failed: ${thrown}`,
     });
   }
-}
-
-/**
- * Micro-USD as a USD decimal string, for headers.
- *
- * @param micros Integer micro-USD.
- * @returns E.g. `"0.000123"`.
- */
-export function formatUsd(micros: number): string {
-  return (micros / 1_000_000).toFixed(6);
 }

@@ -21,7 +21,7 @@
 import { createHash } from "node:crypto";
 import { randomId } from "./_ids.ts";
 import { commitWithRetry } from "./_kv_retry.ts";
-import { addOpeningBalanceWrites, ownedBalance } from "./credits.ts";
+import { addOpeningBalanceWrites, readBalance } from "./credits/ledger.ts";
 import { callerByHashKey, callerKey, callersPrefix } from "./kv_keys.ts";
 import type { Caller, CallerAuthenticator } from "./types.ts";
 
@@ -49,7 +49,7 @@ export interface CallerInfo {
   id: string;
   /** Human name. */
   name: string;
-  /** What the caller owns, micro-USD: the balance plus what leases hold (see `ownedBalance`). */
+  /** The caller's balance, micro-USD: the sum of their ledger (below zero: a debt). */
   balanceMicros: number;
   /** Epoch ms of creation. */
   createdAt: number;
@@ -141,7 +141,7 @@ export async function getCaller(
 ): Promise<CallerInfo | null> {
   const record = await kv.get<CallerRecord>(callerKey(callerId));
   if (record.value === null) return null;
-  return toInfo(record.value, await ownedBalance(kv, callerId));
+  return toInfo(record.value, await readBalance(kv, callerId));
 }
 
 /**
@@ -156,7 +156,7 @@ export async function listCallers(kv: Deno.Kv): Promise<CallerInfo[]> {
     const entry of kv.list<CallerRecord>({ prefix: callersPrefix() })
   ) {
     callers.push(
-      toInfo(entry.value, await ownedBalance(kv, entry.value.id)),
+      toInfo(entry.value, await readBalance(kv, entry.value.id)),
     );
   }
   return callers.sort((a, b) =>

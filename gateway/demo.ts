@@ -10,7 +10,7 @@
  */
 import { createCaller } from "./callers.ts";
 import { ConfigError, parseConfig, PROVIDERS } from "./config.ts";
-import { usdToMicros } from "./credits.ts";
+import { usdToMicros } from "./credits/money.ts";
 import { startGateway } from "./server.ts";
 import { startSimulator } from "./simulator/mod.ts";
 

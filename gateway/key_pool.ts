@@ -12,8 +12,8 @@
 import { createHash } from "node:crypto";
 import type {
   AcquireResult,
-  KeyLease,
   KeyPool,
+  ProviderKey,
   ProviderName,
 } from "./types.ts";
 
@@ -102,7 +102,7 @@ class Window {
 }
 
 interface KeyState {
-  lease: KeyLease;
+  key: ProviderKey;
   window: Window;
   coolUntil: number;
   revoked: boolean;
@@ -110,7 +110,7 @@ interface KeyState {
 }
 
 /** An estimate charged to the window at acquire time, corrected by `recordUsage`. */
-interface PoolLease extends KeyLease {
+interface PoolKey extends ProviderKey {
   readonly estimatedTokens: number;
   readonly acquiredAt: number;
 }
@@ -158,7 +158,7 @@ export class MemoryKeyPool implements KeyPool {
       for (const secret of new Set(settings.keys)) {
         const keyId = providerKeyId(name, secret);
         states.push({
-          lease: { provider: name, keyId, secret },
+          key: { provider: name, keyId, secret },
           window: new Window(),
           coolUntil: 0,
           revoked: false,
@@ -179,7 +179,7 @@ export class MemoryKeyPool implements KeyPool {
    * @param provider The provider.
    * @param estimatedTokens Tokens the call is expected to use, for TPM.
    * @param exclude Key ids already tried by this call.
-   * @returns A lease, or how long until a key frees up.
+   * @returns A key, or how long until a key frees up.
    */
   acquire(
     provider: ProviderName,
@@ -193,7 +193,7 @@ export class MemoryKeyPool implements KeyPool {
     let bestLoad = Infinity;
     let soonest = Infinity;
     for (const state of this.#keys.get(provider) ?? []) {
-      if (state.revoked || exclude?.has(state.lease.keyId)) continue;
+      if (state.revoked || exclude?.has(state.key.keyId)) continue;
       const wait = Math.max(
         state.coolUntil - now,
         state.window.msUntilRoom(now, rpm, tpm, Math.min(estimatedTokens, tpm)),
@@ -217,22 +217,22 @@ export class MemoryKeyPool implements KeyPool {
     }
     best.window.add(now, 1, estimatedTokens);
     best.inFlight++;
-    const lease: PoolLease = {
-      ...best.lease,
+    const key: PoolKey = {
+      ...best.key,
       estimatedTokens,
       acquiredAt: now,
     };
-    return { ok: true, lease };
+    return { ok: true, key };
   }
 
   /**
    * Cools a key down after an upstream 429.
    *
-   * @param lease The lease that was refused.
+   * @param key The key that was refused.
    * @param retryAfterMs The upstream's `retry-after`, if it sent one.
    */
-  rateLimited(lease: KeyLease, retryAfterMs?: number): void {
-    const state = this.#release(lease);
+  rateLimited(key: ProviderKey, retryAfterMs?: number): void {
+    const state = this.#release(key);
     if (!state) return;
     const cooldown = retryAfterMs ?? this.#options.defaultCooldownMs;
     state.coolUntil = Math.max(state.coolUntil, this.#now() + cooldown);
@@ -241,25 +241,25 @@ export class MemoryKeyPool implements KeyPool {
   /**
    * Takes a key out of the pool after an upstream 401/403.
    *
-   * @param lease The lease that was refused.
+   * @param key The key that was refused.
    * @param status The upstream status.
    */
-  revoke(lease: KeyLease, status: number): void {
-    const state = this.#release(lease);
+  revoke(key: ProviderKey, status: number): void {
+    const state = this.#release(key);
     if (!state || state.revoked) return;
     state.revoked = true;
-    this.#options.onRevoke?.(lease.provider, lease.keyId, status);
+    this.#options.onRevoke?.(key.provider, key.keyId, status);
   }
 
   /**
-   * Ends a lease, replacing its token estimate with what the call used.
+   * Ends a key, replacing its token estimate with what the call used.
    *
-   * @param lease The lease.
+   * @param key The key.
    * @param tokens Input plus output tokens the call really used.
    */
-  recordUsage(lease: KeyLease, tokens: number): void {
-    const state = this.#release(lease);
-    const { estimatedTokens, acquiredAt } = lease as PoolLease;
+  recordUsage(key: ProviderKey, tokens: number): void {
+    const state = this.#release(key);
+    const { estimatedTokens, acquiredAt } = key as PoolKey;
     if (state && tokens !== estimatedTokens) {
       state.window.add(acquiredAt, 0, tokens - estimatedTokens);
     }
@@ -275,9 +275,9 @@ export class MemoryKeyPool implements KeyPool {
     return (this.#keys.get(provider) ?? []).filter((s) => !s.revoked).length;
   }
 
-  #release(lease: KeyLease): KeyState | undefined {
-    const state = this.#keys.get(lease.provider)?.find((s) =>
-      s.lease.keyId === lease.keyId
+  #release(key: ProviderKey): KeyState | undefined {
+    const state = this.#keys.get(key.provider)?.find((s) =>
+      s.key.keyId === key.keyId
     );
     if (state && state.inFlight > 0) state.inFlight--;
     return state;

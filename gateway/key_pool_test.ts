@@ -1,15 +1,15 @@
 import assert from "node:assert/strict";
 import { MemoryKeyPool, providerKeyId } from "./key_pool.ts";
-import type { KeyLease } from "./types.ts";
+import type { ProviderKey } from "./types.ts";
 
 function clock(start = 1_700_000_000_000) {
   let now = start;
   return { now: () => now, advance: (ms: number) => (now += ms) };
 }
 
-function leaseOf(result: ReturnType<MemoryKeyPool["acquire"]>): KeyLease {
+function keyOf(result: ReturnType<MemoryKeyPool["acquire"]>): ProviderKey {
   assert.ok(result.ok, "expected a key");
-  return result.lease;
+  return result.key;
 }
 
 Deno.test("providerKeyId() names a key without revealing it", () => {
@@ -30,9 +30,9 @@ Deno.test("acquire() spreads calls over the least-used keys", () => {
   );
   const used = new Map<string, number>();
   for (let i = 0; i < 30; i++) {
-    const lease = leaseOf(pool.acquire("openai", 10));
-    used.set(lease.secret, (used.get(lease.secret) ?? 0) + 1);
-    pool.recordUsage(lease, 10);
+    const key = keyOf(pool.acquire("openai", 10));
+    used.set(key.secret, (used.get(key.secret) ?? 0) + 1);
+    pool.recordUsage(key, 10);
   }
   assert.deepEqual([...used.values()], [10, 10, 10]);
 });
@@ -47,7 +47,7 @@ Deno.test("acquire() keeps each key within its RPM and says when one frees up", 
     },
   );
   for (let i = 0; i < 4; i++) {
-    pool.recordUsage(leaseOf(pool.acquire("xai", 1)), 1);
+    pool.recordUsage(keyOf(pool.acquire("xai", 1)), 1);
   }
   const refused = pool.acquire("xai", 1);
   assert.equal(refused.ok, false);
@@ -66,8 +66,8 @@ Deno.test("acquire() keeps each key within its TPM", () => {
     defaultCooldownMs: 1000,
     now: t.now,
   });
-  const lease = leaseOf(pool.acquire("openai", 600));
-  pool.recordUsage(lease, 900);
+  const key = keyOf(pool.acquire("openai", 600));
+  pool.recordUsage(key, 900);
   assert.equal(pool.acquire("openai", 200).ok, false);
   assert.ok(pool.acquire("openai", 100).ok);
 });
@@ -78,19 +78,19 @@ Deno.test("rateLimited() cools a key down for its retry-after", () => {
     defaultCooldownMs: 30_000,
     now: t.now,
   });
-  const first = leaseOf(pool.acquire("anthropic", 1));
+  const first = keyOf(pool.acquire("anthropic", 1));
   pool.rateLimited(first, 5_000);
   for (let i = 0; i < 5; i++) {
-    const lease = leaseOf(pool.acquire("anthropic", 1));
-    assert.notEqual(lease.keyId, first.keyId);
-    pool.recordUsage(lease, 1);
+    const key = keyOf(pool.acquire("anthropic", 1));
+    assert.notEqual(key.keyId, first.keyId);
+    pool.recordUsage(key, 1);
   }
-  const second = leaseOf(pool.acquire("anthropic", 1));
+  const second = keyOf(pool.acquire("anthropic", 1));
   pool.rateLimited(second);
   const none = pool.acquire("anthropic", 1);
   assert.deepEqual(none, { ok: false, retryAfterMs: 5_000 });
   t.advance(5_000);
-  assert.equal(leaseOf(pool.acquire("anthropic", 1)).keyId, first.keyId);
+  assert.equal(keyOf(pool.acquire("anthropic", 1)).keyId, first.keyId);
 });
 
 Deno.test("revoke() takes a key out of the pool and reports it by id", () => {
@@ -99,14 +99,14 @@ Deno.test("revoke() takes a key out of the pool and reports it by id", () => {
     defaultCooldownMs: 1000,
     onRevoke: (_provider, keyId, status) => revoked.push(`${keyId} ${status}`),
   });
-  const lease = leaseOf(pool.acquire("gemini", 1));
-  pool.revoke(lease, 401);
-  assert.deepEqual(revoked, [`${lease.keyId} 401`]);
+  const key = keyOf(pool.acquire("gemini", 1));
+  pool.revoke(key, 401);
+  assert.deepEqual(revoked, [`${key.keyId} 401`]);
   assert.equal(pool.healthyKeys("gemini"), 1);
   const exclude = new Set<string>();
   for (let i = 0; i < 3; i++) {
-    const next = leaseOf(pool.acquire("gemini", 1, exclude));
-    assert.notEqual(next.keyId, lease.keyId);
+    const next = keyOf(pool.acquire("gemini", 1, exclude));
+    assert.notEqual(next.keyId, key.keyId);
     pool.recordUsage(next, 1);
   }
 });
@@ -118,8 +118,8 @@ Deno.test("acquire() skips excluded keys and reports no key at all as -1", () =>
   }, {
     defaultCooldownMs: 1000,
   });
-  const lease = leaseOf(pool.acquire("openai", 1));
-  assert.deepEqual(pool.acquire("openai", 1, new Set([lease.keyId])), {
+  const key = keyOf(pool.acquire("openai", 1));
+  assert.deepEqual(pool.acquire("openai", 1, new Set([key.keyId])), {
     ok: false,
     retryAfterMs: -1,
   });

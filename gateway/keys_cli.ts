@@ -24,7 +24,8 @@ import {
   listCallers,
   revokeCaller,
 } from "./callers.ts";
-import { microsToUsd, topUp, usdToMicros } from "./credits.ts";
+import { topUp } from "./credits/ledger.ts";
+import { microsToUsd, usdToMicros } from "./credits/money.ts";
 import { openKv } from "./server.ts";
 
 /** The usage text printed by `help`. */

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createCallerAuthenticator } from "./callers.ts";
-import { listLedger } from "./credits.ts";
+import { listLedger } from "./credits/ledger.ts";
 
 const CLI = new URL("./keys_cli.ts", import.meta.url).pathname;
 

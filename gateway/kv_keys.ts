@@ -8,11 +8,8 @@
  * |---|---|
  * | `["callers", callerId]` | {@linkcode CallerRecord} in `callers.ts` |
  * | `["caller_by_hash", sha256Hex]` | caller id (the secret itself is never stored) |
- * | `["balances", callerId]` | spendable balance, integer micro-USD |
- * | `["reservations", reservationId]` | open or closed reservation |
- * | `["reservations_by_expiry", expiresAt, reservationId]` | open reservations, for the sweep |
- * | `["leases", callerId, leaseId]` | money one gateway process holds to reserve from in memory |
- * | `["leases_by_expiry", expiresAt, callerId, leaseId]` | open leases, for the sweep |
+ * | `["unleased", callerId]` | the part of a caller's balance no lease holds, integer micro-USD (below zero: a debt) |
+ * | `["leases", callerId, leaseId]` | {@linkcode LeaseRecord} in `credits/ledger.ts`: money one gateway process holds to reserve from in memory |
  * | `["ledger", callerId, entryId]` | one money movement; `entryId` sorts by time |
  * | `["traces", callerId, entryId]` | one trace record; `entryId` sorts by time |
  * | `["traces_by_trace_id", callerId, traceId, entryId]` | the same record, indexed by trace id |
@@ -51,63 +48,20 @@ export function callerByHashKey(hashHex: string): Deno.KvKey {
 }
 
 /**
- * The key of a caller's spendable balance (micro-USD, a plain number).
+ * The key of a caller's unleased credits: the part of their balance no
+ * gateway process holds in a lease (micro-USD, a plain number; below zero
+ * is a debt).
  *
  * @param callerId The caller's public id.
  * @returns The KV key.
  */
-export function balanceKey(callerId: string): Deno.KvKey {
-  return ["balances", callerId];
-}
-
-/**
- * The key of one reservation.
- *
- * @param reservationId The reservation's id.
- * @returns The KV key.
- */
-export function reservationKey(reservationId: string): Deno.KvKey {
-  return ["reservations", reservationId];
-}
-
-/**
- * The index entry of an open reservation, ordered by expiry so the sweep
- * reads only the expired ones.
- *
- * @param expiresAt Epoch ms after which the reservation may be swept.
- * @param reservationId The reservation's id.
- * @returns The KV key.
- */
-export function reservationExpiryKey(
-  expiresAt: number,
-  reservationId: string,
-): Deno.KvKey {
-  return ["reservations_by_expiry", expiresAt, reservationId];
-}
-
-/**
- * The end (exclusive) of the reservation expiry index for a sweep at `time`:
- * every entry before it expired strictly before `time`.
- *
- * @param time Epoch ms of the sweep.
- * @returns The KV key to end a list at.
- */
-export function reservationExpiryEnd(time: number): Deno.KvKey {
-  return ["reservations_by_expiry", time];
-}
-
-/**
- * The prefix of the reservation expiry index.
- *
- * @returns The KV key prefix.
- */
-export function reservationExpiryPrefix(): Deno.KvKey {
-  return ["reservations_by_expiry"];
+export function unleasedKey(callerId: string): Deno.KvKey {
+  return ["unleased", callerId];
 }
 
 /**
  * The key of one credit lease: money a gateway process moved out of a
- * caller's balance to take reservations from in memory.
+ * caller's unleased credits to take reservations from in memory.
  *
  * @param callerId The caller whose money it holds.
  * @param leaseId The lease's id.
@@ -125,43 +79,6 @@ export function leaseKey(callerId: string, leaseId: string): Deno.KvKey {
  */
 export function leasesPrefix(callerId?: string): Deno.KvKey {
   return callerId === undefined ? ["leases"] : ["leases", callerId];
-}
-
-/**
- * The index entry of an open lease, ordered by expiry so the sweep reads only
- * the expired ones.
- *
- * @param expiresAt Epoch ms after which the lease may be swept.
- * @param callerId The caller whose money it holds.
- * @param leaseId The lease's id.
- * @returns The KV key.
- */
-export function leaseExpiryKey(
-  expiresAt: number,
-  callerId: string,
-  leaseId: string,
-): Deno.KvKey {
-  return ["leases_by_expiry", expiresAt, callerId, leaseId];
-}
-
-/**
- * The end (exclusive) of the lease expiry index for a sweep at `time`: every
- * entry before it expired strictly before `time`.
- *
- * @param time Epoch ms of the sweep.
- * @returns The KV key to end a list at.
- */
-export function leaseExpiryEnd(time: number): Deno.KvKey {
-  return ["leases_by_expiry", time];
-}
-
-/**
- * The prefix of the lease expiry index.
- *
- * @returns The KV key prefix.
- */
-export function leaseExpiryPrefix(): Deno.KvKey {
-  return ["leases_by_expiry"];
 }
 
 /**

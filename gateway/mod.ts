@@ -40,16 +40,20 @@ export {
   createCallerAuthenticator,
   type NewCaller,
 } from "./callers.ts";
+export { type BillingOptions, createBilling } from "./credits/billing.ts";
 export {
-  type BillingOptions,
-  costMicros,
-  createBilling,
-  microsToUsd,
-  sweepExpiredReservations,
-  type SweepResult,
+  type LedgerEntry,
+  listLedger,
+  readBalance,
   topUp,
+} from "./credits/ledger.ts";
+export {
+  costMicros,
+  MAX_BALANCE_MICROS,
+  microsToUsd,
   usdToMicros,
-} from "./credits.ts";
+} from "./credits/money.ts";
+export { sweepExpiredLeases, type SweepResult } from "./credits/sweep.ts";
 export { GatewayError } from "./errors.ts";
 export {
   type KeyPoolOptions,

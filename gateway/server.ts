@@ -1,5 +1,5 @@
 /**
- * Runs a gateway on `Deno.serve`: opens its KV, sweeps stale reservations,
+ * Runs a gateway on `Deno.serve`: opens its KV, returns the credit leases of crashed processes,
  * and shuts down gracefully (in-flight calls drain, new ones are refused).
  *
  * @module
@@ -7,7 +7,7 @@
 import { dirname } from "node:path";
 import { createGateway } from "./app.ts";
 import type { GatewayConfig } from "./config.ts";
-import { sweepExpiredReservations } from "./credits.ts";
+import { sweepExpiredLeases } from "./credits/sweep.ts";
 import type { CatalogEntry } from "./types.ts";
 
 /** How often each process releases reservations left open by a crashed one. */
@@ -63,8 +63,8 @@ export async function startGateway(
   const log = options.log ??
     ((record) => console.error(JSON.stringify(record)));
   const sweep = setInterval(() => {
-    sweepExpiredReservations(kv, Date.now()).catch((error) =>
-      log({ level: "error", message: `Reservation sweep failed: ${error}` })
+    sweepExpiredLeases(kv, Date.now()).catch((error) =>
+      log({ level: "error", message: `Lease sweep failed: ${error}` })
     );
   }, SWEEP_INTERVAL_MS);
   Deno.unrefTimer(sweep);

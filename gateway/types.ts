@@ -82,10 +82,14 @@ export interface Reservation {
   amountMicros: number;
 }
 
-/** The result of trying to reserve. */
+/**
+ * The result of trying to reserve. `availableMicros` is what this process
+ * could still reserve for the caller: their balance less the reservations
+ * and queued charges it knows of.
+ */
 export type ReserveResult =
-  | { ok: true; reservation: Reservation; balanceMicros: number }
-  | { ok: false; balanceMicros: number };
+  | { ok: true; reservation: Reservation; availableMicros: number }
+  | { ok: false; availableMicros: number };
 
 /** One trace record: what the gateway saw of one call. */
 export interface TraceRecord {
@@ -137,31 +141,34 @@ export interface Settlement {
   trace: TraceRecord;
 }
 
-/** Credit balances, reservations, the ledger and trace storage. */
+/**
+ * Credits on the request path: reservations, settlement, the ledger and
+ * trace storage. A caller's balance is the sum of their ledger entries.
+ */
 export interface Billing {
-  /** Holds `amountMicros` of the caller's balance, or reports that it cannot. */
+  /** Holds `amountMicros` of the caller's balance for one call, or reports that it cannot (not enough, or a debt). */
   reserve(callerId: string, amountMicros: number): Promise<ReserveResult>;
-  /** Closes a reservation: debits the real cost, writes a ledger entry and the trace, in one commit. */
-  settle(settlement: Settlement): Promise<{ balanceMicros: number }>;
+  /** Closes a reservation: charges the full real cost, writes a ledger entry and the trace, in one commit. */
+  settle(settlement: Settlement): Promise<{ availableMicros: number }>;
   /**
    * Queues the same commit as {@linkcode Billing.settle} without waiting for
-   * it (write-behind), and returns the balance as it will be once this
+   * it (write-behind), and returns what will be available once this
    * process's queued work for the caller has committed. {@linkcode Billing.balance}
    * waits for queued settlements of the caller; {@linkcode Billing.flush}
    * waits for all. A settlement that finally fails is logged and not
    * charged: its hold goes back to the caller.
    */
-  settleSoon(settlement: Settlement): { balanceMicros: number };
-  /** Resolves once every settlement queued by {@linkcode Billing.settleSoon} has committed or finally failed, and unused credit leases went back to the balances. */
+  settleSoon(settlement: Settlement): { availableMicros: number };
+  /** Resolves once every queued settlement has committed or finally failed, and unused credit keys went back. */
   flush(): Promise<void>;
   /** Stores a trace of a call that never reserved (rejected before forwarding). */
   recordTrace(trace: TraceRecord): Promise<void>;
-  /** The caller's spendable balance, micro-USD, after the settlements this process queued for them; exact within one process (other processes' unused leases are not in it). */
+  /** The caller's balance, micro-USD, once this process's queued settlements for them have committed. */
   balance(callerId: string): Promise<number>;
 }
 
 /** A provider key lent to one upstream attempt. */
-export interface KeyLease {
+export interface ProviderKey {
   /** The provider the key belongs to. */
   provider: ProviderName;
   /** Short id naming the key in logs and traces. */
@@ -172,7 +179,7 @@ export interface KeyLease {
 
 /** The result of asking the pool for a key. */
 export type AcquireResult =
-  | { ok: true; lease: KeyLease }
+  | { ok: true; key: ProviderKey }
   | { ok: false; retryAfterMs: number };
 
 /** A provider's pool of keys, with per-key RPM/TPM limits and cool-downs. */
@@ -184,9 +191,9 @@ export interface KeyPool {
     exclude?: ReadonlySet<string>,
   ): AcquireResult;
   /** Upstream answered 429: cool the key down for `retryAfterMs` (or the default). */
-  rateLimited(lease: KeyLease, retryAfterMs?: number): void;
+  rateLimited(key: ProviderKey, retryAfterMs?: number): void;
   /** Upstream answered 401/403: take the key out of the pool. */
-  revoke(lease: KeyLease, status: number): void;
+  revoke(key: ProviderKey, status: number): void;
   /** Records the tokens the call really used, for TPM accounting. */
-  recordUsage(lease: KeyLease, tokens: number): void;
+  recordUsage(key: ProviderKey, tokens: number): void;
 }

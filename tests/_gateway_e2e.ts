@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { DEFAULT_CATALOG } from "../gateway/catalog.ts";
-import { type LedgerEntry, listLedger } from "../gateway/credits.ts";
+import { type LedgerEntry, listLedger } from "../gateway/credits/ledger.ts";
 import type { CatalogEntry } from "../gateway/types.ts";
 
 /** The path of `gateway/main.ts`. */

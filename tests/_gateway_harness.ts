@@ -4,7 +4,7 @@
  */
 import { createCaller, type NewCaller } from "../gateway/callers.ts";
 import { parseConfig, PROVIDERS } from "../gateway/config.ts";
-import { usdToMicros } from "../gateway/credits.ts";
+import { usdToMicros } from "../gateway/credits/money.ts";
 import { type RunningGateway, startGateway } from "../gateway/server.ts";
 import {
   type Simulator,

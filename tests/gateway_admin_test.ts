@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { hashCallerKey } from "../gateway/callers.ts";
-import { listLedger } from "../gateway/credits.ts";
+import { listLedger } from "../gateway/credits/ledger.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import { callBody } from "./_gateway_routes.ts";
 import { delay, ledgerSum, postJson } from "./_gateway_e2e.ts";

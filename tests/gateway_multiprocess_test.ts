@@ -7,9 +7,13 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createCaller } from "../gateway/callers.ts";
-import { balance, listLedger, usdToMicros } from "../gateway/credits.ts";
+import {
+  listLeases,
+  listLedger,
+  readBalance,
+} from "../gateway/credits/ledger.ts";
+import { usdToMicros } from "../gateway/credits/money.ts";
 import { providerKeyId } from "../gateway/key_pool.ts";
-import { reservationExpiryPrefix } from "../gateway/kv_keys.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
 import { listTraces } from "../gateway/tracing.ts";
 import { callBody, callPath, readSse } from "./_gateway_routes.ts";
@@ -127,15 +131,14 @@ Deno.test("three gateway processes on one KV file keep one exact ledger that mat
         new Set(charges.map((entry) => entry.requestId)).size,
         charges.length,
       );
-      const finalBalance = await balance(kv, caller.id);
+      const finalBalance = await readBalance(kv, caller.id);
       assert.equal(ledgerSum(ledger), finalBalance);
       assert.equal(opening - finalBalance, -ledgerSum(charges));
       assert.equal(-ledgerSum(charges), generated);
-      assert.equal(
-        (await Array.fromAsync(kv.list({ prefix: reservationExpiryPrefix() })))
-          .length,
-        0,
-        "a reservation was left open",
+      assert.deepEqual(
+        await listLeases(kv, caller.id),
+        [],
+        "a lease was left holding money",
       );
       assert.equal(
         (await listTraces(kv, caller.id, { limit: 1000 })).length,
@@ -221,7 +224,7 @@ Deno.test("three gateway processes on one KV file never let one caller spend pas
       const spent = -ledgerSum(charges);
       assert.equal(spent, succeeded * expectedCost(usage, "gpt-4o"));
       assert.ok(spent <= opening);
-      const finalBalance = await balance(kv, caller.id);
+      const finalBalance = await readBalance(kv, caller.id);
       assert.equal(opening - finalBalance, spent);
       assert.equal(ledgerSum(ledger), finalBalance);
     } finally {

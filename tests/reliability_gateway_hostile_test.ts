@@ -11,7 +11,8 @@ import fc from "fast-check";
 import { createGateway, type GatewayApp } from "../gateway/app.ts";
 import { createCaller, type NewCaller } from "../gateway/callers.ts";
 import { parseConfig, PROVIDERS } from "../gateway/config.ts";
-import { balance, listLedger, usdToMicros } from "../gateway/credits.ts";
+import { listLedger, readBalance } from "../gateway/credits/ledger.ts";
+import { usdToMicros } from "../gateway/credits/money.ts";
 import { type Simulator, startSimulator } from "../gateway/simulator/mod.ts";
 import { assertLedgerExact } from "./fixtures/reliability_ledger.ts";
 
@@ -175,7 +176,7 @@ Deno.test("random and mutated requests never get a 5xx, never crash the gateway 
   await fc.assert(
     fc.asyncProperty(anyRequest, async (request) => {
       await r.app.flush();
-      const before = await balance(r.kv, r.caller.id);
+      const before = await readBalance(r.kv, r.caller.id);
       const entriesBefore = (await listLedger(r.kv, r.caller.id)).length;
       const response = await r.app.request(
         request.path + request.query,
@@ -188,7 +189,7 @@ Deno.test("random and mutated requests never get a 5xx, never crash the gateway 
       );
       await r.app.flush();
       if (response.status >= 400) {
-        assert.equal(await balance(r.kv, r.caller.id), before, "no charge");
+        assert.equal(await readBalance(r.kv, r.caller.id), before, "no charge");
         assert.equal(
           (await listLedger(r.kv, r.caller.id)).length,
           entriesBefore,
@@ -253,7 +254,7 @@ Deno.test("100 000 levels of nesting, as the body or inside a message, are answe
   ];
   const statuses: number[] = [];
   for (const [i, body] of bodies.entries()) {
-    const before = await balance(r.kv, r.caller.id);
+    const before = await readBalance(r.kv, r.caller.id);
     const answer = await post(r, "/v1/chat/completions", body);
     // A passthrough route may forward a deep but well-formed body (the
     // provider judges its content); what matters is no 5xx and no crash.
@@ -264,7 +265,7 @@ Deno.test("100 000 levels of nesting, as the body or inside a message, are answe
     statuses.push(answer.status);
     await r.app.flush();
     if (answer.status >= 400) {
-      assert.equal(await balance(r.kv, r.caller.id), before);
+      assert.equal(await readBalance(r.kv, r.caller.id), before);
     }
   }
   // The bare array, the nested object and the unclosed body are refused.

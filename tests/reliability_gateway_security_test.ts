@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { createCaller } from "../gateway/callers.ts";
-import { usdToMicros } from "../gateway/credits.ts";
+import { usdToMicros } from "../gateway/credits/money.ts";
 import { type Harness, startHarness } from "./_gateway_harness.ts";
 
 const ADMIN_TOKEN = "admin-token-security-suite-0123456789";

@@ -6,7 +6,7 @@
  * @module
  */
 import { createCaller } from "../../gateway/callers.ts";
-import { usdToMicros } from "../../gateway/credits.ts";
+import { usdToMicros } from "../../gateway/credits/money.ts";
 import { type Child, spawnChild } from "../_process.ts";
 import type { WrkRequest } from "./wrk.ts";
 

@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createCaller } from "../../gateway/callers.ts";
 import { PROVIDERS } from "../../gateway/config.ts";
-import { usdToMicros } from "../../gateway/credits.ts";
+import { usdToMicros } from "../../gateway/credits/money.ts";
 import { startSimulator } from "../../gateway/simulator/mod.ts";
 import { readMoney } from "../fixtures/reliability_ledger.ts";
 import { startTaskFlags } from "../../bench/gateway/targets.ts";
@@ -237,7 +237,6 @@ const summary = {
   rssGrowthAfterWarmupPercent: Number((growth * 100).toFixed(2)),
   exitCode: status.code,
   charges: money.charges.length,
-  openReservations: money.openReservations.length,
   ledgerExact: ledgerSum === money.balanceMicros,
   spentUsd: (opening - money.balanceMicros) / 1_000_000,
   gatewayErrorLogLines:
@@ -247,7 +246,7 @@ const summary = {
 console.log(JSON.stringify(summary, null, 2));
 await Deno.remove(dir, { recursive: true });
 const passed = failures.length === 0 && growth < 0.1 && status.code === 0 &&
-  money.charges.length === ok && money.openReservations.length === 0 &&
+  money.charges.length === ok && money.openLeases.length === 0 &&
   summary.ledgerExact && summary.gatewayErrorLogLines === 0;
 if (!passed) {
   console.error("Soak failed");
