@@ -17,12 +17,11 @@
  * @module
  */
 
-import { timingSafeEqual } from "node:crypto";
 import { Hono } from "hono";
 import type { Context } from "hono";
-import { HTTPException } from "hono/http-exception";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { z } from "zod";
+import { firstIssue } from "./_zod.ts";
+import { adminAuth } from "./auth.ts";
 import {
   type CallerInfo,
   createCaller,
@@ -30,8 +29,13 @@ import {
   listCallers,
   revokeCaller,
 } from "./callers.ts";
-import { topUp } from "./credits/ledger.ts";
-import { microsToUsd, usdToMicros } from "./credits/money.ts";
+import { BalanceRangeError, topUp } from "./credits/ledger.ts";
+import {
+  MAX_BALANCE_MICROS,
+  microsToUsd,
+  usdToMicros,
+} from "./credits/money.ts";
+import { GatewayError, renderErrors } from "./errors.ts";
 
 /** Options of {@linkcode createAdminRoutes}. */
 export interface AdminRoutesOptions {
@@ -39,10 +43,11 @@ export interface AdminRoutesOptions {
   kv: Deno.Kv;
   /** `GATEWAY_ADMIN_TOKEN`; unset or empty disables every admin route (403). */
   adminToken?: string;
+  /** Where failures are logged; defaults to JSON lines on stderr. */
+  log?: (record: Record<string, unknown>) => void;
 }
 
-// Beyond this an amount in micro-USD is no longer a safe integer.
-const MAX_USD = 1_000_000_000;
+const MAX_USD = microsToUsd(MAX_BALANCE_MICROS);
 
 const createKeySchema = z.object({
   name: z.string().trim().min(1).max(200),
@@ -58,38 +63,10 @@ const creditsSchema = z.object({
   ),
 });
 
-const ERROR_TYPES: Record<number, string> = {
-  400: "invalid_request_error",
-  401: "authentication_error",
-  403: "permission_error",
-  404: "not_found_error",
-  500: "server_error",
-};
-
-/** Stops the request with an OpenAI-shaped error body. */
-function fail(
-  status: ContentfulStatusCode,
-  message: string,
-  options: { code: string; param?: string },
-): never {
-  const body = {
-    error: {
-      message,
-      type: ERROR_TYPES[status] ?? "invalid_request_error",
-      param: options.param ?? null,
-      code: options.code,
-    },
-  };
-  throw new HTTPException(status, {
-    message,
-    res: Response.json(body, { status }),
+function notFound(id: string): GatewayError {
+  return new GatewayError(404, `Caller key "${id}" not found`, {
+    code: "key_not_found",
   });
-}
-
-async function sha256(text: string): Promise<Uint8Array> {
-  return new Uint8Array(
-    await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)),
-  );
 }
 
 async function readBody<T>(c: Context, schema: z.ZodType<T>): Promise<T> {
@@ -97,16 +74,18 @@ async function readBody<T>(c: Context, schema: z.ZodType<T>): Promise<T> {
   try {
     raw = await c.req.json();
   } catch {
-    fail(400, "Request body is not valid JSON", { code: "invalid_json" });
+    throw new GatewayError(400, "Request body is not valid JSON", {
+      code: "invalid_json",
+    });
   }
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const param = issue.path.map(String).join(".") || undefined;
-    fail(400, `Invalid ${param ? `"${param}"` : "body"}: ${issue.message}`, {
-      code: "invalid_value",
-      param,
-    });
+    const { param, message } = firstIssue(parsed.error);
+    throw new GatewayError(
+      400,
+      `Invalid ${param ? `"${param}"` : "body"}: ${message}`,
+      { code: "invalid_value", param: param || null },
+    );
   }
   return parsed.data;
 }
@@ -135,51 +114,13 @@ function wireCaller(
  */
 export function createAdminRoutes(options: AdminRoutesOptions): Hono {
   const { kv } = options;
-  const expected = options.adminToken ? sha256(options.adminToken) : null;
   const admin = new Hono();
-
-  admin.onError((error, c) => {
-    if (error instanceof HTTPException) return error.getResponse();
-    console.error(
-      JSON.stringify({
-        level: "error",
-        message: "Admin route failed",
-        path: c.req.path,
-        error: String(error),
-      }),
-    );
-    return c.json(
-      {
-        error: {
-          message: "Internal gateway error",
-          type: "server_error",
-          param: null,
-          code: "internal_error",
-        },
-      },
-      500,
-    );
-  });
-
-  admin.use(async (c, next) => {
-    if (expected === null) {
-      fail(
-        403,
-        "The admin API is disabled: set GATEWAY_ADMIN_TOKEN to enable it",
-        { code: "admin_disabled" },
-      );
-    }
-    const match = /^Bearer\s+(.+)$/i.exec(c.req.header("authorization") ?? "");
-    if (match === null) {
-      fail(401, "Missing admin token", { code: "missing_admin_token" });
-    }
-    // Hashing first gives both sides the same length, so the comparison
-    // takes the same time whatever the presented token is.
-    if (!timingSafeEqual(await sha256(match[1].trim()), await expected)) {
-      fail(401, "Invalid admin token", { code: "invalid_admin_token" });
-    }
-    await next();
-  });
+  admin.onError(
+    renderErrors(
+      options.log ?? ((record) => console.error(JSON.stringify(record))),
+    ),
+  );
+  admin.use(adminAuth(options.adminToken));
 
   admin.post("/keys", async (c) => {
     const body = await readBody(c, createKeySchema);
@@ -205,11 +146,7 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono {
 
   admin.get("/keys/:id", async (c) => {
     const caller = await getCaller(kv, c.req.param("id"));
-    if (caller === null) {
-      fail(404, `Caller key "${c.req.param("id")}" not found`, {
-        code: "key_not_found",
-      });
-    }
+    if (caller === null) throw notFound(c.req.param("id"));
     return c.json(wireCaller(caller));
   });
 
@@ -220,11 +157,12 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono {
       const balance = await topUp(kv, id, usdToMicros(body.amount));
       return c.json({ balance: microsToUsd(balance) });
     } catch (error) {
-      if (error instanceof Deno.errors.NotFound) {
-        fail(404, `Caller key "${id}" not found`, { code: "key_not_found" });
-      }
-      if (error instanceof RangeError) {
-        fail(400, error.message, { code: "invalid_value", param: "amount" });
+      if (error instanceof Deno.errors.NotFound) throw notFound(id);
+      if (error instanceof BalanceRangeError) {
+        throw new GatewayError(400, error.message, {
+          code: "invalid_value",
+          param: "amount",
+        });
       }
       throw error;
     }
@@ -232,9 +170,7 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono {
 
   admin.delete("/keys/:id", async (c) => {
     const id = c.req.param("id");
-    if (!(await revokeCaller(kv, id))) {
-      fail(404, `Caller key "${id}" not found`, { code: "key_not_found" });
-    }
+    if (!(await revokeCaller(kv, id))) throw notFound(id);
     return c.json({ id, deleted: true });
   });
 

@@ -7,24 +7,23 @@
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { createAdminRoutes } from "./admin.ts";
-import {
-  type CallDeps,
-  callerSecret,
-  type CallRequest,
-  errorResponse,
-  handleCall,
-} from "./call.ts";
+import { callerAuth, type CallerEnv } from "./auth.ts";
+import { type CallDeps, type CallRequest, handleCall } from "./call.ts";
 import { Catalog, DEFAULT_CATALOG } from "./catalog.ts";
 import type { GatewayConfig } from "./config.ts";
 import { createCallerAuthenticator } from "./callers.ts";
 import { createBilling } from "./credits/billing.ts";
 import { microsToUsd } from "./credits/money.ts";
-import { GatewayError } from "./errors.ts";
+import {
+  errorResponse,
+  GatewayError,
+  renderErrors,
+  routeOf,
+} from "./errors.ts";
 import { MemoryKeyPool } from "./key_pool.ts";
 import { PROVIDERS as PROVIDER_IMPLEMENTATIONS } from "./providers/mod.ts";
 import { tracesResponse } from "./tracing.ts";
 import type {
-  Caller,
   CatalogEntry,
   KeyPool,
   ProviderName,
@@ -45,7 +44,9 @@ export interface GatewayOptions {
   log?: (record: Record<string, unknown>) => void;
 }
 
-type GatewayEnv = { Variables: { requestId: string; traceId: string } };
+type GatewayEnv = {
+  Variables: { requestId: string; traceId: string } & CallerEnv["Variables"];
+};
 
 /**
  * The gateway as an HTTP handler. It is a Hono app; the public type names only
@@ -125,7 +126,6 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     log,
   });
   const deps: CallDeps = {
-    callers,
     billing,
     keyPool,
     model: (id) => catalog.get(id),
@@ -149,20 +149,7 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     c.res.headers.set("x-request-id", requestId);
     c.res.headers.set("trace-id", traceId);
   });
-  app.onError((error, c) => {
-    if (error instanceof GatewayError) {
-      return errorResponse(routeOf(c.req.path), error);
-    }
-    log({
-      level: "error",
-      requestId: c.get("requestId"),
-      message: String(error),
-    });
-    return errorResponse(
-      routeOf(c.req.path),
-      new GatewayError(500, "Internal gateway error"),
-    );
-  });
+  app.onError(renderErrors(log));
   app.notFound((c) =>
     errorResponse(
       routeOf(c.req.path),
@@ -184,17 +171,8 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   });
 
   const api = new Hono<GatewayEnv>();
-  const authenticated = async (headers: Headers): Promise<Caller> => {
-    const secret = callerSecret(headers);
-    const caller = secret ? await callers.authenticate(secret) : null;
-    if (!caller) {
-      throw new GatewayError(
-        401,
-        secret ? "Invalid API key" : "Missing API key",
-      );
-    }
-    return caller;
-  };
+  // The key is checked from the headers, before any body is read.
+  const caller = callerAuth(callers);
 
   api.get("/health", (c) => c.json({ ok: true }));
   api.get("/models", (c) =>
@@ -212,32 +190,23 @@ export function createGateway(options: GatewayOptions): GatewayApp {
         },
       })),
     }));
-  api.get(
-    "/credits",
-    async (c) =>
-      c.json({
-        balance: microsToUsd(
-          await billing.balance((await authenticated(c.req.raw.headers)).id),
-        ),
-        currency: "USD",
-      }),
-  );
-  api.get("/traces", async (c) => {
-    const caller = await authenticated(c.req.raw.headers);
+  api.get("/credits", caller, async (c) =>
+    c.json({
+      balance: microsToUsd(await billing.balance(c.get("caller").id)),
+      currency: "USD",
+    }));
+  api.get("/traces", caller, async (c) => {
     // Non-streamed calls are answered before their charge and trace commit
     // (write-behind); reading the balance queues behind the caller's pending
     // settlements, so the listing includes every call already answered.
-    await billing.balance(caller.id);
-    try {
-      return c.json(
-        await tracesResponse(kv, caller, new URL(c.req.url).searchParams),
-      );
-    } catch (error) {
-      if (error instanceof RangeError) {
-        throw new GatewayError(400, error.message);
-      }
-      throw error;
-    }
+    await billing.balance(c.get("caller").id);
+    return c.json(
+      await tracesResponse(
+        kv,
+        c.get("caller"),
+        new URL(c.req.url).searchParams,
+      ),
+    );
   });
 
   const run =
@@ -245,6 +214,7 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     async (c: Context<GatewayEnv>) => {
       const request: CallRequest = {
         route,
+        caller: c.get("caller"),
         headers: c.req.raw.headers,
         bodyText: await c.req.text(),
         query: c.req.query(),
@@ -256,13 +226,13 @@ export function createGateway(options: GatewayOptions): GatewayApp {
       return handleCall(deps, request);
     };
   for (const [path, route] of CALL_ROUTES) {
-    api.post(path, limit, (c) => run(route)(c));
+    api.post(path, caller, limit, (c) => run(route)(c));
   }
   // Gemini SDKs call `{base}/{apiVersion}/models/{model}:{method}`; with the
   // gateway's root or `/v1` as base, both `v1beta` and `v1` land here.
   const geminiCall = (c: Context<GatewayEnv>) => {
     const path = c.req.path;
-    const target = decodeURIComponent(
+    const target = decodePath(
       path.slice(path.indexOf("/models/") + "/models/".length),
     );
     const colon = target.lastIndexOf(":");
@@ -281,19 +251,27 @@ export function createGateway(options: GatewayOptions): GatewayApp {
       pathStream: method === "streamGenerateContent",
     })(c);
   };
-  api.post("/v1beta/models/*", limit, geminiCall);
-  api.post("/models/*", limit, geminiCall);
-  api.route("/admin", createAdminRoutes({ kv, adminToken: config.adminToken }));
+  api.post("/v1beta/models/*", caller, limit, geminiCall);
+  api.post("/models/*", caller, limit, geminiCall);
+  api.route(
+    "/admin",
+    createAdminRoutes({ kv, adminToken: config.adminToken, log }),
+  );
 
   app.route("/v1", api);
   app.route("/", api);
   return Object.assign(app, { flush: () => billing.flush() });
 }
 
-/** The convention an error on `path` is written in. */
-function routeOf(path: string): RouteName {
-  if (/\/messages$/.test(path)) return "messages";
-  if (path.includes("/v1beta/") || /\/models\/.+:/.test(path)) return "gemini";
-  if (/\/responses$/.test(path)) return "responses";
-  return "chat";
+/** A path segment with its percent escapes decoded; a malformed escape is the caller's 400. */
+function decodePath(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new GatewayError(
+      400,
+      `Malformed percent escape in the path "${segment.slice(0, 200)}"`,
+      { code: "invalid_path" },
+    );
+  }
 }

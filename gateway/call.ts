@@ -1,6 +1,6 @@
 /**
  * One inference call, in the order it happens:
- * authenticate → parse → resolve the model → reserve credits → pick a key and
+ * (the caller is authenticated by middleware) parse → resolve the model → reserve credits → pick a key and
  * send upstream → translate the answer → settle → trace.
  * Each step is a function below; `handleCall` runs them in order.
  *
@@ -8,8 +8,9 @@
  */
 import { createParser } from "eventsource-parser";
 import { z } from "zod";
+import { firstIssue } from "./_zod.ts";
 import {
-  errorBody,
+  errorResponse,
   GatewayError,
   streamErrorFrame,
   toGatewayError,
@@ -21,11 +22,10 @@ import type {
   StreamRelay,
 } from "./providers/provider.ts";
 import { NO_USAGE, parseJson } from "./providers/provider.ts";
-import { TranslationError } from "./translate/chat_types.ts";
+import { chatRequestSchema, TranslationError } from "./translate/chat_types.ts";
 import type {
   Billing,
   Caller,
-  CallerAuthenticator,
   CatalogEntry,
   KeyPool,
   ProviderKey,
@@ -40,8 +40,6 @@ import { recordSpan } from "./tracing.ts";
 
 /** What a call needs from the rest of the gateway. */
 export interface CallDeps {
-  /** Caller-key lookup. */
-  callers: CallerAuthenticator;
   /** Credits, ledger and trace storage. */
   billing: Billing;
   /** Provider keys. */
@@ -64,6 +62,8 @@ export interface CallDeps {
 export interface CallRequest {
   /** The route. */
   route: RouteName;
+  /** The caller, authenticated from the headers before the body was read. */
+  caller: Caller;
   /** Request headers. */
   headers: Headers;
   /** The raw body text (already size-limited). */
@@ -85,7 +85,6 @@ export interface CallRequest {
 /** Running record of a call, turned into its trace at the end. */
 class CallRecord {
   readonly started = Date.now();
-  caller?: Caller;
   entry?: CatalogEntry;
   key?: ProviderKey;
   stream = false;
@@ -102,7 +101,7 @@ class CallRecord {
     return {
       requestId: this.request.requestId,
       traceId: this.request.traceId,
-      callerId: this.caller?.id,
+      callerId: this.request.caller.id,
       model: this.entry?.id,
       route: this.request.route,
       provider: this.entry?.provider,
@@ -137,7 +136,6 @@ export async function handleCall(
   const record = new CallRecord(request);
   let reservation: Reservation | undefined;
   try {
-    record.caller = await authenticate(deps.callers, request.headers);
     const parsed = parseCall(request);
     record.stream = parsed.stream;
     record.entry = resolveModel(deps.model, request.route, parsed.model);
@@ -158,7 +156,7 @@ export async function handleCall(
     const inputTokens = estimateInputTokens(request.bodyText);
     reservation = await reserve(
       deps.billing,
-      record.caller,
+      request.caller,
       record.entry,
       inputTokens,
       call.maxOutputTokens,
@@ -191,7 +189,7 @@ export async function handleCall(
       },
     });
   } catch (thrown) {
-    const error = toGatewayError(thrown);
+    const error = toGatewayError(thrown, request.requestId);
     if (error.status >= 500) {
       deps.log({
         level: "error",
@@ -216,65 +214,10 @@ export async function handleCall(
   }
 }
 
-/**
- * The response for an error, in the convention of `route`.
- *
- * @param route The route the caller used.
- * @param error The error.
- * @returns A JSON response with the error's status (and `retry-after`).
- */
-export function errorResponse(route: RouteName, error: GatewayError): Response {
-  const headers: Record<string, string> = {};
-  if (error.retryAfterSeconds !== undefined) {
-    headers["retry-after"] = String(error.retryAfterSeconds);
-  }
-  return Response.json(errorBody(route, error), {
-    status: error.status,
-    headers,
-  });
-}
-
-/**
- * The caller's key from `Authorization: Bearer`, `x-api-key` or `x-goog-api-key`.
- *
- * @param headers The request headers.
- * @returns The key, or `undefined`.
- */
-export function callerSecret(headers: Headers): string | undefined {
-  const authorization = headers.get("authorization");
-  if (authorization) {
-    const match = /^Bearer\s+(.+)$/i.exec(authorization.trim());
-    if (match) return match[1].trim();
-  }
-  return headers.get("x-api-key")?.trim() ||
-    headers.get("x-goog-api-key")?.trim() || undefined;
-}
-
-async function authenticate(
-  callers: CallerAuthenticator,
-  headers: Headers,
-): Promise<Caller> {
-  const secret = callerSecret(headers);
-  if (!secret) {
-    throw new GatewayError(
-      401,
-      'Missing API key: send it as "Authorization: Bearer <key>", "x-api-key" or "x-goog-api-key"',
-    );
-  }
-  const caller = await callers.authenticate(secret);
-  if (!caller) throw new GatewayError(401, "Invalid API key");
-  return caller;
-}
-
 const positiveInt = z.number().int().positive();
+// One schema per route; the chat route's is the translators' own.
 const routeSchemas = {
-  chat: z.looseObject({
-    model: z.string().min(1),
-    messages: z.array(z.looseObject({ role: z.string() })).min(1),
-    stream: z.boolean().nullish(),
-    max_tokens: positiveInt.nullish(),
-    max_completion_tokens: positiveInt.nullish(),
-  }),
+  chat: chatRequestSchema,
   messages: z.looseObject({
     model: z.string().min(1),
     messages: z.array(z.looseObject({ role: z.string() })).min(1),
@@ -311,16 +254,11 @@ function parseCall(request: CallRequest): ParsedCall {
   }
   const parsed = routeSchemas[request.route].safeParse(json);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const param = issue.path.join(".");
-    throw new GatewayError(
-      400,
-      `Invalid "${param || "body"}": ${issue.message}`,
-      {
-        code: "invalid_request",
-        param: param || null,
-      },
-    );
+    const { param, message } = firstIssue(parsed.error);
+    throw new GatewayError(400, `Invalid "${param || "body"}": ${message}`, {
+      code: "invalid_request",
+      param: param || null,
+    });
   }
   const body = parsed.data as Record<string, unknown>;
   switch (request.route) {
@@ -440,8 +378,10 @@ async function reserve(
 interface Upstream {
   response: Response;
   key: ProviderKey;
-  /** Aborts the upstream request (timeout or caller gone). */
+  /** Aborts the upstream request (a timeout, or the relay when the caller cancels). */
   abort: AbortController;
+  /** The request's signal: aborted by `abort` or when the caller goes away. */
+  signal: AbortSignal;
   /** Clears the answer timeout (the stream relay keeps its own idle timeout). */
   clearTimeout(): void;
 }
@@ -503,19 +443,15 @@ async function sendUpstream(
     record.key = key;
     tried.add(key.keyId);
     const abort = new AbortController();
-    const onCallerGone = () =>
-      abort.abort(new DOMException("Caller went away", "AbortError"));
-    record.request.signal.addEventListener("abort", onCallerGone, {
-      once: true,
-    });
+    // Not AbortSignal.timeout: its timer cannot be cancelled, and the answer
+    // timeout must stop once the answer is in (a stream then has an idle
+    // timeout per event instead).
     const timer = setTimeout(
       () => abort.abort(new DOMException("Upstream timed out", "TimeoutError")),
       deps.upstreamTimeoutMs,
     );
-    const clear = () => {
-      clearTimeout(timer);
-      record.request.signal.removeEventListener("abort", onCallerGone);
-    };
+    const clear = () => clearTimeout(timer);
+    const signal = AbortSignal.any([abort.signal, record.request.signal]);
     let response: Response;
     try {
       response = await fetch(url, {
@@ -526,15 +462,15 @@ async function sendUpstream(
           ...provider.headers(key.secret),
         },
         body,
-        signal: abort.signal,
+        signal,
       });
     } catch (error) {
       clear();
       deps.keyPool.recordUsage(key, 0);
-      throw upstreamFailure(providerName, error, abort.signal);
+      throw upstreamFailure(providerName, error, signal);
     }
     if (response.ok) {
-      return { response, key, abort, clearTimeout: clear };
+      return { response, key, abort, signal, clearTimeout: clear };
     }
     const text = await response.text().catch(() => "");
     clear();
@@ -630,7 +566,7 @@ async function readAnswer(
     throw upstreamFailure(
       upstream.key.provider,
       error,
-      upstream.abort.signal,
+      upstream.signal,
     );
   } finally {
     upstream.clearTimeout();
@@ -729,6 +665,8 @@ function relayStream(
     }
   };
 
+  // One idle timeout per event; a cancellable timer, since AbortSignal.timeout
+  // would leave one pending timer per event for the whole timeout.
   const readChunk = async () => {
     const timer = setTimeout(
       () =>
@@ -769,7 +707,7 @@ function relayStream(
         const error = thrown instanceof GatewayError ? thrown : upstreamFailure(
           upstream.key.provider,
           thrown,
-          upstream.abort.signal,
+          upstream.signal,
         );
         const cut = error.status === 502
           ? new GatewayError(

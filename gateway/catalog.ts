@@ -7,6 +7,7 @@
 import { z } from "zod";
 import catalogData from "./catalog.json" with { type: "json" };
 import type { CatalogEntry } from "./types.ts";
+import { firstIssue } from "./_zod.ts";
 
 const entrySchema = z.object({
   id: z.string().min(1),
@@ -36,11 +37,9 @@ export class Catalog {
     for (const [index, raw] of entries.entries()) {
       const parsed = entrySchema.safeParse(raw);
       if (!parsed.success) {
-        const issue = parsed.error.issues[0];
+        const { param, message } = firstIssue(parsed.error);
         throw new TypeError(
-          `Invalid catalog entry ${index}: "${
-            issue.path.join(".")
-          }" ${issue.message}`,
+          `Invalid catalog entry ${index}: "${param}" ${message}`,
         );
       }
       if (this.#byId.has(parsed.data.id)) {

@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import type { ProviderName } from "./types.ts";
+import { firstIssue } from "./_zod.ts";
 
 /** Every provider, in the order they are listed and configured. */
 export const PROVIDERS: readonly ProviderName[] = [
@@ -178,9 +179,8 @@ export function parseConfig(sources: ConfigSources = {}): GatewayConfig {
 
   const parsed = configSchema.safeParse(merged);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const field = issue.path.join(".") || "(root)";
-    throw new ConfigError(`Invalid config: "${field}" ${issue.message}`);
+    const { param, message } = firstIssue(parsed.error);
+    throw new ConfigError(`Invalid config: "${param || "(root)"}" ${message}`);
   }
   return parsed.data satisfies GatewayConfig;
 }

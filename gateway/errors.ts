@@ -4,6 +4,8 @@
  *
  * @module
  */
+import type { ErrorHandler } from "hono";
+import { HTTPException } from "hono/http-exception";
 import type { RouteName } from "./types.ts";
 
 /** A failure the caller is meant to see, with the status it is sent with. */
@@ -207,13 +209,81 @@ export function streamErrorFrame(
 }
 
 /**
- * Turns anything thrown into a {@linkcode GatewayError}; unknown failures
- * become a 500 whose message hides internals.
+ * Turns anything thrown into a {@linkcode GatewayError}. Anything else is a
+ * bug: a 500 that names the request id for the operator's log and hides
+ * what went wrong from the caller.
  *
  * @param error What was thrown.
+ * @param requestId The request's id, quoted in the message of a 500.
  * @returns A gateway error.
  */
-export function toGatewayError(error: unknown): GatewayError {
+export function toGatewayError(
+  error: unknown,
+  requestId?: string,
+): GatewayError {
   if (error instanceof GatewayError) return error;
-  return new GatewayError(500, "Internal gateway error");
+  return new GatewayError(
+    500,
+    requestId
+      ? `Internal gateway error; quote request id "${requestId}" to the operator`
+      : "Internal gateway error",
+  );
+}
+
+/**
+ * The response for an error, in the convention of `route`.
+ *
+ * @param route The route the caller used.
+ * @param error The error.
+ * @returns A JSON response with the error's status (and `retry-after`).
+ */
+export function errorResponse(route: RouteName, error: GatewayError): Response {
+  const headers: Record<string, string> = {};
+  if (error.retryAfterSeconds !== undefined) {
+    headers["retry-after"] = String(error.retryAfterSeconds);
+  }
+  return Response.json(errorBody(route, error), {
+    status: error.status,
+    headers,
+  });
+}
+
+/**
+ * The convention errors on `path` are written in: Anthropic's under
+ * `/messages`, Google's under the Gemini model paths, OpenAI's elsewhere.
+ *
+ * @param path The request path.
+ * @returns The route whose convention applies.
+ */
+export function routeOf(path: string): RouteName {
+  if (/\/messages(\/|$)/.test(path)) return "messages";
+  if (path.includes("/v1beta/") || /\/models\/.+:/.test(path)) return "gemini";
+  if (/\/responses(\/|$)/.test(path)) return "responses";
+  return "chat";
+}
+
+/**
+ * Hono's `onError` for every part of the gateway: a {@linkcode GatewayError}
+ * is rendered in the path's convention, a Hono `HTTPException` answers with
+ * the response it carries (the admin auth builds it with the same renderer);
+ * anything else is logged and becomes a 500 naming the request id.
+ *
+ * @param log Where the 500s are logged.
+ * @returns The error handler.
+ */
+export function renderErrors(
+  log: (record: Record<string, unknown>) => void,
+): ErrorHandler {
+  return (thrown, c) => {
+    // Hono's own middleware (bearer auth, body limit) carries its response.
+    if (thrown instanceof HTTPException) return thrown.getResponse();
+    const requestId: string | undefined = c.get("requestId");
+    if (!(thrown instanceof GatewayError)) {
+      log({ level: "error", requestId, message: String(thrown) });
+    }
+    return errorResponse(
+      routeOf(c.req.path),
+      toGatewayError(thrown, requestId),
+    );
+  };
 }

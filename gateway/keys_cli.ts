@@ -24,7 +24,7 @@ import {
   listCallers,
   revokeCaller,
 } from "./callers.ts";
-import { topUp } from "./credits/ledger.ts";
+import { BalanceRangeError, topUp } from "./credits/ledger.ts";
 import { microsToUsd, usdToMicros } from "./credits/money.ts";
 import { openKv } from "./server.ts";
 
@@ -144,7 +144,9 @@ async function run(
         if (error instanceof Deno.errors.NotFound) {
           throw new UsageError(`Caller key "${id}" not found`);
         }
-        if (error instanceof RangeError) throw new UsageError(error.message);
+        if (error instanceof BalanceRangeError) {
+          throw new UsageError(error.message);
+        }
         throw error;
       }
     }
@@ -188,10 +190,11 @@ export async function main(args: string[]): Promise<number> {
     return 0;
   } catch (error) {
     // parseArgs throws TypeError (ERR_PARSE_ARGS_*) for unknown or valueless
-    // flags; the stores throw RangeError for an invalid name or amount.
+    // flags; the stores throw RangeError for an invalid name or amount, and
+    // BalanceRangeError for a balance out of range.
     if (
       error instanceof UsageError || error instanceof TypeError ||
-      error instanceof RangeError
+      error instanceof RangeError || error instanceof BalanceRangeError
     ) {
       console.error(
         `${error.message.split("\n")[0]}; run "deno task keys help" for usage`,

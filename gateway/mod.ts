@@ -15,6 +15,9 @@
  * Deno.serve({ port: config.port }, createGateway({ config, kv }).fetch);
  * ```
  *
+ * The provider simulator that tests and the demo use has its own entry,
+ * `@org/mcpkit/gateway/testing`, so this one carries only the gateway.
+ *
  * @module
  */
 export { createGateway, type GatewayApp, type GatewayOptions } from "./app.ts";
@@ -61,14 +64,4 @@ export {
   providerKeyId,
   type ProviderKeys,
 } from "./key_pool.ts";
-export {
-  type Behaviour,
-  type BehaviourMatch,
-  type ScriptedStep,
-  type SimulatedRequest,
-  type Simulator,
-  type SimulatorOptions,
-  startSimulator,
-  type UsageOverride,
-} from "./simulator/mod.ts";
 export type * from "./types.ts";

@@ -36,6 +36,8 @@ import {
   tracesPrefix,
 } from "./kv_keys.ts";
 import type { Caller, ProviderName, TraceRecord } from "./types.ts";
+import { firstIssue } from "./_zod.ts";
+import { GatewayError } from "./errors.ts";
 
 /** Default time a trace record is kept: 30 days. */
 export const DEFAULT_TRACE_RETENTION_MS: number = 30 * 24 * 60 * 60 * 1000;
@@ -149,7 +151,7 @@ export interface TracesResponse {
  * @param caller The authenticated caller.
  * @param query The request's query parameters.
  * @returns The response body.
- * @throws {RangeError} When `limit` is not an integer from 1 to 1000 or `trace_id` is empty; answer 400.
+ * @throws {GatewayError} A 400 when `limit` is not an integer from 1 to 1000 or `trace_id` is empty.
  */
 export async function tracesResponse(
   kv: Deno.Kv,
@@ -161,9 +163,11 @@ export async function tracesResponse(
     : query;
   const parsed = tracesQuerySchema.safeParse(raw);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new RangeError(
-      `Invalid query parameter "${String(issue.path[0])}": ${issue.message}`,
+    const { param, message } = firstIssue(parsed.error);
+    throw new GatewayError(
+      400,
+      `Invalid query parameter "${param}": ${message}`,
+      { code: "invalid_request", param },
     );
   }
   const data = await listTraces(kv, caller.id, {

@@ -6,6 +6,7 @@ import {
   tracesResponse,
 } from "./tracing.ts";
 import type { TraceRecord } from "./types.ts";
+import { GatewayError } from "./errors.ts";
 
 function traceAt(
   time: number,
@@ -112,7 +113,7 @@ Deno.test("tracesResponse() answers only the caller's traces and rejects a bad l
     );
     await assert.rejects(
       tracesResponse(kv, caller, { limit: "0" }),
-      RangeError,
+      GatewayError,
     );
     await assert.rejects(
       tracesResponse(kv, caller, { limit: "many" }),

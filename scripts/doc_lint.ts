@@ -14,7 +14,12 @@
  * @module
  */
 
-const ENTRY_POINTS = ["mod.ts", "gateway/mod.ts", "mcp/mod.ts"];
+const ENTRY_POINTS = [
+  "mod.ts",
+  "gateway/mod.ts",
+  "gateway/simulator/mod.ts",
+  "mcp/mod.ts",
+];
 
 const output = await new Deno.Command(Deno.execPath(), {
   args: ["doc", "--lint", ...ENTRY_POINTS],

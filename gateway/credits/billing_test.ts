@@ -4,12 +4,14 @@ import { listTraces } from "../tracing.ts";
 import type { Reservation, Settlement, TraceRecord } from "../types.ts";
 import { createBilling } from "./billing.ts";
 import {
+  BalanceRangeError,
   listLeases,
   listLedger,
   readBalance,
   readUnleased,
   topUp,
 } from "./ledger.ts";
+import { MAX_BALANCE_MICROS } from "./money.ts";
 import { sweepExpiredLeases } from "./sweep.ts";
 
 function traceFor(callerId: string, requestId: string): TraceRecord {
@@ -263,8 +265,13 @@ Deno.test("topUp() adds and removes credits as ledger entries, never below zero"
     assert.equal((await listLedger(kv, caller.id)).length, 0);
     assert.equal(await topUp(kv, caller.id, 5_000), 5_000);
     assert.equal(await topUp(kv, caller.id, -2_000), 3_000);
-    await assert.rejects(topUp(kv, caller.id, 1.5), RangeError);
-    await assert.rejects(topUp(kv, caller.id, -3_001), RangeError);
+    await assert.rejects(topUp(kv, caller.id, 1.5), BalanceRangeError);
+    await assert.rejects(topUp(kv, caller.id, -3_001), BalanceRangeError);
+    // The balance stays where micro-USD are exact.
+    await assert.rejects(
+      topUp(kv, caller.id, MAX_BALANCE_MICROS),
+      BalanceRangeError,
+    );
     await assert.rejects(topUp(kv, "ck_missing", 1), Deno.errors.NotFound);
     const entries = await listLedger(kv, caller.id);
     assert.deepEqual(entries.map((entry) => entry.amountMicros), [

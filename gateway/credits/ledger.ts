@@ -23,6 +23,23 @@ import {
 import type { ProviderName, RouteName } from "../types.ts";
 import { assertMicros, MAX_BALANCE_MICROS } from "./money.ts";
 
+/**
+ * A top-up or opening balance that would leave the range balances are kept
+ * in: below zero by a removal, or above {@linkcode MAX_BALANCE_MICROS}. The
+ * admin API answers it with 400.
+ */
+export class BalanceRangeError extends Error {
+  /**
+   * Creates the error.
+   *
+   * @param message What was refused and why.
+   */
+  constructor(message: string) {
+    super(message);
+    this.name = "BalanceRangeError";
+  }
+}
+
 /** One movement of a caller's balance. */
 export interface LedgerEntry {
   /** Time-ordered entry id. */
@@ -140,7 +157,8 @@ async function leasedMicros(kv: Deno.Kv, callerId: string): Promise<number> {
  * @param amountMicros Opening credits, micro-USD.
  * @param time Epoch ms.
  * @returns The same operation.
- * @throws {RangeError} When the amount is negative, fractional or above {@linkcode MAX_BALANCE_MICROS}.
+ * @throws {RangeError} When the amount is negative or fractional.
+ * @throws {BalanceRangeError} When the amount is above {@linkcode MAX_BALANCE_MICROS}.
  */
 export function addOpeningBalanceWrites(
   op: Deno.AtomicOperation,
@@ -169,7 +187,7 @@ function topUpEntry(
 
 function assertWithinMaximum(balanceMicros: number): void {
   if (balanceMicros > MAX_BALANCE_MICROS) {
-    throw new RangeError(
+    throw new BalanceRangeError(
       `A balance of "${balanceMicros}" micro-USD is above the maximum of "${MAX_BALANCE_MICROS}" (1 billion USD)`,
     );
   }
@@ -189,7 +207,7 @@ function assertWithinMaximum(balanceMicros: number): void {
  * @param now Epoch ms of the entry; defaults to now.
  * @returns The caller's balance afterwards, micro-USD.
  * @throws {Deno.errors.NotFound} When the caller does not exist (or was revoked).
- * @throws {RangeError} When the amount is not an integer, would take the unleased credits below zero, or the balance above the maximum.
+ * @throws {BalanceRangeError} When the amount is not an integer, would take the unleased credits below zero, or the balance above the maximum.
  */
 export async function topUp(
   kv: Deno.Kv,
@@ -201,7 +219,7 @@ export async function topUp(
     !Number.isSafeInteger(amountMicros) ||
     Math.abs(amountMicros) > MAX_BALANCE_MICROS
   ) {
-    throw new RangeError(
+    throw new BalanceRangeError(
       `Invalid top-up amount "${amountMicros}": expected an integer of micro-USD of at most "${MAX_BALANCE_MICROS}" either way`,
     );
   }
@@ -216,7 +234,7 @@ export async function topUp(
     const unleased = current.value ?? 0;
     const next = unleased + amountMicros;
     if (amountMicros < 0 && next < 0) {
-      throw new RangeError(
+      throw new BalanceRangeError(
         `Cannot remove "${-amountMicros}" micro-USD from caller "${callerId}": the unleased credits are "${unleased}"`,
       );
     }

@@ -515,7 +515,7 @@ const anthropicErrorTypes = new Map<string, ChatErrorType>([
  * @param body The parsed upstream body, or anything unreadable.
  * @returns The chat error body.
  */
-export function errorFromAnthropic(
+function errorFromAnthropic(
   status: number,
   body: unknown,
 ): ChatErrorBody {

@@ -4,7 +4,6 @@ import { chat, chunksOf, replay } from "../../tests/_chat_streams.ts";
 import {
   AnthropicChatStream,
   type AnthropicResponse,
-  errorFromAnthropic,
   finishReasonFromAnthropic,
   fromAnthropicResponse,
   toAnthropicRequest,
@@ -768,56 +767,6 @@ data: {"type":"message_start","message":{"id":"msg_z","usage":{"input_tokens":5,
   });
   assert.ok(pieces.length === 1 && isChatStreamError(pieces[0]));
   assert.deepEqual(stream.finish(), []);
-});
-
-Deno.test("errorFromAnthropic() maps Anthropic error bodies to OpenAI error types", () => {
-  assert.deepEqual(
-    errorFromAnthropic(400, {
-      type: "error",
-      error: {
-        type: "invalid_request_error",
-        message: "max_tokens: Field required",
-      },
-    }),
-    {
-      error: {
-        message: "max_tokens: Field required",
-        type: "invalid_request_error",
-        param: null,
-        code: "invalid_request_error",
-      },
-    },
-  );
-  assert.equal(
-    errorFromAnthropic(401, {
-      type: "error",
-      error: { type: "authentication_error", message: "invalid x-api-key" },
-    }).error.type,
-    "authentication_error",
-  );
-  assert.equal(
-    errorFromAnthropic(429, {
-      type: "error",
-      error: { type: "rate_limit_error", message: "slow down" },
-    }).error.type,
-    "rate_limit_error",
-  );
-  assert.equal(
-    errorFromAnthropic(529, {
-      type: "error",
-      error: { type: "overloaded_error", message: "Overloaded" },
-    }).error.type,
-    "server_error",
-  );
-  assert.deepEqual(errorFromAnthropic(502, "<html>Bad gateway</html>"), {
-    error: {
-      message: 'Upstream answered status "502"',
-      type: "server_error",
-      param: null,
-      code: null,
-    },
-  });
-  assert.equal(errorFromAnthropic(404, null).error.type, "not_found_error");
 });
 
 Deno.test("AnthropicChatStream joins tool arguments split at any boundary back into the same object", () => {

@@ -539,7 +539,7 @@ const geminiStatusTypes = new Map<string, ChatErrorType>([
  * @param body The parsed upstream body, or anything unreadable.
  * @returns The chat error body.
  */
-export function errorFromGemini(status: number, body: unknown): ChatErrorBody {
+function errorFromGemini(status: number, body: unknown): ChatErrorBody {
   const error = (body as
     | { error?: { code?: unknown; message?: unknown; status?: unknown } }
     | null)?.error;

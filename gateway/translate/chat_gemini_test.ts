@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { chat, chunksOf, replay } from "../../tests/_chat_streams.ts";
 import {
-  errorFromGemini,
   finishReasonFromGemini,
   fromGeminiResponse,
   GeminiChatStream,
@@ -658,54 +657,4 @@ Deno.test("GeminiChatStream ends a blocked prompt with content_filter", () => {
     chunksOf(pieces).at(-1)!.choices[0].finish_reason,
     "content_filter",
   );
-});
-
-Deno.test("errorFromGemini() maps Google error bodies to OpenAI error types", () => {
-  assert.deepEqual(
-    errorFromGemini(400, {
-      error: {
-        code: 400,
-        message: "API key not valid. Please pass a valid API key.",
-        status: "INVALID_ARGUMENT",
-      },
-    }),
-    {
-      error: {
-        message: "API key not valid. Please pass a valid API key.",
-        type: "invalid_request_error",
-        param: null,
-        code: "INVALID_ARGUMENT",
-      },
-    },
-  );
-  assert.equal(
-    errorFromGemini(429, {
-      error: { code: 429, message: "Quota", status: "RESOURCE_EXHAUSTED" },
-    }).error.type,
-    "rate_limit_error",
-  );
-  assert.equal(
-    errorFromGemini(403, {
-      error: { code: 403, message: "Denied", status: "PERMISSION_DENIED" },
-    }).error.type,
-    "permission_error",
-  );
-  assert.equal(
-    errorFromGemini(404, {
-      error: {
-        code: 404,
-        message: "models/x is not found",
-        status: "NOT_FOUND",
-      },
-    }).error.type,
-    "not_found_error",
-  );
-  assert.deepEqual(errorFromGemini(500, "oops"), {
-    error: {
-      message: 'Upstream answered status "500"',
-      type: "server_error",
-      param: null,
-      code: null,
-    },
-  });
 });
