@@ -1,8 +1,11 @@
 import assert from "node:assert/strict";
+import { Hono } from "hono";
 import {
   errorBody,
   GatewayError,
   openAIErrorType,
+  renderErrors,
+  routeOf,
   streamErrorFrame,
 } from "./errors.ts";
 
@@ -54,4 +57,43 @@ Deno.test("streamErrorFrame() writes each route's in-stream error event", () => 
     streamErrorFrame("gemini", error),
     /^data: \{"error":\{"code":502,"message":"Cut off","status":"UNAVAILABLE"\}\}/,
   );
+});
+
+Deno.test("renderErrors() turns a bug into a 500 naming the request id, and a GatewayError into its convention", async () => {
+  const logged: Record<string, unknown>[] = [];
+  const app = new Hono<{ Variables: { requestId: string } }>();
+  app.use(async (c, next) => {
+    c.set("requestId", "req_test");
+    await next();
+  });
+  app.onError(renderErrors((record) => logged.push(record)));
+  app.post("/chat/completions", () => {
+    throw new RangeError('Invalid token count "-1" for "inputTokens"');
+  });
+  app.post("/messages", () => {
+    throw new GatewayError(402, "Insufficient credits");
+  });
+  const bug = await app.request("/chat/completions", { method: "POST" });
+  assert.equal(bug.status, 500);
+  const body = await bug.json();
+  assert.match(body.error.message, /req_test/);
+  assert.doesNotMatch(body.error.message, /token count/);
+  assert.equal(logged.length, 1);
+  assert.match(String(logged[0].message), /token count/);
+  const refused = await app.request("/messages", { method: "POST" });
+  assert.equal(refused.status, 402);
+  assert.equal((await refused.json()).error.type, "billing_error");
+  assert.equal(logged.length, 1);
+});
+
+Deno.test("routeOf() picks the convention of a path, count_tokens and unknown subpaths included", () => {
+  assert.equal(routeOf("/v1/messages"), "messages");
+  assert.equal(routeOf("/v1/messages/count_tokens"), "messages");
+  assert.equal(
+    routeOf("/v1beta/models/gemini-2.5-pro:generateContent"),
+    "gemini",
+  );
+  assert.equal(routeOf("/models/x:countTokens"), "gemini");
+  assert.equal(routeOf("/v1/responses"), "responses");
+  assert.equal(routeOf("/v1/chat/completions"), "chat");
 });
