@@ -10,6 +10,9 @@ import type { ProviderName } from "./types.ts";
 import { firstIssue } from "./_zod.ts";
 
 /** Every provider, in the order they are listed and configured. */
+/** What a provider key may hold: visible ASCII, as an HTTP header value allows. */
+const HEADER_SAFE = /^[\x21-\x7e]+$/;
+
 export const PROVIDERS: readonly ProviderName[] = [
   "openai",
   "anthropic",
@@ -164,11 +167,21 @@ export function parseConfig(sources: ConfigSources = {}): GatewayConfig {
       baseUrl: DEFAULT_BASE_URLS[name],
       ...fromFile,
     };
-    const keys = env[`${prefix}_API_KEYS`] ?? env[`${prefix}_API_KEY`];
+    const variable = env[`${prefix}_API_KEYS`] !== undefined
+      ? `${prefix}_API_KEYS`
+      : `${prefix}_API_KEY`;
+    const keys = env[variable];
     if (keys) {
       provider.apiKeys = keys.split(",").map((k) => k.trim()).filter((k) =>
         k !== ""
       );
+      // A key goes upstream in a header: one that cannot (a pasted
+      // placeholder with "…") would fail every call with a 502 instead.
+      if ((provider.apiKeys as string[]).some((k) => !HEADER_SAFE.test(k))) {
+        throw new ConfigError(
+          `Invalid config: ${variable} holds a key that cannot be sent in an HTTP header (only visible ASCII characters are allowed); set the provider's real key`,
+        );
+      }
     }
     if (env[`${prefix}_BASE_URL`]) provider.baseUrl = env[`${prefix}_BASE_URL`];
     if (env[`${prefix}_RPM`]) provider.rpm = env[`${prefix}_RPM`];

@@ -29,15 +29,15 @@ if (import.meta.main) {
     env[`${provider.toUpperCase()}_API_KEYS`] =
       `demo-${provider}-key-1,demo-${provider}-key-2`;
   }
-  let config;
+  let gateway;
   try {
-    config = parseConfig({ env });
+    gateway = await startGateway(parseConfig({ env }));
   } catch (error) {
+    // A configuration mistake (a bad variable, a busy port) is one line.
     if (!(error instanceof ConfigError)) throw error;
     console.error(error.message);
     Deno.exit(1);
   }
-  const gateway = await startGateway(config);
   const caller = await createCaller(gateway.kv, {
     name: "demo",
     creditsMicros: usdToMicros(DEMO_CREDITS_USD),

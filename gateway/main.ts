@@ -8,22 +8,24 @@ import { ConfigError, loadConfig } from "./config.ts";
 import { startGateway } from "./server.ts";
 
 if (import.meta.main) {
-  let config;
+  let gateway;
   try {
-    config = await loadConfig();
+    const config = await loadConfig();
+    gateway = await startGateway(config, {
+      onListen: (url) =>
+        console.error(
+          `mcpkit gateway listening on ${url} (KV: ${config.kvPath})`,
+        ),
+    });
   } catch (error) {
+    // A configuration mistake (a bad variable, a busy port) is one line.
     if (!(error instanceof ConfigError)) throw error;
     console.error(error.message);
     Deno.exit(1);
   }
-  const gateway = await startGateway(config, {
-    onListen: (url) =>
-      console.error(
-        `mcpkit gateway listening on ${url} (KV: ${config.kvPath})`,
-      ),
-  });
+  const running = gateway;
   const stop = async () => {
-    await gateway.shutdown();
+    await running.shutdown();
     Deno.exit(0);
   };
   Deno.addSignalListener("SIGTERM", stop);

@@ -6,7 +6,7 @@
  */
 import { dirname } from "node:path";
 import { createGateway } from "./app.ts";
-import type { GatewayConfig } from "./config.ts";
+import { ConfigError, type GatewayConfig } from "./config.ts";
 import { sweepExpiredLeases } from "./credits/sweep.ts";
 import type { CatalogEntry } from "./types.ts";
 
@@ -70,17 +70,32 @@ export async function startGateway(
   Deno.unrefTimer(sweep);
 
   let url = "";
-  const server = Deno.serve({
-    port: config.port,
-    hostname: config.hostname,
-    onListen: ({ hostname, port }) => {
-      const host = hostname === "0.0.0.0" || hostname === "::"
-        ? "localhost"
-        : hostname;
-      url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
-      options.onListen?.(url);
-    },
-  }, app.fetch);
+  let server: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    server = serve();
+  } catch (error) {
+    clearInterval(sweep);
+    if (!options.kv) kv.close();
+    if (error instanceof Deno.errors.AddrInUse) {
+      throw new ConfigError(
+        `Port ${config.port} on ${config.hostname} is already in use: set PORT= to a free port`,
+      );
+    }
+    throw error;
+  }
+  function serve(): Deno.HttpServer<Deno.NetAddr> {
+    return Deno.serve({
+      port: config.port,
+      hostname: config.hostname,
+      onListen: ({ hostname, port }) => {
+        const host = hostname === "0.0.0.0" || hostname === "::"
+          ? "localhost"
+          : hostname;
+        url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+        options.onListen?.(url);
+      },
+    }, app.fetch);
+  }
 
   let closing: Promise<void> | undefined;
   return {
