@@ -9,10 +9,10 @@ import { z } from "zod";
 import type { ProviderName } from "./types.ts";
 import { firstIssue } from "./_zod.ts";
 
-/** Every provider, in the order they are listed and configured. */
 /** What a provider key may hold: visible ASCII, as an HTTP header value allows. */
 const HEADER_SAFE = /^[\x21-\x7e]+$/;
 
+/** Every provider, in the order they are listed and configured. */
 export const PROVIDERS: readonly ProviderName[] = [
   "openai",
   "anthropic",
