@@ -38,25 +38,34 @@
  *
  * @module
  */
-import { monotonicId, randomId } from "../_ids.ts";
+import { randomId } from "../_ids.ts";
 import { commitWithRetry } from "../_kv_retry.ts";
-import { leaseKey, ledgerKey, unleasedKey } from "../kv_keys.ts";
 import { addTraceWrites } from "../tracing.ts";
 import type {
   Billing,
+  Reservation,
   ReserveResult,
   Settlement,
   TraceRecord,
 } from "../types.ts";
+import { type CommitContext, runBatch } from "./_commit.ts";
 import {
-  aheadMicros,
-  type LaneOperation,
-  type LaneOutcome,
-  type LaneView,
-  type LeaseSizing,
-  planBatch,
-} from "./lease.ts";
-import { type LeaseRecord, type LedgerEntry, readBalance } from "./ledger.ts";
+  availableMicros,
+  freeMicros,
+  type HeldLease,
+  isDemand,
+  type Job,
+  type Lane,
+  MAX_BATCH_OPERATIONS,
+  newLane,
+  type OpenReservation,
+  type Outcome,
+  SETTLE_BYTES,
+  takeBatch,
+  unwrap,
+} from "./_lane.ts";
+import { aheadMicros, type LeaseSizing } from "./lease.ts";
+import { readBalance } from "./ledger.ts";
 import { assertMicros } from "./money.ts";
 
 /** Options of {@linkcode createBilling}. */
@@ -84,116 +93,13 @@ export const DEFAULT_LEASE_IDLE_MS = 1_000;
 /** Default number of calls of the latest reservation's size a lease takes ahead of demand. */
 export const DEFAULT_LEASE_AHEAD_CALLS = 32;
 
+/** Rounds a write-behind settlement gets before it is logged and dropped. */
+const SETTLE_SOON_ROUNDS = 3;
+
 // A lease takes ahead at most a quarter of the unleased credits: near the end
 // of a small balance shared by a few processes, every lease takes exactly
 // what its reservation lacks, and settles give the rest back.
 const LEASE_AHEAD_SHARE = 0.25;
-
-// Deno KV allows 100 checks, 1000 mutations and 819 200 bytes of mutations
-// per atomic (Deno 2.9). A batch checks the unleased credits and the lease,
-// writes at most four keys per settle (ledger entry, trace, trace index) and
-// by a generous estimate of its bytes stays under 512 KiB; an atomic refused
-// for its size anyway is split in halves.
-const MAX_BATCH_OPERATIONS = 96;
-const MAX_BATCH_BYTES = 512 * 1024;
-const SETTLE_BYTES = 2_048;
-/** Rounds a write-behind settlement gets before it is logged and dropped. */
-const SETTLE_SOON_ROUNDS = 3;
-
-/** A job's result: a value, or an error; `final` errors are not worth retrying. */
-type Outcome<T> =
-  | { ok: true; value: T }
-  | { ok: false; error: unknown; final: boolean };
-
-/** A reservation this process took from one of its leases, until its settle commits. */
-interface OpenReservation {
-  id: string;
-  callerId: string;
-  leaseId: string;
-  /** What it holds of the lease; once claimed by a settle, the part of the cost the hold pays. */
-  amountMicros: number;
-  settling: boolean;
-}
-
-/** A lease as this process last committed or read it. */
-interface HeldLease {
-  record: LeaseRecord;
-  versionstamp: string;
-}
-
-interface ReserveJob {
-  kind: "reserve";
-  amountMicros: number;
-  done: (outcome: Outcome<ReserveResult>) => void;
-}
-
-interface SettleJob {
-  kind: "settle";
-  settlement: Settlement;
-  open: OpenReservation;
-  bytes: number;
-  done: (outcome: Outcome<{ availableMicros: number }>) => void;
-}
-
-/** `grow` tops the lease up ahead of demand; `return` gives its free part back. */
-interface LeaseJob {
-  kind: "grow" | "return";
-  done: (outcome: Outcome<unknown>) => void;
-}
-
-type Job = ReserveJob | SettleJob | LeaseJob;
-
-/** One caller's money as this process sees it. */
-interface Lane {
-  jobs: Job[];
-  /** Resolves when the queue is empty; set while it drains. */
-  draining?: Promise<void>;
-  lease?: HeldLease;
-  /** The part of the lease open reservations and queued settles hold. */
-  heldMicros: number;
-  /** The part of the lease's free money a running commit moves out. */
-  blockedMicros: number;
-  /** The unleased credits after this process's latest commit for the caller. */
-  knownUnleasedMicros: number;
-  /** What queued settles will charge beyond their holds. */
-  pendingChargeMicros: number;
-  /** The latest reservation's amount. */
-  callMicros: number;
-  growing: boolean;
-  lastActivity: number;
-  idleTimer?: ReturnType<typeof setTimeout>;
-}
-
-/** Whether a job asks for money: reserves and growth go ahead of queued settles. */
-function isDemand(job: Job): boolean {
-  return job.kind === "reserve" || job.kind === "grow";
-}
-
-/** Takes the longest prefix of `jobs` that fits one atomic (at least one job), of one kind of demand. */
-function takeBatch(jobs: Job[]): Job[] {
-  const demand = isDemand(jobs[0]);
-  let count = 0;
-  let bytes = 0;
-  while (count < jobs.length && count < MAX_BATCH_OPERATIONS) {
-    const job = jobs[count];
-    if (isDemand(job) !== demand) break;
-    const next = job.kind === "settle" ? job.bytes : 0;
-    if (count > 0 && bytes + next > MAX_BATCH_BYTES) break;
-    bytes += next;
-    count++;
-  }
-  return jobs.splice(0, count);
-}
-
-/** Whether KV refused an atomic for its size. */
-function isLimitError(error: unknown): boolean {
-  return error instanceof TypeError && /too (many|large)/i.test(error.message);
-}
-
-function unwrap<T>(outcome: Outcome<T>): T {
-  if (outcome.ok) return outcome.value;
-  throw outcome.error;
-}
 
 class KvBilling implements Billing {
   readonly #kv: Deno.Kv;
@@ -206,6 +112,7 @@ class KvBilling implements Billing {
   readonly #lanes = new Map<string, Lane>();
   readonly #open = new Map<string, OpenReservation>();
   readonly #behind = new Set<Promise<void>>();
+  readonly #commits: CommitContext;
 
   constructor(kv: Deno.Kv, options: BillingOptions) {
     this.#kv = kv;
@@ -219,6 +126,17 @@ class KvBilling implements Billing {
     this.#now = options.now ?? Date.now;
     this.#log = options.log ??
       ((record) => console.error(JSON.stringify(record)));
+    this.#commits = {
+      kv,
+      sizing: this.#sizing,
+      leaseTtlMs: this.#leaseTtlMs,
+      traceRetentionMs: options.traceRetentionMs,
+      now: this.#now,
+      renewDue: (lease) => this.#renewDue(lease),
+      openReservation: (callerId, leaseId, amountMicros) =>
+        this.#openReservation(callerId, leaseId, amountMicros),
+      closeReservation: (id) => this.#open.delete(id),
+    };
   }
 
   reserve(callerId: string, amountMicros: number): Promise<ReserveResult> {
@@ -256,12 +174,12 @@ class KvBilling implements Billing {
       open = this.#claim(settlement);
     } catch (error) {
       this.#logLostSettle(settlement, error);
-      return { availableMicros: this.#available(lane) };
+      return { availableMicros: availableMicros(lane) };
     }
     const done = this.#settleBehind(settlement, open);
     this.#behind.add(done);
     done.finally(() => this.#behind.delete(done));
-    return { availableMicros: this.#available(lane) };
+    return { availableMicros: availableMicros(lane) };
   }
 
   async flush(): Promise<void> {
@@ -270,7 +188,7 @@ class KvBilling implements Billing {
     for (const [callerId, lane] of this.#lanes) {
       clearTimeout(lane.idleTimer);
       lane.idleTimer = undefined;
-      if (this.#free(lane) > 0) returns.push(this.#returnLease(callerId));
+      if (freeMicros(lane) > 0) returns.push(this.#returnLease(callerId));
     }
     await Promise.all(returns);
     await this.#idle();
@@ -307,33 +225,10 @@ class KvBilling implements Billing {
   #lane(callerId: string): Lane {
     let lane = this.#lanes.get(callerId);
     if (!lane) {
-      lane = {
-        jobs: [],
-        heldMicros: 0,
-        blockedMicros: 0,
-        knownUnleasedMicros: 0,
-        pendingChargeMicros: 0,
-        callMicros: 0,
-        growing: false,
-        lastActivity: 0,
-      };
+      lane = newLane();
       this.#lanes.set(callerId, lane);
     }
     return lane;
-  }
-
-  /** The lease's money no reservation holds and no running commit moves. */
-  #free(lane: Lane): number {
-    if (!lane.lease) return 0;
-    return lane.lease.record.amountMicros - lane.heldMicros -
-      lane.blockedMicros;
-  }
-
-  /** What this process could still reserve for the caller once its queued settles commit. */
-  #available(lane: Lane): number {
-    const leased = lane.lease?.record.amountMicros ?? 0;
-    return lane.knownUnleasedMicros + leased - lane.heldMicros -
-      lane.pendingChargeMicros;
   }
 
   /** Whether the lease must be renewed by a commit before it serves another reservation. */
@@ -348,7 +243,7 @@ class KvBilling implements Billing {
     amountMicros: number,
   ): ReserveResult | undefined {
     const lease = lane.lease;
-    if (!lease || amountMicros > this.#free(lane) || this.#renewDue(lease)) {
+    if (!lease || amountMicros > freeMicros(lane) || this.#renewDue(lease)) {
       return undefined;
     }
     lane.heldMicros += amountMicros;
@@ -363,7 +258,7 @@ class KvBilling implements Billing {
       amountMicros,
       lane.knownUnleasedMicros,
     );
-    if (!lane.growing && this.#free(lane) < ahead / 2) {
+    if (!lane.growing && freeMicros(lane) < ahead / 2) {
       lane.growing = true;
       this.#submit(callerId, (done) => ({ kind: "grow", done })).then(
         (outcome) => {
@@ -375,7 +270,7 @@ class KvBilling implements Billing {
     return {
       ok: true,
       reservation,
-      availableMicros: this.#available(lane),
+      availableMicros: availableMicros(lane),
     };
   }
 
@@ -383,7 +278,7 @@ class KvBilling implements Billing {
     callerId: string,
     leaseId: string,
     amountMicros: number,
-  ): { id: string; callerId: string; amountMicros: number } {
+  ): Reservation {
     const id = randomId("rs_", 16);
     this.#open.set(id, {
       id,
@@ -449,7 +344,7 @@ class KvBilling implements Billing {
       const quietMs = performance.now() - lane.lastActivity;
       if (quietMs < this.#leaseIdleMs) {
         this.#scheduleIdle(callerId, lane, this.#leaseIdleMs - quietMs);
-      } else if (this.#free(lane) > 0) {
+      } else if (freeMicros(lane) > 0) {
         this.#returnLease(callerId);
       }
     }, delayMs);
@@ -541,224 +436,10 @@ class KvBilling implements Billing {
     // Let the jobs submitted in the same tick join the first batch.
     await null;
     while (lane.jobs.length > 0) {
-      await this.#runBatch(callerId, lane, takeBatch(lane.jobs));
+      await runBatch(this.#commits, callerId, lane, takeBatch(lane.jobs));
     }
     lane.draining = undefined;
   }
-
-  async #runBatch(callerId: string, lane: Lane, batch: Job[]): Promise<void> {
-    let attempts = 0;
-    let outcomes: Outcome<unknown>[];
-    try {
-      outcomes = await commitWithRetry(
-        `${batch.length} billing operations of caller "${callerId}"`,
-        () => this.#attempt(callerId, lane, batch, attempts++ === 0),
-      );
-    } catch (error) {
-      if (batch.length > 1 && isLimitError(error)) {
-        const half = Math.ceil(batch.length / 2);
-        await this.#runBatch(callerId, lane, batch.slice(0, half));
-        await this.#runBatch(callerId, lane, batch.slice(half));
-        return;
-      }
-      outcomes = batch.map(() => ({ ok: false, error, final: false }));
-    }
-    batch.forEach((job, i) =>
-      (job.done as (outcome: Outcome<unknown>) => void)(outcomes[i])
-    );
-  }
-
-  /**
-   * One read-plan-commit round for a batch: reads the unleased credits (and,
-   * on a retry, the lease), plans the batch with `planBatch`, writes what
-   * changed with a check on what it read, and applies the plan to the lane
-   * once committed. A batch the lease covers commits nothing. Returns `null`
-   * when the commit lost to another writer.
-   */
-  async #attempt(
-    callerId: string,
-    lane: Lane,
-    batch: readonly Job[],
-    trusted: boolean,
-  ): Promise<Outcome<unknown>[] | null> {
-    const [unleased, leaseRead] = await Promise.all([
-      this.#kv.get<number>(unleasedKey(callerId)),
-      !trusted && lane.lease
-        ? this.#kv.get<LeaseRecord>(leaseKey(callerId, lane.lease.record.id))
-        : undefined,
-    ]);
-    if (leaseRead) {
-      // Swept meanwhile: its money, holds included, is in the unleased credits.
-      lane.lease = leaseRead.value === null
-        ? undefined
-        : { record: leaseRead.value, versionstamp: leaseRead.versionstamp! };
-      if (!lane.lease) lane.heldMicros = 0;
-    }
-    const lease = lane.lease;
-    const view: LaneView = {
-      unleased: unleased.value ?? 0,
-      leased: lease?.record.amountMicros ?? 0,
-      held: lane.heldMicros,
-      callMicros: lane.callMicros,
-    };
-    const plan = planBatch(
-      view,
-      batch.map((job) => laneOperation(job, lease?.record.id)),
-      this.#sizing,
-    );
-
-    const op = this.#kv.atomic();
-    const now = this.#now();
-    const leaseChanges = plan.next.leased !== view.leased ||
-      (lease !== undefined && this.#renewDue(lease));
-    const next = leaseChanges
-      ? addLeaseWrites(op, callerId, lease, plan.next.leased, {
-        now,
-        ttlMs: this.#leaseTtlMs,
-      })
-      : lease?.record;
-    if (plan.next.unleased !== view.unleased) {
-      op.check(unleased).set(unleasedKey(callerId), plan.next.unleased);
-    }
-    let writes = leaseChanges || plan.next.unleased !== view.unleased;
-    batch.forEach((job, i) => {
-      if (job.kind !== "settle") return;
-      writes = true;
-      this.#addSettleWrites(op, job, plan.outcomes[i], now);
-    });
-    let versionstamp = lease?.versionstamp ?? "";
-    if (writes) {
-      lane.blockedMicros += plan.outflowMicros;
-      let committed: Deno.KvCommitResult | Deno.KvCommitError;
-      try {
-        committed = await op.commit();
-      } finally {
-        lane.blockedMicros -= plan.outflowMicros;
-      }
-      if (!committed.ok) return null;
-      versionstamp = committed.versionstamp;
-    }
-
-    // Committed: the lane follows, synchronously, so `#available` never
-    // counts a committed settle twice.
-    lane.lease = next ? { record: next, versionstamp } : undefined;
-    lane.heldMicros += plan.next.held - view.held;
-    lane.knownUnleasedMicros = plan.next.unleased;
-    lane.callMicros = plan.next.callMicros;
-    return batch.map((job, i) => {
-      const outcome = plan.outcomes[i];
-      if (job.kind === "reserve" && outcome.kind === "reserve") {
-        const availableMicros = outcome.unheldMicros - lane.pendingChargeMicros;
-        const result: ReserveResult = outcome.granted
-          ? {
-            ok: true,
-            reservation: this.#openReservation(
-              callerId,
-              next?.id ?? "",
-              job.amountMicros,
-            ),
-            availableMicros,
-          }
-          : { ok: false, availableMicros };
-        return { ok: true, value: result };
-      }
-      if (job.kind === "settle") {
-        this.#open.delete(job.open.id);
-        lane.pendingChargeMicros -= job.settlement.costMicros -
-          job.open.amountMicros;
-        return { ok: true, value: { availableMicros: this.#available(lane) } };
-      }
-      return { ok: true, value: undefined };
-    });
-  }
-
-  #addSettleWrites(
-    op: Deno.AtomicOperation,
-    job: SettleJob,
-    outcome: LaneOutcome,
-    time: number,
-  ): void {
-    const { settlement, open } = job;
-    const { usage, trace, costMicros } = settlement;
-    if (outcome.kind !== "settle") return;
-    // A failed call that cost nothing moved no money: its trace records it,
-    // and the ledger keeps to charges.
-    if (costMicros > 0 || trace.status < 400) {
-      const entry: LedgerEntry = {
-        id: monotonicId(time),
-        callerId: open.callerId,
-        kind: "charge",
-        amountMicros: -costMicros,
-        time,
-        requestId: trace.requestId,
-        traceId: trace.traceId,
-        reservationId: open.id,
-        model: trace.model,
-        route: trace.route,
-        provider: trace.provider,
-        inputTokens: usage.inputTokens,
-        outputTokens: usage.outputTokens,
-        cachedTokens: usage.cachedInputTokens,
-      };
-      op.set(ledgerKey(open.callerId, entry.id), entry);
-    }
-    addTraceWrites(op, { ...trace, callerId: open.callerId, costMicros }, {
-      retentionMs: this.#traceRetentionMs,
-    });
-  }
-}
-
-function laneOperation(job: Job, leaseId: string | undefined): LaneOperation {
-  switch (job.kind) {
-    case "reserve":
-      return { kind: "reserve", amountMicros: job.amountMicros };
-    case "settle":
-      return {
-        kind: "settle",
-        costMicros: job.settlement.costMicros,
-        earmarkMicros: job.open.leaseId === leaseId ? job.open.amountMicros : 0,
-      };
-    default:
-      return { kind: job.kind };
-  }
-}
-
-/**
- * Adds the writes that set a caller's lease to `amountMicros` and renew its
- * expiry: creates it, updates it, or deletes it when it holds nothing.
- * Returns the record as it will be, or `undefined` when deleted.
- */
-function addLeaseWrites(
-  op: Deno.AtomicOperation,
-  callerId: string,
-  lease: HeldLease | undefined,
-  amountMicros: number,
-  { now, ttlMs }: { now: number; ttlMs: number },
-): LeaseRecord | undefined {
-  if (lease) {
-    op.check({
-      key: leaseKey(callerId, lease.record.id),
-      versionstamp: lease.versionstamp,
-    });
-    if (amountMicros === 0) {
-      op.delete(leaseKey(callerId, lease.record.id));
-      return undefined;
-    }
-  } else if (amountMicros === 0) return undefined;
-  const record: LeaseRecord = lease
-    ? { ...lease.record, amountMicros, expiresAt: now + ttlMs }
-    : {
-      id: randomId("ls_", 16),
-      callerId,
-      amountMicros,
-      createdAt: now,
-      expiresAt: now + ttlMs,
-    };
-  if (!lease) {
-    op.check({ key: leaseKey(callerId, record.id), versionstamp: null });
-  }
-  op.set(leaseKey(callerId, record.id), record);
-  return record;
 }
 
 /**
