@@ -187,6 +187,8 @@ export function createGateway(options: GatewayOptions): GatewayApp {
           input: m.pricing.input,
           output: m.pricing.output,
           cached_input: m.pricing.cachedInput,
+          cache_write: m.pricing.cacheWrite,
+          cache_write_1h: m.pricing.cacheWrite1h,
         },
       })),
     }));

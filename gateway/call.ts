@@ -37,6 +37,7 @@ import type {
 } from "./types.ts";
 import { costMicros, formatUsd, maxCostMicros } from "./credits/money.ts";
 import { recordSpan } from "./tracing.ts";
+import { UnreadableUsageError } from "./usage.ts";
 
 /** What a call needs from the rest of the gateway. */
 export interface CallDeps {
@@ -553,6 +554,11 @@ function upstreamFailure(
   );
 }
 
+/** A usage count the gateway cannot read: the call failed upstream (502), and its hold goes back. */
+function unreadableUsage(error: UnreadableUsageError): GatewayError {
+  return new GatewayError(502, error.message, { code: "upstream_garbage" });
+}
+
 async function readAnswer(
   deps: CallDeps,
   exchange: Exchange,
@@ -584,7 +590,8 @@ async function readAnswer(
   }
   try {
     return exchange.response(json);
-  } catch {
+  } catch (error) {
+    if (error instanceof UnreadableUsageError) throw unreadableUsage(error);
     throw new GatewayError(
       502,
       `The ${upstream.key.provider} provider answered in an unexpected shape`,
@@ -704,11 +711,15 @@ function relayStream(
         }
       } catch (thrown) {
         if (finished) return;
-        const error = thrown instanceof GatewayError ? thrown : upstreamFailure(
-          upstream.key.provider,
-          thrown,
-          upstream.signal,
-        );
+        const error = thrown instanceof GatewayError
+          ? thrown
+          : thrown instanceof UnreadableUsageError
+          ? unreadableUsage(thrown)
+          : upstreamFailure(
+            upstream.key.provider,
+            thrown,
+            upstream.signal,
+          );
         const cut = error.status === 502
           ? new GatewayError(
             502,

@@ -18,6 +18,8 @@ const entrySchema = z.object({
     input: z.number().nonnegative(),
     output: z.number().nonnegative(),
     cachedInput: z.number().nonnegative().optional(),
+    cacheWrite: z.number().nonnegative().optional(),
+    cacheWrite1h: z.number().nonnegative().optional(),
   }),
   maxOutputTokens: z.number().int().positive(),
 });

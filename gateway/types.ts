@@ -24,8 +24,12 @@ export interface ModelPricing {
   input: number;
   /** USD per million output tokens. */
   output: number;
-  /** USD per million cached input tokens, where the provider bills them apart. */
+  /** USD per million cached input tokens (cache reads), where the provider bills them apart. */
   cachedInput?: number;
+  /** USD per million input tokens written to a 5-minute cache (Anthropic: 1.25× input); absent: the input price. */
+  cacheWrite?: number;
+  /** USD per million input tokens written to a 1-hour cache (Anthropic: 2× input); absent: the 5-minute price. */
+  cacheWrite1h?: number;
 }
 
 /** One entry of the model catalog (`gateway/catalog.json`). */
@@ -45,17 +49,24 @@ export interface CatalogEntry {
 }
 
 /**
- * Token usage of one call, normalised across providers.
- * `inputTokens` counts every prompt token, cached ones included;
- * `cachedInputTokens` is the part of it billed at the cached price.
+ * Token usage of one call, normalised across providers (see `usage.ts`).
+ * `inputTokens` counts every prompt token; the cached and cache-write counts
+ * are parts of it, billed at their own prices. `outputTokens` counts every
+ * output token the provider reported, reasoning included.
  */
 export interface Usage {
-  /** All prompt tokens, cached ones included. */
+  /** All prompt tokens: uncached, cache reads and cache writes. */
   inputTokens: number;
-  /** Completion tokens (reasoning tokens included). */
+  /** Every output token, reasoning tokens included. */
   outputTokens: number;
-  /** The cached part of `inputTokens`. */
+  /** The part of `inputTokens` read from a cache. */
   cachedInputTokens: number;
+  /** The part of `inputTokens` written to a 5-minute cache. */
+  cacheWriteTokens?: number;
+  /** The part of `inputTokens` written to a 1-hour cache. */
+  cacheWrite1hTokens?: number;
+  /** The part of `outputTokens` that was reasoning (reported, not priced apart). */
+  reasoningTokens?: number;
 }
 
 /** An authenticated caller. */

@@ -48,10 +48,16 @@ export interface SimUsage {
  * @param modelId The model.
  * @returns Integer micro-USD.
  */
-export function expectedCost(usage: SimUsage, modelId: string): number {
+export function expectedCost(
+  usage: SimUsage & { cacheWriteTokens?: number },
+  modelId: string,
+): number {
   const { pricing } = model(modelId);
-  const exact = (usage.inputTokens - usage.cachedTokens) * pricing.input +
+  const writes = usage.cacheWriteTokens ?? 0;
+  const exact =
+    (usage.inputTokens - usage.cachedTokens - writes) * pricing.input +
     usage.cachedTokens * (pricing.cachedInput ?? pricing.input) +
+    writes * (pricing.cacheWrite ?? pricing.input) +
     usage.outputTokens * pricing.output;
   // Float products of decimal prices land a hair off the integer.
   return Math.ceil(exact - 1e-6);

@@ -110,25 +110,37 @@ Deno.test("each call on every route, streamed and not, is charged its usage × t
   assert.equal(opening - balance, -ledgerSum(charges));
 });
 
-Deno.test("an Anthropic cache write is charged at the input price", async () => {
+Deno.test("an Anthropic cache write is charged at the cache-write price on /messages and translated chat, streamed and not", async () => {
   await using h = await startHarness();
   const usage = { inputTokens: 1_000, cachedTokens: 200, outputTokens: 50 };
-  h.sim.enqueue({
-    behaviour: { usage: { ...usage, cacheCreationTokens: 300 } },
-  });
-  const response = await h.post(
-    "/messages",
-    callBody("messages", "claude-haiku-4-5", false),
-  );
-  assert.equal(response.status, 200);
-  await response.body?.cancel();
-  const entry = await ledgerEntryOf(
-    h.kv,
-    h.caller.id,
-    response.headers.get("x-request-id")!,
-  );
-  assert.equal(entry.inputTokens, 1_000);
-  assert.equal(-entry.amountMicros, expectedCost(usage, "claude-haiku-4-5"));
+  for (const route of ["messages", "chat"] as const) {
+    for (const stream of [false, true]) {
+      h.sim.enqueue({
+        behaviour: { usage: { ...usage, cacheCreationTokens: 300 } },
+      });
+      const response = await h.post(
+        callPath(route, "claude-haiku-4-5", stream),
+        callBody(route, "claude-haiku-4-5", stream),
+      );
+      assert.equal(response.status, 200);
+      await response.body?.cancel();
+      const entry = await ledgerEntryOf(
+        h.kv,
+        h.caller.id,
+        response.headers.get("x-request-id")!,
+      );
+      const label = `${route} stream=${stream}`;
+      assert.equal(entry.inputTokens, 1_000, label);
+      // 500 uncached at $1/M, 200 cache reads at $0.10/M, 300 cache writes
+      // at $1.25/M, 50 output at $5/M: 500 + 20 + 375 + 250 micro-USD.
+      assert.equal(-entry.amountMicros, 1_145, label);
+      assert.equal(
+        -entry.amountMicros,
+        expectedCost({ ...usage, cacheWriteTokens: 300 }, "claude-haiku-4-5"),
+        label,
+      );
+    }
+  }
 });
 
 /** A body on `route` whose reservation is far above $0.001. */

@@ -103,29 +103,38 @@ function tokenCount(name: string, value: number): bigint {
 
 /**
  * The cost of one call in micro-USD: uncached input tokens at the input price,
- * cached input tokens at the cached price (the input price where the model has
- * none), output tokens at the output price; the total rounded up to the next
+ * cache reads at the cached price, cache writes at the cache-write prices
+ * (each falling back to the input price where the model has none), every
+ * output token at the output price; the total rounded up to the next
  * micro-USD, once per call.
  *
- * @param usage The call's token usage (`inputTokens` includes the cached ones).
+ * @param usage The call's token usage (`inputTokens` includes the cached and cache-write parts).
  * @param pricing The model's prices, USD per million tokens.
  * @returns The cost, integer micro-USD.
- * @throws {RangeError} On negative or fractional token counts, cached tokens above input tokens, or negative prices.
+ * @throws {RangeError} On negative or fractional token counts, parts above the whole, or negative prices.
  */
 export function costMicros(usage: Usage, pricing: ModelPricing): number {
   const input = tokenCount("inputTokens", usage.inputTokens);
   const cached = tokenCount("cachedInputTokens", usage.cachedInputTokens);
+  const write5m = tokenCount("cacheWriteTokens", usage.cacheWriteTokens ?? 0);
+  const write1h = tokenCount(
+    "cacheWrite1hTokens",
+    usage.cacheWrite1hTokens ?? 0,
+  );
   const output = tokenCount("outputTokens", usage.outputTokens);
-  if (cached > input) {
+  if (cached + write5m + write1h > input) {
     throw new RangeError(
-      `Invalid usage: cachedInputTokens "${usage.cachedInputTokens}" exceeds inputTokens "${usage.inputTokens}"`,
+      `Invalid usage: cached and cache-write tokens exceed inputTokens "${usage.inputTokens}"`,
     );
   }
   const inputPrice = scaledPrice(pricing.input);
-  const cachedPrice = pricing.cachedInput === undefined
-    ? inputPrice
-    : scaledPrice(pricing.cachedInput);
-  const scaled = (input - cached) * inputPrice + cached * cachedPrice +
+  const priceOr = (price: number | undefined, fallback: bigint) =>
+    price === undefined ? fallback : scaledPrice(price);
+  const cachedPrice = priceOr(pricing.cachedInput, inputPrice);
+  const write5mPrice = priceOr(pricing.cacheWrite, inputPrice);
+  const write1hPrice = priceOr(pricing.cacheWrite1h, write5mPrice);
+  const scaled = (input - cached - write5m - write1h) * inputPrice +
+    cached * cachedPrice + write5m * write5mPrice + write1h * write1hPrice +
     output * scaledPrice(pricing.output);
   return Number((scaled + PRICE_SCALE - 1n) / PRICE_SCALE);
 }

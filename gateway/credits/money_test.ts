@@ -104,3 +104,35 @@ Deno.test("formatUsd() prints six decimals and MAX_BALANCE_MICROS stays exact wh
   assert.equal(formatUsd(-2_500_000), "-2.500000");
   assert.ok(Number.isSafeInteger(2 * MAX_BALANCE_MICROS));
 });
+
+Deno.test("costMicros() bills cache writes at the 5-minute and 1-hour write prices, else at the input price", () => {
+  const usage = {
+    inputTokens: 1_000,
+    outputTokens: 0,
+    cachedInputTokens: 100,
+    cacheWriteTokens: 200,
+    cacheWrite1hTokens: 300,
+  };
+  assert.equal(
+    costMicros(usage, {
+      input: 1,
+      output: 5,
+      cachedInput: 0.1,
+      cacheWrite: 1.25,
+      cacheWrite1h: 2,
+    }),
+    400 * 1 + 100 * 0.1 + 200 * 1.25 + 300 * 2,
+  );
+  assert.equal(
+    costMicros(usage, { input: 1, output: 5, cachedInput: 0.1 }),
+    900 * 1 + 100 * 0.1,
+  );
+  assert.throws(
+    () =>
+      costMicros({ ...usage, cacheWrite1hTokens: 901 }, {
+        input: 1,
+        output: 1,
+      }),
+    RangeError,
+  );
+});

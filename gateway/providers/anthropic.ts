@@ -18,6 +18,7 @@ import {
   chatRequest,
   type Exchange,
   nestedErrorMessage,
+  NO_USAGE,
   passthroughEnd,
   type Provider,
   type SseEvent,
@@ -58,9 +59,8 @@ class MessagesRelay implements StreamRelay {
 
   constructor(readonly call: CallInput) {}
 
-  get usage(): Usage {
-    return usageFromAnthropic(this.#usage);
-  }
+  /** Read when the counts arrive, so an unreadable count fails the stream there. */
+  usage: Usage = NO_USAGE;
 
   event({ event, data }: SseEvent, parsed: unknown): string {
     const message = parsed as {
@@ -70,10 +70,14 @@ class MessagesRelay implements StreamRelay {
     };
     if (event === "message_start" || event === "message_delta") {
       // message_delta's counts are cumulative and may repeat the input counts.
-      this.#usage = {
-        ...this.#usage,
-        ...(message.message?.usage ?? message.usage),
-      };
+      const counts = message.message?.usage ?? message.usage ?? {};
+      for (const [field, value] of Object.entries(counts)) {
+        // message_delta sends nulls for counts it does not repeat.
+        if (value !== null && value !== undefined) {
+          (this.#usage as Record<string, unknown>)[field] = value;
+        }
+      }
+      this.usage = usageFromAnthropic(this.#usage);
     } else if (event === "message_stop") {
       this.#complete = true;
     } else if (event === "error") {

@@ -10,7 +10,6 @@ import {
   fromGeminiResponse,
   GeminiChatStream,
   type GeminiResponse,
-  type GeminiUsageMetadata,
   toGeminiRequest,
   usageFromGemini,
 } from "../translate/chat_gemini.ts";
@@ -20,6 +19,7 @@ import {
   chatRequest,
   type Exchange,
   nestedErrorMessage,
+  NO_USAGE,
   passthroughEnd,
   type Provider,
   type SseEvent,
@@ -54,20 +54,18 @@ function geminiPassthrough(call: CallInput): Exchange {
 }
 
 class GeminiRelay implements StreamRelay {
-  #usage: GeminiUsageMetadata = {};
   #complete = false;
   #sent = 0;
   failure?: string;
 
   constructor(readonly asArray: boolean) {}
 
-  get usage(): Usage {
-    return usageFromGemini(this.#usage);
-  }
+  /** Read when the counts arrive, so an unreadable count fails the stream there. */
+  usage: Usage = NO_USAGE;
 
   event({ data }: SseEvent, parsed: unknown): string {
     const chunk = parsed as GeminiResponse & { error?: { message?: string } };
-    if (chunk?.usageMetadata) this.#usage = chunk.usageMetadata;
+    if (chunk?.usageMetadata) this.usage = usageFromGemini(chunk.usageMetadata);
     if (chunk?.candidates?.some((c) => c.finishReason)) this.#complete = true;
     if (chunk?.error) {
       this.#complete = true;

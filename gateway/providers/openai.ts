@@ -6,9 +6,9 @@
  */
 import { type ChatUsage, usageFromChat } from "../translate/chat_types.ts";
 import type { ProviderName, Usage } from "../types.ts";
+import { normalUsage, tokenCount } from "../usage.ts";
 import {
   type CallInput,
-  count,
   type Exchange,
   nestedErrorMessage,
   NO_USAGE,
@@ -28,7 +28,10 @@ import {
  * @param call The call.
  * @returns The exchange.
  */
-export function chatPassthrough(call: CallInput): Exchange {
+export function chatPassthrough(
+  call: CallInput,
+  options: { reasoningOutsideCompletion?: boolean } = {},
+): Exchange {
   const body: Record<string, unknown> = {
     ...call.body,
     model: call.entry.upstream,
@@ -46,10 +49,13 @@ export function chatPassthrough(call: CallInput): Exchange {
     response(upstream) {
       return {
         body: upstream,
-        usage: usageFromChat((upstream as { usage?: ChatUsage }).usage),
+        usage: usageFromChat(
+          (upstream as { usage?: ChatUsage }).usage,
+          options,
+        ),
       };
     },
-    relay: () => new ChatRelay(callerWantsUsage, call.entry.provider),
+    relay: () => new ChatRelay(callerWantsUsage, call.entry.provider, options),
   };
 }
 
@@ -61,10 +67,16 @@ class ChatRelay implements StreamRelay {
   #complete = false;
   readonly #callerWantsUsage: boolean;
   readonly #provider: ProviderName;
+  readonly #options: { reasoningOutsideCompletion?: boolean };
 
-  constructor(callerWantsUsage: boolean, provider: ProviderName) {
+  constructor(
+    callerWantsUsage: boolean,
+    provider: ProviderName,
+    options: { reasoningOutsideCompletion?: boolean },
+  ) {
     this.#callerWantsUsage = callerWantsUsage;
     this.#provider = provider;
+    this.#options = options;
   }
 
   event({ data }: SseEvent, parsed: unknown): string {
@@ -81,7 +93,7 @@ class ChatRelay implements StreamRelay {
       this.failure = chunk.error.message ?? "The provider reported an error";
     }
     if (chunk?.usage) {
-      this.usage = usageFromChat(chunk.usage);
+      this.usage = usageFromChat(chunk.usage, this.#options);
       const usageOnly = Array.isArray(chunk.choices) &&
         chunk.choices.length === 0;
       if (usageOnly && !this.#callerWantsUsage) return "";
@@ -103,9 +115,10 @@ class ChatRelay implements StreamRelay {
 }
 
 interface ResponsesUsage {
-  input_tokens?: number;
-  output_tokens?: number;
-  input_tokens_details?: { cached_tokens?: number };
+  input_tokens?: unknown;
+  output_tokens?: unknown;
+  input_tokens_details?: { cached_tokens?: unknown } | null;
+  output_tokens_details?: { reasoning_tokens?: unknown } | null;
 }
 
 /**
@@ -117,11 +130,18 @@ interface ResponsesUsage {
 export function usageFromResponses(
   usage: ResponsesUsage | null | undefined,
 ): Usage {
-  return {
-    inputTokens: count(usage?.input_tokens),
-    outputTokens: count(usage?.output_tokens),
-    cachedInputTokens: count(usage?.input_tokens_details?.cached_tokens),
-  };
+  return normalUsage({
+    inputTokens: tokenCount(usage?.input_tokens, "usage.input_tokens"),
+    outputTokens: tokenCount(usage?.output_tokens, "usage.output_tokens"),
+    cachedInputTokens: tokenCount(
+      usage?.input_tokens_details?.cached_tokens,
+      "usage.input_tokens_details.cached_tokens",
+    ),
+    reasoningTokens: tokenCount(
+      usage?.output_tokens_details?.reasoning_tokens,
+      "usage.output_tokens_details.reasoning_tokens",
+    ),
+  });
 }
 
 function responsesPassthrough(call: CallInput): Exchange {

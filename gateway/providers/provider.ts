@@ -113,18 +113,6 @@ export function parseJson(text: string): unknown {
 }
 
 /**
- * A non-negative integer from an upstream usage field, 0 when absent.
- *
- * @param value Whatever the upstream sent.
- * @returns The count.
- */
-export function count(value: unknown): number {
-  return typeof value === "number" && Number.isFinite(value) && value > 0
-    ? Math.floor(value)
-    : 0;
-}
-
-/**
  * The message of an error body in the OpenAI (`{error:{message}}`), Anthropic
  * (`{error:{message}}`) or Google (`{error:{message}}`) shapes, which agree on
  * where the message sits; otherwise the start of the body.

@@ -10,6 +10,8 @@ import { nestedErrorMessage, type Provider } from "./provider.ts";
 export const xai: Provider = {
   name: "xai",
   headers: (secret) => ({ authorization: `Bearer ${secret}` }),
-  exchange: chatPassthrough,
+  // xAI reports reasoning tokens beside completion_tokens, not inside them.
+  exchange: (call) =>
+    chatPassthrough(call, { reasoningOutsideCompletion: true }),
   errorMessage: nestedErrorMessage,
 };

@@ -8,6 +8,7 @@
 
 import { openAIErrorType } from "../errors.ts";
 import type { Usage } from "../types.ts";
+import { normalUsage, tokenCount } from "../usage.ts";
 import {
   chatId,
   ChatStreamBase,
@@ -126,6 +127,11 @@ export interface AnthropicUsage {
   cache_creation_input_tokens?: number | null;
   /** Input tokens read from the cache. */
   cache_read_input_tokens?: number | null;
+  /** Cache writes by lifetime (their sum is `cache_creation_input_tokens`). */
+  cache_creation?: {
+    ephemeral_5m_input_tokens?: number | null;
+    ephemeral_1h_input_tokens?: number | null;
+  } | null;
 }
 
 /** A content block of an Anthropic response. */
@@ -429,22 +435,43 @@ export function finishReasonFromAnthropic(
 
 /**
  * Normalises Anthropic usage. Anthropic's `input_tokens` excludes cache reads
- * and cache writes, so all three are summed; cache writes count at the input
- * price (Anthropic bills them a little higher), cache reads as cached.
+ * and cache writes, so all three are summed. Cache reads are the cached part;
+ * cache writes are split by lifetime (`cache_creation`, else all 5-minute),
+ * each billed at its cache-write price.
  *
  * @param usage Anthropic's `usage`.
  * @returns The gateway's {@link Usage}.
+ * @throws {UnreadableUsageError} For a count that cannot be read.
  */
 export function usageFromAnthropic(
   usage: AnthropicUsage | null | undefined,
 ): Usage {
-  const cacheRead = usage?.cache_read_input_tokens ?? 0;
-  return {
-    inputTokens: (usage?.input_tokens ?? 0) + cacheRead +
-      (usage?.cache_creation_input_tokens ?? 0),
-    outputTokens: usage?.output_tokens ?? 0,
-    cachedInputTokens: cacheRead,
-  };
+  const read = tokenCount(
+    usage?.cache_read_input_tokens,
+    "usage.cache_read_input_tokens",
+  );
+  const written = tokenCount(
+    usage?.cache_creation_input_tokens,
+    "usage.cache_creation_input_tokens",
+  );
+  const write1h = tokenCount(
+    usage?.cache_creation?.ephemeral_1h_input_tokens,
+    "usage.cache_creation.ephemeral_1h_input_tokens",
+  );
+  const write5m = usage?.cache_creation
+    ? tokenCount(
+      usage.cache_creation.ephemeral_5m_input_tokens,
+      "usage.cache_creation.ephemeral_5m_input_tokens",
+    )
+    : written;
+  return normalUsage({
+    inputTokens: tokenCount(usage?.input_tokens, "usage.input_tokens") +
+      read + Math.max(written, write5m + write1h),
+    outputTokens: tokenCount(usage?.output_tokens, "usage.output_tokens"),
+    cachedInputTokens: read,
+    cacheWriteTokens: write5m,
+    cacheWrite1hTokens: write1h,
+  });
 }
 
 /**
@@ -564,13 +591,15 @@ interface StreamEvent {
  */
 export class AnthropicChatStream extends ChatStreamBase {
   #usage: AnthropicUsage = {};
+  // Read when the counts arrive, so an unreadable count fails the stream there.
+  #parsedUsage: Usage = usageFromAnthropic(undefined);
   /** Anthropic content block index → chat tool call index and arguments seen so far. */
   #toolCalls = new Map<number, { index: number; arguments: string }>();
   #started = false;
 
   /** Tokens Anthropic reported so far. */
   get usage(): Usage {
-    return usageFromAnthropic(this.#usage);
+    return this.#parsedUsage;
   }
 
   /**
@@ -596,6 +625,7 @@ export class AnthropicChatStream extends ChatStreamBase {
         return this.#blockStop(data);
       case "message_delta":
         Object.assign(this.#usage, definedFields(data.usage));
+        this.#parsedUsage = usageFromAnthropic(this.#usage);
         this.finished = true;
         return [
           this.chunks.delta(
@@ -616,6 +646,7 @@ export class AnthropicChatStream extends ChatStreamBase {
     this.#started = true;
     this.chunks.id = chatId(data.message?.id);
     Object.assign(this.#usage, definedFields(data.message?.usage));
+    this.#parsedUsage = usageFromAnthropic(this.#usage);
     return [
       this.chunks.delta({ role: "assistant", content: "", refusal: null }),
     ];
@@ -675,7 +706,7 @@ export class AnthropicChatStream extends ChatStreamBase {
 function definedFields(usage: AnthropicUsage | undefined): AnthropicUsage {
   return Object.fromEntries(
     Object.entries(usage ?? {}).filter(([, value]) =>
-      typeof value === "number"
+      value !== null && value !== undefined
     ),
   );
 }

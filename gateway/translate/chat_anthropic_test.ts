@@ -594,7 +594,31 @@ Deno.test("usageFromAnthropic() sums uncached, cache-read and cache-write input 
       cache_creation_input_tokens: 50,
       output_tokens: 7,
     }),
-    { inputTokens: 360, outputTokens: 7, cachedInputTokens: 300 },
+    {
+      inputTokens: 360,
+      outputTokens: 7,
+      cachedInputTokens: 300,
+      cacheWriteTokens: 50,
+    },
+  );
+  // Writes split by lifetime, as the API reports them with `cache_creation`.
+  assert.deepEqual(
+    usageFromAnthropic({
+      input_tokens: 10,
+      cache_creation_input_tokens: 80,
+      cache_creation: {
+        ephemeral_5m_input_tokens: 30,
+        ephemeral_1h_input_tokens: 50,
+      },
+      output_tokens: 7,
+    }),
+    {
+      inputTokens: 90,
+      outputTokens: 7,
+      cachedInputTokens: 0,
+      cacheWriteTokens: 30,
+      cacheWrite1hTokens: 50,
+    },
   );
   assert.deepEqual(
     usageFromAnthropic({

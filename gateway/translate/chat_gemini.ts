@@ -9,6 +9,7 @@
 
 import { openAIErrorType } from "../errors.ts";
 import type { Usage } from "../types.ts";
+import { normalUsage, tokenCount } from "../usage.ts";
 import {
   chatId,
   ChatStreamBase,
@@ -447,17 +448,20 @@ export function finishReasonFromGemini(
  *
  * @param usage Gemini's `usageMetadata`.
  * @returns The gateway's {@link Usage}.
+ * @throws {UnreadableUsageError} For a count that cannot be read.
  */
 export function usageFromGemini(
   usage: GeminiUsageMetadata | null | undefined,
 ): Usage {
-  return {
-    inputTokens: (usage?.promptTokenCount ?? 0) +
-      (usage?.toolUsePromptTokenCount ?? 0),
-    outputTokens: (usage?.candidatesTokenCount ?? 0) +
-      (usage?.thoughtsTokenCount ?? 0),
-    cachedInputTokens: usage?.cachedContentTokenCount ?? 0,
-  };
+  const count = (field: keyof GeminiUsageMetadata) =>
+    tokenCount(usage?.[field], `usageMetadata.${field}`);
+  const thoughts = count("thoughtsTokenCount");
+  return normalUsage({
+    inputTokens: count("promptTokenCount") + count("toolUsePromptTokenCount"),
+    outputTokens: count("candidatesTokenCount") + thoughts,
+    cachedInputTokens: count("cachedContentTokenCount"),
+    reasoningTokens: thoughts,
+  });
 }
 
 /** A function call part as a chat tool call, its thought signature kept for the next turn. */
@@ -574,13 +578,14 @@ function errorFromGemini(status: number, body: unknown): ChatErrorBody {
  * ```
  */
 export class GeminiChatStream extends ChatStreamBase {
-  #usage: GeminiUsageMetadata = {};
+  // Read when the counts arrive, so an unreadable count fails the stream there.
+  #usage: Usage = usageFromGemini(undefined);
   #toolCalls = 0;
   #started = false;
 
   /** Tokens Gemini reported so far. */
   get usage(): Usage {
-    return usageFromGemini(this.#usage);
+    return this.#usage;
   }
 
   /**
@@ -592,7 +597,7 @@ export class GeminiChatStream extends ChatStreamBase {
   protected translate(parsed: unknown): ChatStreamPiece[] {
     const data = parsed as GeminiResponse & { error?: unknown };
     if (data.error !== undefined) return this.fail(errorFromGemini(500, data));
-    if (data.usageMetadata) this.#usage = data.usageMetadata;
+    if (data.usageMetadata) this.#usage = usageFromGemini(data.usageMetadata);
     const pieces: ChatStreamPiece[] = [];
     if (!this.#started) {
       this.#started = true;

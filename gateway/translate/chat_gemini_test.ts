@@ -440,6 +440,7 @@ Deno.test("fromGeminiResponse() translates text, function calls with signatures,
   assert.deepEqual(completion.usage, {
     prompt_tokens: 1200,
     completion_tokens: 80,
+    completion_tokens_details: { reasoning_tokens: 65 },
     total_tokens: 1280,
     prompt_tokens_details: { cached_tokens: 1024 },
   });
@@ -526,7 +527,12 @@ Deno.test("usageFromGemini() counts thinking as output and tool-use prompt as in
       thoughtsTokenCount: 100,
       totalTokenCount: 650,
     }),
-    { inputTokens: 520, outputTokens: 130, cachedInputTokens: 256 },
+    {
+      inputTokens: 520,
+      outputTokens: 130,
+      cachedInputTokens: 256,
+      reasoningTokens: 100,
+    },
   );
   assert.deepEqual(usageFromGemini(undefined), {
     inputTokens: 0,
@@ -584,6 +590,7 @@ Deno.test("GeminiChatStream translates a recorded stream of text and function ca
   assert.deepEqual(chunks.at(-1)!.usage, {
     prompt_tokens: 40,
     completion_tokens: 42,
+    completion_tokens_details: { reasoning_tokens: 12 },
     total_tokens: 82,
     prompt_tokens_details: { cached_tokens: 32 },
   });
@@ -591,6 +598,7 @@ Deno.test("GeminiChatStream translates a recorded stream of text and function ca
     inputTokens: 40,
     outputTokens: 42,
     cachedInputTokens: 32,
+    reasoningTokens: 12,
   });
 });
 

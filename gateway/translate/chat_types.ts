@@ -10,6 +10,7 @@
 import { z } from "zod";
 import { GatewayError, type OpenAIErrorType } from "../errors.ts";
 import type { Usage } from "../types.ts";
+import { normalUsage, tokenCount } from "../usage.ts";
 
 /** A text part of a message's content. */
 export interface ChatTextPart {
@@ -363,6 +364,8 @@ export interface ChatUsage {
   total_tokens: number;
   /** Breakdown of the prompt tokens. */
   prompt_tokens_details?: { cached_tokens?: number };
+  /** Breakdown of the completion tokens. */
+  completion_tokens_details?: { reasoning_tokens?: number };
 }
 
 /** A non-streamed chat completion. */
@@ -509,26 +512,47 @@ export class TranslationError extends GatewayError {
 
 /**
  * Normalises chat-convention usage (OpenAI, xAI, OpenRouter passthrough).
+ * OpenAI and OpenRouter count reasoning inside `completion_tokens`; xAI
+ * reports it beside them (its `total_tokens` adds both), so every output
+ * token is billed once either way.
  *
  * @param usage The `usage` object of a completion or final chunk (tolerates the `null`s some providers send).
+ * @param options `reasoningOutsideCompletion`: the provider reports reasoning tokens apart from `completion_tokens` (xAI).
  * @returns The gateway's {@link Usage}.
+ * @throws {UnreadableUsageError} For a count that cannot be read.
  */
 export function usageFromChat(
   usage:
     | {
-      prompt_tokens?: number | null;
-      completion_tokens?: number | null;
-      total_tokens?: number | null;
-      prompt_tokens_details?: { cached_tokens?: number | null } | null;
+      prompt_tokens?: unknown;
+      completion_tokens?: unknown;
+      total_tokens?: unknown;
+      prompt_tokens_details?: { cached_tokens?: unknown } | null;
+      completion_tokens_details?: { reasoning_tokens?: unknown } | null;
     }
     | null
     | undefined,
+  options: { reasoningOutsideCompletion?: boolean } = {},
 ): Usage {
-  return {
-    inputTokens: usage?.prompt_tokens ?? 0,
-    outputTokens: usage?.completion_tokens ?? 0,
-    cachedInputTokens: usage?.prompt_tokens_details?.cached_tokens ?? 0,
-  };
+  const completion = tokenCount(
+    usage?.completion_tokens,
+    "usage.completion_tokens",
+  );
+  const reasoning = tokenCount(
+    usage?.completion_tokens_details?.reasoning_tokens,
+    "usage.completion_tokens_details.reasoning_tokens",
+  );
+  return normalUsage({
+    inputTokens: tokenCount(usage?.prompt_tokens, "usage.prompt_tokens"),
+    outputTokens: options.reasoningOutsideCompletion
+      ? completion + reasoning
+      : completion,
+    cachedInputTokens: tokenCount(
+      usage?.prompt_tokens_details?.cached_tokens,
+      "usage.prompt_tokens_details.cached_tokens",
+    ),
+    reasoningTokens: reasoning,
+  });
 }
 
 /**
@@ -543,6 +567,11 @@ export function chatUsage(usage: Usage): ChatUsage {
     completion_tokens: usage.outputTokens,
     total_tokens: usage.inputTokens + usage.outputTokens,
     prompt_tokens_details: { cached_tokens: usage.cachedInputTokens },
+    ...(usage.reasoningTokens
+      ? {
+        completion_tokens_details: { reasoning_tokens: usage.reasoningTokens },
+      }
+      : {}),
   };
 }
 
