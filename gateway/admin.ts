@@ -36,6 +36,7 @@ import {
   usdToMicros,
 } from "./credits/money.ts";
 import { GatewayError, renderErrors } from "./errors.ts";
+import type { KeyHealth } from "./types.ts";
 
 /** Options of {@linkcode createAdminRoutes}. */
 export interface AdminRoutesOptions {
@@ -45,6 +46,8 @@ export interface AdminRoutesOptions {
   adminToken?: string;
   /** Where failures are logged; defaults to JSON lines on stderr. */
   log?: (record: Record<string, unknown>) => void;
+  /** The provider keys' health, for `GET /provider-keys`; absent: an empty list. */
+  keyHealth?: () => KeyHealth[];
 }
 
 const MAX_USD = microsToUsd(MAX_BALANCE_MICROS);
@@ -138,6 +141,17 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono {
       201,
     );
   });
+
+  admin.get("/provider-keys", (c) =>
+    c.json({
+      object: "list",
+      data: (options.keyHealth?.() ?? []).map((key) => ({
+        ...key,
+        ...(key.coolUntil === undefined
+          ? {}
+          : { coolUntil: new Date(key.coolUntil).toISOString() }),
+      })),
+    }));
 
   admin.get("/keys", async (c) => {
     const callers = await listCallers(kv);

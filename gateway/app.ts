@@ -108,13 +108,15 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     ),
     {
       defaultCooldownMs: config.keyCooldownMs,
-      onRevoke: (provider, keyId, status) =>
+      onRefused: (provider, keyId, status, cooldownMs) =>
         log({
           level: "warn",
-          message: "Provider key taken out of the pool",
+          message:
+            "Provider refused a key; it cools down, then one call probes it",
           provider,
           keyId,
           status,
+          cooldownMs,
         }),
     },
   );
@@ -257,7 +259,12 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   api.post("/models/*", caller, limit, geminiCall);
   api.route(
     "/admin",
-    createAdminRoutes({ kv, adminToken: config.adminToken, log }),
+    createAdminRoutes({
+      kv,
+      adminToken: config.adminToken,
+      log,
+      keyHealth: () => keyPool.health(),
+    }),
   );
 
   app.route("/v1", api);

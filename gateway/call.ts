@@ -388,9 +388,10 @@ interface Upstream {
 }
 
 /**
- * Sends the exchange with a key from the pool. A 429 cools the key down and a
- * 401/403 takes it out; either way the next key is tried, since nothing has
- * reached the caller yet.
+ * Sends the exchange with a key from the pool. A 429 cools the key down, and a
+ * refusal the pool blames on the key (a 401, or 403s across requests) cools it
+ * for longer; either way the next key is tried, since nothing has reached the
+ * caller yet. A 403 about the request fails the call.
  */
 async function sendUpstream(
   deps: CallDeps,
@@ -471,6 +472,7 @@ async function sendUpstream(
       throw upstreamFailure(providerName, error, signal);
     }
     if (response.ok) {
+      deps.keyPool.answered(key);
       return { response, key, abort, signal, clearTimeout: clear };
     }
     const text = await response.text().catch(() => "");
@@ -491,7 +493,19 @@ async function sendUpstream(
       continue;
     }
     if (response.status === 401 || response.status === 403) {
-      deps.keyPool.revoke(key, response.status); // the pool logs it, once per key
+      // A refusal about the request (moderation, a model or beta the account
+      // lacks) fails this call and leaves the key alone; one about the key
+      // cools it down, and the call tries another.
+      const keyBlamed = deps.keyPool.refused(
+        key,
+        response.status,
+        record.request.requestId,
+      );
+      if (!keyBlamed) {
+        throw new GatewayError(response.status, message, {
+          code: "upstream_refused",
+        });
+      }
       lastRefusal = new GatewayError(
         502,
         `The ${providerName} provider refused the gateway's key`,

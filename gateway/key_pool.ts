@@ -12,6 +12,7 @@
 import { createHash } from "node:crypto";
 import type {
   AcquireResult,
+  KeyHealth,
   KeyPool,
   ProviderKey,
   ProviderName,
@@ -35,8 +36,17 @@ export interface ProviderKeys {
 export interface KeyPoolOptions {
   /** Cool-down after a 429 without `retry-after`, ms. */
   defaultCooldownMs: number;
-  /** Called when a key is taken out of the pool (by its id, never its secret). */
-  onRevoke?: (provider: ProviderName, keyId: string, status: number) => void;
+  /** The first cool-down of a key the provider refused (401, or 403s across different requests), ms; it doubles with each refusal in a row. Default 60 s. */
+  refusedCooldownMs?: number;
+  /** The longest cool-down of a refused key, ms. Default 1 hour. */
+  maxRefusedCooldownMs?: number;
+  /** Called when the provider refuses a key (by its id, never its secret), with the cool-down it got. */
+  onRefused?: (
+    provider: ProviderName,
+    keyId: string,
+    status: number,
+    cooldownMs: number,
+  ) => void;
   /** The clock, ms since epoch; tests pass their own. */
   now?: () => number;
 }
@@ -105,9 +115,17 @@ interface KeyState {
   key: ProviderKey;
   window: Window;
   coolUntil: number;
-  revoked: boolean;
+  /** Refusals of the key in a row; 0 for a healthy key. */
+  refusals: number;
+  /** A refused key's cool-down ended and one call is probing it. */
+  probing: boolean;
+  /** Requests that got a 403 on this key since its last success. */
+  forbidden: Set<string>;
   inFlight: number;
 }
+
+/** How many different requests must get a 403 on one key before the key, not the requests, is blamed. */
+export const FORBIDDEN_REQUESTS_TO_REFUSE = 3;
 
 /** An estimate charged to the window at acquire time, corrected by `recordUsage`. */
 interface PoolKey extends ProviderKey {
@@ -161,7 +179,9 @@ export class MemoryKeyPool implements KeyPool {
           key: { provider: name, keyId, secret },
           window: new Window(),
           coolUntil: 0,
-          revoked: false,
+          refusals: 0,
+          probing: false,
+          forbidden: new Set(),
           inFlight: 0,
         });
       }
@@ -193,7 +213,8 @@ export class MemoryKeyPool implements KeyPool {
     let bestLoad = Infinity;
     let soonest = Infinity;
     for (const state of this.#keys.get(provider) ?? []) {
-      if (state.revoked || exclude?.has(state.key.keyId)) continue;
+      // A refused key whose cool-down ended takes one probing call at a time.
+      if (state.probing || exclude?.has(state.key.keyId)) continue;
       const wait = Math.max(
         state.coolUntil - now,
         state.window.msUntilRoom(now, rpm, tpm, Math.min(estimatedTokens, tpm)),
@@ -217,6 +238,7 @@ export class MemoryKeyPool implements KeyPool {
     }
     best.window.add(now, 1, estimatedTokens);
     best.inFlight++;
+    if (best.refusals > 0) best.probing = true;
     const key: PoolKey = {
       ...best.key,
       estimatedTokens,
@@ -239,16 +261,48 @@ export class MemoryKeyPool implements KeyPool {
   }
 
   /**
-   * Takes a key out of the pool after an upstream 401/403.
+   * Records the provider's refusal of a call on a key: a 401, or a 403. A 401
+   * is about the key. A 403 may be about the request (moderation, a model or
+   * beta the account lacks): it counts against the key only once 403s came
+   * from {@linkcode FORBIDDEN_REQUESTS_TO_REFUSE} different requests since the
+   * key last answered. A key refused cools down for a time that doubles with
+   * each refusal in a row, and is then probed by one call.
    *
    * @param key The key that was refused.
-   * @param status The upstream status.
+   * @param status The upstream status, 401 or 403.
+   * @param requestId The gateway request, so one request is counted once.
+   * @returns `true` when the key was blamed (try another key), `false` when the request was (fail the call).
    */
-  revoke(key: ProviderKey, status: number): void {
+  refused(key: ProviderKey, status: number, requestId: string): boolean {
     const state = this.#release(key);
-    if (!state || state.revoked) return;
-    state.revoked = true;
-    this.#options.onRevoke?.(key.provider, key.keyId, status);
+    if (!state) return status === 401;
+    state.probing = false;
+    if (status !== 401) {
+      state.forbidden.add(requestId);
+      if (state.forbidden.size < FORBIDDEN_REQUESTS_TO_REFUSE) return false;
+    }
+    state.forbidden.clear();
+    state.refusals++;
+    const base = this.#options.refusedCooldownMs ?? 60_000;
+    const max = this.#options.maxRefusedCooldownMs ?? 3_600_000;
+    const cooldown = Math.min(max, base * 2 ** (state.refusals - 1));
+    state.coolUntil = Math.max(state.coolUntil, this.#now() + cooldown);
+    this.#options.onRefused?.(key.provider, key.keyId, status, cooldown);
+    return true;
+  }
+
+  /**
+   * Records that a key answered a call: a refused key that was probed is
+   * healthy again, and earlier 403s no longer count against it.
+   *
+   * @param key The key that answered.
+   */
+  answered(key: ProviderKey): void {
+    const state = this.#find(key);
+    if (!state) return;
+    state.refusals = 0;
+    state.probing = false;
+    state.forbidden.clear();
   }
 
   /**
@@ -266,19 +320,45 @@ export class MemoryKeyPool implements KeyPool {
   }
 
   /**
-   * How many keys of a provider are still in the pool (not revoked).
+   * Every key's health, by id, for the operator.
    *
-   * @param provider The provider.
-   * @returns The count.
+   * @returns One entry per key.
    */
-  healthyKeys(provider: ProviderName): number {
-    return (this.#keys.get(provider) ?? []).filter((s) => !s.revoked).length;
+  health(): KeyHealth[] {
+    const now = this.#now();
+    return [...this.#keys].flatMap(([provider, states]) => {
+      const { rpm, tpm } = this.#limits.get(provider)!;
+      return states.map((state): KeyHealth => {
+        const { requests, tokens } = state.window.totals(now);
+        const cooling = state.coolUntil > now;
+        return {
+          provider,
+          keyId: state.key.keyId,
+          state: state.probing
+            ? "probing"
+            : state.refusals > 0
+            ? "refused"
+            : cooling
+            ? "cooling"
+            : "healthy",
+          ...(cooling ? { coolUntil: state.coolUntil } : {}),
+          refusals: state.refusals,
+          inFlight: state.inFlight,
+          requestsLastMinute: requests,
+          tokensLastMinute: tokens,
+          ...(Number.isFinite(rpm) ? { rpm } : {}),
+          ...(Number.isFinite(tpm) ? { tpm } : {}),
+        };
+      });
+    });
+  }
+
+  #find(key: ProviderKey): KeyState | undefined {
+    return this.#keys.get(key.provider)?.find((s) => s.key.keyId === key.keyId);
   }
 
   #release(key: ProviderKey): KeyState | undefined {
-    const state = this.#keys.get(key.provider)?.find((s) =>
-      s.key.keyId === key.keyId
-    );
+    const state = this.#find(key);
     if (state && state.inFlight > 0) state.inFlight--;
     return state;
   }

@@ -93,22 +93,97 @@ Deno.test("rateLimited() cools a key down for its retry-after", () => {
   assert.equal(keyOf(pool.acquire("anthropic", 1)).keyId, first.keyId);
 });
 
-Deno.test("revoke() takes a key out of the pool and reports it by id", () => {
-  const revoked: string[] = [];
+Deno.test("refused() with a 401 cools the key down for a time that doubles, then lets one call probe it", () => {
+  let now = 0;
+  const refused: string[] = [];
   const pool = new MemoryKeyPool({ gemini: { keys: ["a", "b"] } }, {
     defaultCooldownMs: 1000,
-    onRevoke: (_provider, keyId, status) => revoked.push(`${keyId} ${status}`),
+    refusedCooldownMs: 10_000,
+    maxRefusedCooldownMs: 30_000,
+    now: () => now,
+    onRefused: (_provider, keyId, status, cooldownMs) =>
+      refused.push(`${keyId} ${status} ${cooldownMs}`),
   });
-  const key = keyOf(pool.acquire("gemini", 1));
-  pool.revoke(key, 401);
-  assert.deepEqual(revoked, [`${key.keyId} 401`]);
-  assert.equal(pool.healthyKeys("gemini"), 1);
-  const exclude = new Set<string>();
+  const dead = keyOf(pool.acquire("gemini", 1));
+  assert.equal(pool.refused(dead, 401, "req_1"), true);
+  assert.deepEqual(refused, [`${dead.keyId} 401 10000`]);
+  // Cooling: every call goes to the other key.
   for (let i = 0; i < 3; i++) {
-    const next = keyOf(pool.acquire("gemini", 1, exclude));
-    assert.notEqual(next.keyId, key.keyId);
+    const next = keyOf(pool.acquire("gemini", 1));
+    assert.notEqual(next.keyId, dead.keyId);
     pool.recordUsage(next, 1);
   }
+  const health = () => pool.health().find((k) => k.keyId === dead.keyId)!;
+  assert.equal(health().state, "refused");
+  assert.equal(health().coolUntil, 10_000);
+  // The cool-down over, one call probes it while the others go elsewhere.
+  now = 10_001;
+  const keys = [
+    keyOf(pool.acquire("gemini", 1)),
+    keyOf(pool.acquire("gemini", 1)),
+  ];
+  const probe = keys.find((k) => k.keyId === dead.keyId)!;
+  assert.ok(probe, "the refused key is probed");
+  assert.equal(health().state, "probing");
+  const third = keyOf(pool.acquire("gemini", 1));
+  assert.notEqual(third.keyId, dead.keyId, "one probe at a time");
+  // Still refused: the cool-down doubles, up to the maximum.
+  pool.refused(probe, 401, "req_2");
+  assert.equal(health().coolUntil, 10_001 + 20_000);
+  // Third refusal in a row: 40 s, held to the 30 s maximum.
+  pool.recordUsage(keys.find((k) => k !== probe)!, 1);
+  pool.recordUsage(third, 1);
+  now = 30_002;
+  const other = keys.find((k) => k !== probe)!.keyId;
+  const again = keyOf(pool.acquire("gemini", 1, new Set([other])));
+  assert.equal(again.keyId, dead.keyId);
+  pool.refused(again, 401, "req_3");
+  assert.equal(health().coolUntil, 30_002 + 30_000);
+  assert.deepEqual(refused.map((line) => line.split(" ")[2]), [
+    "10000",
+    "20000",
+    "30000",
+  ]);
+});
+
+Deno.test("answered() makes a probed key healthy again", () => {
+  let now = 0;
+  const pool = new MemoryKeyPool({ xai: { keys: ["a"] } }, {
+    defaultCooldownMs: 1000,
+    refusedCooldownMs: 5_000,
+    now: () => now,
+  });
+  pool.refused(keyOf(pool.acquire("xai", 1)), 401, "req_1");
+  assert.equal(pool.acquire("xai", 1).ok, false);
+  now = 5_001;
+  const probe = keyOf(pool.acquire("xai", 1));
+  pool.answered(probe);
+  pool.recordUsage(probe, 1);
+  assert.equal(pool.health()[0].state, "healthy");
+  assert.equal(pool.health()[0].refusals, 0);
+  // Healthy again: the next refusal starts from the first cool-down.
+  pool.refused(keyOf(pool.acquire("xai", 1)), 401, "req_2");
+  assert.equal(pool.health()[0].coolUntil, 5_001 + 5_000);
+});
+
+Deno.test("refused() blames a 403 on the request until 403s come from several different requests", () => {
+  const pool = new MemoryKeyPool({ openrouter: { keys: ["a"] } }, {
+    defaultCooldownMs: 1000,
+  });
+  const take = () => keyOf(pool.acquire("openrouter", 1));
+  // One flagged request, tried again and again: never the key's fault.
+  for (let i = 0; i < 5; i++) {
+    assert.equal(pool.refused(take(), 403, "req_flagged"), false);
+  }
+  assert.equal(pool.health()[0].state, "healthy");
+  // An answer in between clears the count.
+  assert.equal(pool.refused(take(), 403, "req_a"), false);
+  pool.answered(take());
+  assert.equal(pool.refused(take(), 403, "req_b"), false);
+  assert.equal(pool.refused(take(), 403, "req_c"), false);
+  // Different requests all refused on this key: now it is the key.
+  assert.equal(pool.refused(take(), 403, "req_d"), true);
+  assert.equal(pool.health()[0].state, "refused");
 });
 
 Deno.test("acquire() skips excluded keys and reports no key at all as -1", () => {

@@ -193,6 +193,30 @@ export type AcquireResult =
   | { ok: true; key: ProviderKey }
   | { ok: false; retryAfterMs: number };
 
+/** What the pool says of one key, for the operator. */
+export interface KeyHealth {
+  /** The provider. */
+  provider: ProviderName;
+  /** The key's id (never the key). */
+  keyId: string;
+  /** `healthy`; `cooling` after a 429; `refused` while a refused key cools down; `probing` while one call tries it again. */
+  state: "healthy" | "cooling" | "refused" | "probing";
+  /** Epoch ms the key is usable again, when it is cooling or refused. */
+  coolUntil?: number;
+  /** Refusals in a row. */
+  refusals: number;
+  /** Calls on the key right now. */
+  inFlight: number;
+  /** Requests in the last minute. */
+  requestsLastMinute: number;
+  /** Tokens in the last minute. */
+  tokensLastMinute: number;
+  /** The per-key request limit per minute, if any. */
+  rpm?: number;
+  /** The per-key token limit per minute, if any. */
+  tpm?: number;
+}
+
 /** A provider's pool of keys, with per-key RPM/TPM limits and cool-downs. */
 export interface KeyPool {
   /** Lends a healthy key with room for `estimatedTokens`, skipping `exclude` key ids. */
@@ -203,8 +227,12 @@ export interface KeyPool {
   ): AcquireResult;
   /** Upstream answered 429: cool the key down for `retryAfterMs` (or the default). */
   rateLimited(key: ProviderKey, retryAfterMs?: number): void;
-  /** Upstream answered 401/403: take the key out of the pool. */
-  revoke(key: ProviderKey, status: number): void;
+  /** Upstream answered 401 or 403: returns `true` when the key is blamed (it cools down; try another key), `false` when the request is (fail the call). */
+  refused(key: ProviderKey, status: number, requestId: string): boolean;
+  /** Upstream answered the call: the key is healthy. */
+  answered(key: ProviderKey): void;
+  /** Every key's health, by id, for the operator. */
+  health(): KeyHealth[];
   /** Records the tokens the call really used, for TPM accounting. */
   recordUsage(key: ProviderKey, tokens: number): void;
 }

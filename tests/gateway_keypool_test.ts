@@ -1,7 +1,8 @@
 /**
  * The provider key pool end to end: rotation within each key's RPM, 429s
  * with a truthful `retry-after`, retry on another key after an upstream 429,
- * keys taken out after a 401, and provider keys never leaking anywhere.
+ * keys cooled down after a 401 (and probed), a 403 about the request failing
+ * only that call, and provider keys never leaking anywhere.
  */
 import assert from "node:assert/strict";
 import { providerKeyId } from "../gateway/key_pool.ts";
@@ -83,8 +84,11 @@ Deno.test("an upstream 429 on one key retries the call on another and cools that
   assert.equal(keysUsed(h.sim.requests).at(-1), a, "cool-down over: a again");
 });
 
-Deno.test("an upstream 401 takes the key out of the pool for good and logs it by id, never by secret", async () => {
-  await using h = await startHarness({ keysPerProvider: 3 });
+Deno.test("an upstream 401 cools the key down, moves the call to another key and logs the key by id, never by secret", async () => {
+  await using h = await startHarness({
+    keysPerProvider: 3,
+    env: { GATEWAY_ADMIN_TOKEN: "admin-secret-0123456789" },
+  });
   const [bad, ...good] = h.providerKeys.openai;
   h.sim.setKeyBehaviour(bad, { status: 401 });
   for (let i = 0; i < 9; i++) {
@@ -98,10 +102,66 @@ Deno.test("an upstream 401 takes the key out of the pool for good and logs it by
   for (const key of good) assert.ok(used.includes(key));
 
   const badId = providerKeyId("openai", bad);
-  const revocations = h.logs.filter((record) => record.keyId === badId);
-  assert.ok(revocations.length >= 1, JSON.stringify(h.logs));
-  assert.equal(revocations[0].status, 401);
+  const refusals = h.logs.filter((record) => record.keyId === badId);
+  assert.ok(refusals.length >= 1, JSON.stringify(h.logs));
+  assert.equal(refusals[0].status, 401);
   assert.ok(!JSON.stringify(h.logs).includes(bad));
+  // The operator sees the key by its state.
+  const health = await (await fetch(`${h.url}/admin/provider-keys`, {
+    headers: { authorization: "Bearer admin-secret-0123456789" },
+  })).json();
+  const state = health.data.find((key: { keyId: string }) =>
+    key.keyId === badId
+  );
+  assert.equal(state.state, "refused");
+  assert.match(state.coolUntil, /^\d{4}-\d\d-\d\dT/);
+});
+
+Deno.test("a 403 about the request fails only that call, with the provider's reason, and every key keeps serving", async () => {
+  await using h = await startHarness({ keysPerProvider: 2 });
+  h.sim.enqueue({
+    match: { provider: "openrouter" },
+    behaviour: { status: 403, message: "Input flagged by moderation" },
+  });
+  const body = callBody("chat", "z-ai/glm-4.5v", false);
+  const flagged = await h.post("/chat/completions", body);
+  assert.equal(flagged.status, 403);
+  const error = (await flagged.json()).error;
+  assert.match(error.message, /flagged by moderation/);
+  assert.equal(error.type, "permission_error");
+  // Tried on one key only: a request's refusal is not retried elsewhere.
+  assert.equal(h.sim.requests.length, 1);
+  for (let i = 0; i < 6; i++) {
+    const innocent = await h.post("/chat/completions", body);
+    assert.equal(innocent.status, 200);
+    await innocent.body?.cancel();
+  }
+  const used = new Set(h.sim.requests.slice(1).map((request) => request.key));
+  assert.equal(used.size, 2, "both keys still serve");
+  assert.deepEqual(
+    h.logs.filter((record) => record.status === 403),
+    [],
+    "no key was blamed",
+  );
+});
+
+Deno.test("a key that answers 403 to many different requests is cooled down like a 401", async () => {
+  await using h = await startHarness({ keysPerProvider: 2 });
+  const [dead, alive] = h.providerKeys.openrouter;
+  h.sim.setKeyBehaviour(dead, { status: 403, message: "Key disabled" });
+  const body = callBody("chat", "z-ai/glm-4.5v", false);
+  let refused = 0;
+  for (let i = 0; i < 10; i++) {
+    const response = await h.post("/chat/completions", body);
+    if (response.status === 403) refused++;
+    else assert.equal(response.status, 200);
+    await response.body?.cancel();
+  }
+  // Until the third different request, each 403 fails its call; then the
+  // key is blamed, and every later call goes to the other key.
+  assert.equal(refused, 2);
+  const last = h.sim.requests.slice(-5).map((request) => request.key);
+  assert.deepEqual(last, Array(5).fill(alive));
 });
 
 Deno.test("with every key cooling down the caller gets 429 with retry-after = the cool-down, and a call after it succeeds", async () => {
