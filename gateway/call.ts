@@ -36,6 +36,7 @@ import type {
   Usage,
 } from "./types.ts";
 import { costMicros, formatUsd, maxCostMicros } from "./credits/money.ts";
+import { estimateInputTokens } from "./estimate.ts";
 import { recordSpan } from "./tracing.ts";
 import { UnreadableUsageError } from "./usage.ts";
 
@@ -154,7 +155,7 @@ export async function handleCall(
     };
     const provider = deps.providers[record.entry.provider];
     const exchange = buildExchange(provider, call);
-    const inputTokens = estimateInputTokens(request.bodyText);
+    const inputTokens = estimateInputTokens(parsed.body);
     reservation = await reserve(
       deps.billing,
       request.caller,
@@ -343,15 +344,6 @@ function buildExchange(provider: Provider, call: CallInput): Exchange {
     }
     throw error;
   }
-}
-
-/**
- * Input tokens a body may hold, rounded up on purpose: the reservation must
- * cover the real cost. Three bytes a token is above what any provider's
- * tokenizer gives for text; images (base64) are far cheaper than their size.
- */
-function estimateInputTokens(bodyText: string): number {
-  return Math.ceil(bodyText.length / 3);
 }
 
 async function reserve(
