@@ -6,21 +6,10 @@
  *
  * @module
  */
-import { createParser } from "eventsource-parser";
 import { z } from "zod";
 import { firstIssue } from "./_zod.ts";
-import {
-  errorResponse,
-  GatewayError,
-  streamErrorFrame,
-  toGatewayError,
-} from "./errors.ts";
-import type {
-  CallInput,
-  Exchange,
-  Provider,
-  StreamRelay,
-} from "./providers/provider.ts";
+import { errorResponse, GatewayError, toGatewayError } from "./errors.ts";
+import type { CallInput, Exchange, Provider } from "./providers/provider.ts";
 import { NO_USAGE, parseJson } from "./providers/provider.ts";
 import { chatRequestSchema, TranslationError } from "./translate/chat_types.ts";
 import type {
@@ -37,6 +26,7 @@ import type {
 } from "./types.ts";
 import { costMicros, formatUsd, maxCostMicros } from "./credits/money.ts";
 import { estimateInputTokens } from "./estimate.ts";
+import { type Estimated, relayStream } from "./stream.ts";
 import { recordSpan } from "./tracing.ts";
 import { UnreadableUsageError } from "./usage.ts";
 
@@ -91,6 +81,8 @@ class CallRecord {
   key?: ProviderKey;
   stream = false;
   firstTokenAt?: number;
+  /** Figures of a stream's usage that were estimated, not reported. */
+  estimated: Estimated = [];
 
   constructor(readonly request: CallRequest) {}
 
@@ -119,6 +111,7 @@ class CallRecord {
         ? undefined
         : this.firstTokenAt - this.started,
       error,
+      ...(this.estimated.length > 0 ? { estimated: this.estimated } : {}),
       time: this.started,
     };
   }
@@ -173,7 +166,29 @@ export async function handleCall(
     if (call.stream) {
       const heldReservation = reservation;
       reservation = undefined; // the stream settles it when it ends
-      return relayStream(deps, record, heldReservation, exchange, upstream);
+      upstream.clearTimeout();
+      return relayStream({
+        route: request.route,
+        exchange,
+        upstream,
+        idleTimeoutMs: deps.upstreamTimeoutMs,
+        inputEstimate: inputTokens,
+        onFirstEvent: () => record.firstTokenAt ??= Date.now(),
+        failure: (thrown) =>
+          thrown instanceof GatewayError
+            ? thrown
+            : thrown instanceof UnreadableUsageError
+            ? unreadableUsage(thrown)
+            : upstreamFailure(provider.name, thrown, upstream.signal),
+        settle: (usage, estimated, status, error) =>
+          settleStream(
+            deps,
+            record,
+            heldReservation,
+            upstream.key,
+            { usage, estimated, status, error },
+          ),
+      });
     }
     const { body, usage } = await readAnswer(deps, exchange, upstream);
     deps.keyPool.recordUsage(
@@ -371,9 +386,9 @@ async function reserve(
 interface Upstream {
   response: Response;
   key: ProviderKey;
-  /** Aborts the upstream request (a timeout, or the relay when the caller cancels). */
+  /** Aborts the upstream request (a timeout, the caller gone before the answer, or the relay). */
   abort: AbortController;
-  /** The request's signal: aborted by `abort` or when the caller goes away. */
+  /** `abort`'s signal. */
   signal: AbortSignal;
   /** Clears the answer timeout (the stream relay keeps its own idle timeout). */
   clearTimeout(): void;
@@ -436,16 +451,26 @@ async function sendUpstream(
     const key = acquired.key;
     record.key = key;
     tried.add(key.keyId);
+    // Until the answer is in, a timeout or the caller going away aborts the
+    // upstream request. Neither is AbortSignal.timeout/any: both must stop
+    // once the answer is in (a stream then has an idle timeout per event,
+    // and a caller who leaves a stream is handled by its relay, which may
+    // read on for the usage event first), and those cannot be detached.
     const abort = new AbortController();
-    // Not AbortSignal.timeout: its timer cannot be cancelled, and the answer
-    // timeout must stop once the answer is in (a stream then has an idle
-    // timeout per event instead).
+    const signal = abort.signal;
+    const onCallerGone = () =>
+      abort.abort(new DOMException("Caller went away", "AbortError"));
+    record.request.signal.addEventListener("abort", onCallerGone, {
+      once: true,
+    });
     const timer = setTimeout(
       () => abort.abort(new DOMException("Upstream timed out", "TimeoutError")),
       deps.upstreamTimeoutMs,
     );
-    const clear = () => clearTimeout(timer);
-    const signal = AbortSignal.any([abort.signal, record.request.signal]);
+    const clear = () => {
+      clearTimeout(timer);
+      record.request.signal.removeEventListener("abort", onCallerGone);
+    };
     let response: Response;
     try {
       response = await fetch(url, {
@@ -608,166 +633,34 @@ async function readAnswer(
   }
 }
 
-/**
- * Relays an upstream stream to the caller, event by event, in the caller's
- * convention. Settles when the stream ends, fails, or the caller goes away
- * (then the upstream request is cancelled and what was generated is billed).
- */
-function relayStream(
+/** Settles an ended stream; a failure is logged, never thrown into the relay. */
+async function settleStream(
   deps: CallDeps,
   record: CallRecord,
   reservation: Reservation,
-  exchange: Exchange,
-  upstream: Upstream,
-): Response {
-  upstream.clearTimeout();
-  const relay = exchange.relay();
-  const encoder = new TextEncoder();
-  // A provider that quotes its key in a streamed error must not hand it to
-  // the caller: the key is named by its id instead, as in whole answers.
-  const { secret, keyId } = upstream.key;
-  const redact = (text: string) =>
-    text.includes(secret) ? text.replaceAll(secret, `[key ${keyId}]`) : text;
-  const frames = (text: string) => encoder.encode(redact(text));
-  let pending = "";
-  let events = 0;
-  const parser = createParser({
-    onEvent(event) {
-      // Every provider's events carry JSON (OpenAI's closing [DONE] aside);
-      // anything else is garbage, never relayed: the stream ends in an error.
-      const data = event.data === "[DONE]" ? event.data : parseJson(event.data);
-      if (data === undefined) {
-        throw new GatewayError(
-          502,
-          `The ${upstream.key.provider} provider sent a stream event that is not JSON`,
-          { code: "upstream_garbage" },
-        );
-      }
-      events++;
-      pending += relay.event(event, data);
-    },
-  });
-  const reader = upstream.response.body!.pipeThrough(new TextDecoderStream())
-    .getReader();
-  let finished = false;
-
-  const finish = async (status: number, error?: string) => {
-    if (finished) return;
-    finished = true;
-    const usage = billableUsage(relay, events, status);
-    deps.keyPool.recordUsage(
-      upstream.key,
-      usage.inputTokens + usage.outputTokens,
+  key: ProviderKey,
+  ended: { usage: Usage; estimated: Estimated; status: number; error?: string },
+): Promise<void> {
+  const { usage, estimated, status, error } = ended;
+  deps.keyPool.recordUsage(key, usage.inputTokens + usage.outputTokens);
+  record.estimated = estimated;
+  try {
+    await settle(
+      deps,
+      record,
+      reservation,
+      usage,
+      costMicros(usage, record.entry!.pricing),
+      status,
+      error,
     );
-    try {
-      await settle(
-        deps,
-        record,
-        reservation,
-        usage,
-        costMicros(usage, record.entry!.pricing),
-        status,
-        error === undefined ? undefined : redact(error),
-      );
-    } catch (thrown) {
-      deps.log({
-        level: "error",
-        requestId: record.request.requestId,
-        message: `Settling a stream failed: ${thrown}`,
-      });
-    }
-  };
-
-  // One idle timeout per event; a cancellable timer, since AbortSignal.timeout
-  // would leave one pending timer per event for the whole timeout.
-  const readChunk = async () => {
-    const timer = setTimeout(
-      () =>
-        upstream.abort.abort(
-          new DOMException("Upstream timed out", "TimeoutError"),
-        ),
-      deps.upstreamTimeoutMs,
-    );
-    try {
-      return await reader.read();
-    } finally {
-      clearTimeout(timer);
-    }
-  };
-
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        for (;;) {
-          const { value, done } = await readChunk();
-          if (done) {
-            pending += relay.end();
-            if (pending) controller.enqueue(frames(pending));
-            controller.close();
-            await finish(relay.failure ? 502 : 200, relay.failure);
-            return;
-          }
-          parser.feed(value);
-          if (pending) {
-            record.firstTokenAt ??= Date.now();
-            controller.enqueue(frames(pending));
-            pending = "";
-            return;
-          }
-        }
-      } catch (thrown) {
-        if (finished) return;
-        const error = thrown instanceof GatewayError
-          ? thrown
-          : thrown instanceof UnreadableUsageError
-          ? unreadableUsage(thrown)
-          : upstreamFailure(
-            upstream.key.provider,
-            thrown,
-            upstream.signal,
-          );
-        const cut = error.status === 502
-          ? new GatewayError(
-            502,
-            `The ${upstream.key.provider} stream broke off: ${error.message}`,
-            { code: error.code },
-          )
-          : error;
-        controller.enqueue(
-          frames(pending + streamErrorFrame(record.request.route, cut)),
-        );
-        controller.close();
-        await finish(cut.status, cut.message);
-      }
-    },
-    async cancel() {
-      upstream.abort.abort(new DOMException("Caller went away", "AbortError"));
-      reader.cancel().catch(() => {});
-      await finish(499, "The caller closed the stream");
-    },
-  });
-  return new Response(body, {
-    headers: {
-      "content-type": exchange.streamContentType ??
-        "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache",
-    },
-  });
-}
-
-/**
- * What a stream is billed for. A stream cut short may end before the
- * provider's usage event: then each content event relayed counts as one
- * output token, the fewest the provider can have generated for it.
- */
-function billableUsage(
-  relay: StreamRelay,
-  events: number,
-  status: number,
-): Usage {
-  const usage = relay.usage;
-  if (status === 200 || usage.outputTokens > 0) return usage;
-  return { ...usage, outputTokens: Math.max(0, events - 1) };
+  } catch (thrown) {
+    deps.log({
+      level: "error",
+      requestId: record.request.requestId,
+      message: `Settling a stream failed: ${thrown}`,
+    });
+  }
 }
 
 async function settle(

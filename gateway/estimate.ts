@@ -107,3 +107,45 @@ export function estimateInputTokens(body: unknown): number {
   }
   return tokens;
 }
+
+/** Keys whose strings are answer text in a streamed event, in the four conventions. */
+const OUTPUT_KEYS = new Set([
+  "content",
+  "text",
+  "arguments",
+  "partial_json",
+  "thinking",
+  "reasoning",
+  "reasoning_content",
+  "refusal",
+  "delta",
+]);
+
+/** Keys whose strings label the answer rather than being part of it. */
+const LABEL_KEYS = new Set(["role", "type", "id", "finish_reason", "index"]);
+
+/**
+ * Output tokens one streamed event carried: the answer text in it (content,
+ * tool-call arguments, reasoning), counted as {@linkcode textTokens} counts.
+ * Bills an abandoned stream for what it relayed.
+ *
+ * @param event The event's parsed JSON.
+ * @returns The estimate.
+ */
+export function outputTextTokens(event: unknown): number {
+  let tokens = 0;
+  const pending: [unknown, boolean, string][] = [[event, false, ""]];
+  while (pending.length > 0) {
+    const [value, isOutput, key] = pending.pop()!;
+    if (typeof value === "string") {
+      if (isOutput && !LABEL_KEYS.has(key)) tokens += textTokens(value);
+    } else if (Array.isArray(value)) {
+      for (const item of value) pending.push([item, isOutput, key]);
+    } else if (typeof value === "object" && value !== null) {
+      for (const [name, item] of Object.entries(value)) {
+        pending.push([item, isOutput || OUTPUT_KEYS.has(name), name]);
+      }
+    }
+  }
+  return tokens;
+}

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   estimateInputTokens,
   MEDIA_TOKENS,
+  outputTextTokens,
   REFERENCED_CONTEXT_TOKENS,
   textTokens,
 } from "./estimate.ts";
@@ -86,4 +87,25 @@ Deno.test("estimateInputTokens() walks a body nested 100 000 levels deep", () =>
   let deep: unknown = "x";
   for (let i = 0; i < 100_000; i++) deep = { a: deep };
   assert.equal(estimateInputTokens(deep), 100_000 + 1);
+});
+
+Deno.test("outputTextTokens() counts the answer text of a streamed event, not its labels", () => {
+  const chunk = {
+    id: "chatcmpl-1",
+    object: "chat.completion.chunk",
+    choices: [{
+      index: 0,
+      delta: { role: "assistant", content: "hello there friend" },
+      finish_reason: null,
+    }],
+  };
+  assert.equal(outputTextTokens(chunk), textTokens("hello there friend"));
+  assert.equal(
+    outputTextTokens({
+      type: "content_block_delta",
+      delta: { type: "input_json_delta", partial_json: '{"a":1}' },
+    }),
+    textTokens('{"a":1}'),
+  );
+  assert.equal(outputTextTokens({ usage: { prompt_tokens: 5 } }), 0);
 });

@@ -136,6 +136,8 @@ export interface TraceRecord {
   ttftMs?: number;
   /** Error message returned to the caller, if any (never a provider key). */
   error?: string;
+  /** Figures estimated rather than reported by the provider (an abandoned or broken stream). */
+  estimated?: ("input" | "output")[];
   /** Epoch ms when the call started. */
   time: number;
 }

@@ -64,6 +64,7 @@ export function chatPassthrough(
 class ChatRelay implements StreamRelay {
   usage: Usage = NO_USAGE;
   failure?: string;
+  contentDone = false;
   #complete = false;
   readonly #callerWantsUsage: boolean;
   readonly #provider: ProviderName;
@@ -91,6 +92,13 @@ class ChatRelay implements StreamRelay {
     };
     if (chunk?.error) {
       this.failure = chunk.error.message ?? "The provider reported an error";
+    }
+    if (
+      chunk?.choices?.some((choice) =>
+        (choice as { finish_reason?: unknown }).finish_reason
+      )
+    ) {
+      this.contentDone = true;
     }
     if (chunk?.usage) {
       this.usage = usageFromChat(chunk.usage, this.#options);

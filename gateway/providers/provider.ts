@@ -48,6 +48,8 @@ export interface StreamRelay {
   end(): string;
   /** Usage reported so far; billed even if the caller leaves early. */
   readonly usage: Usage;
+  /** The answer's content is complete: only usage or the terminal event may follow (the relay reads on for usage when the caller leaves now). */
+  readonly contentDone?: boolean;
   /** An error the upstream reported in-stream, if any. */
   readonly failure?: string;
 }

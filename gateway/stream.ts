@@ -1,0 +1,245 @@
+/**
+ * Relaying one upstream stream to the caller, event by event, in the caller's
+ * convention, and working out what it is billed when it ends: completely,
+ * broken off, or abandoned by the caller.
+ *
+ * An abandoned or broken stream is billed its prompt (as the provider
+ * reported it, else the reservation's estimate) and the output relayed,
+ * counted in tokens from the text it carried. When the caller leaves after
+ * the answer's content is complete but before the provider's usage event
+ * (OpenAI's convention sends it last), the relay reads on for up to
+ * {@linkcode USAGE_GRACE_MS} for that event before it cancels upstream.
+ *
+ * @module
+ */
+import { createParser } from "eventsource-parser";
+import { GatewayError, streamErrorFrame } from "./errors.ts";
+import { outputTextTokens } from "./estimate.ts";
+import type { Exchange } from "./providers/provider.ts";
+import { parseJson } from "./providers/provider.ts";
+import type { ProviderKey, RouteName, Usage } from "./types.ts";
+
+/** How long an abandoned stream whose content was complete is read on for its usage event, ms. */
+export const USAGE_GRACE_MS = 2_000;
+
+/** Which figures of a settled stream were estimated rather than reported. */
+export type Estimated = ("input" | "output")[];
+
+/** What the relay needs from the call pipeline. */
+export interface RelayOptions {
+  /** The caller's route, for the in-stream error's convention. */
+  route: RouteName;
+  /** The exchange the upstream request was built by. */
+  exchange: Exchange;
+  /** The upstream answer and its key. */
+  upstream: {
+    response: Response;
+    key: ProviderKey;
+    /** Cancels the upstream request. */
+    abort: AbortController;
+  };
+  /** Most ms between two upstream events before the stream counts as broken. */
+  idleTimeoutMs: number;
+  /** The input tokens the reservation held for. */
+  inputEstimate: number;
+  /** Called when the first event is relayed. */
+  onFirstEvent(): void;
+  /** Maps what a failed read threw to the error the caller sees. */
+  failure(thrown: unknown): GatewayError;
+  /** Settles the stream once it ended; never throws. */
+  settle(
+    usage: Usage,
+    estimated: Estimated,
+    status: number,
+    error?: string,
+  ): Promise<void>;
+}
+
+/**
+ * What an ended stream is billed. A stream that ended well with the
+ * provider's usage is billed that; one that failed upstream before any
+ * content, what the provider reported (usually nothing). Otherwise (the
+ * caller left, or content was relayed before a failure) the prompt is the
+ * provider's count, else the reservation's estimate, and the output at least
+ * what was relayed, counted in tokens.
+ *
+ * @param reported The usage the provider reported.
+ * @param status The stream's outcome: 200, 499 (caller gone), or an error.
+ * @param inputEstimate The input tokens the reservation held for.
+ * @param relayedOutput Output tokens counted in the text relayed.
+ * @returns The usage to bill and which figures were estimated.
+ */
+export function billableUsage(
+  reported: Usage,
+  status: number,
+  inputEstimate: number,
+  relayedOutput: number,
+): { usage: Usage; estimated: Estimated } {
+  if (status === 200 && reported.inputTokens > 0) {
+    return { usage: reported, estimated: [] };
+  }
+  // An upstream that failed before producing anything is not billed beyond
+  // what it reported; a caller who left, or content relayed, means the
+  // provider worked on the prompt.
+  if (status !== 499 && relayedOutput === 0) {
+    return { usage: reported, estimated: [] };
+  }
+  const estimated: Estimated = [];
+  let { inputTokens, outputTokens } = reported;
+  if (inputTokens === 0) {
+    inputTokens = inputEstimate;
+    estimated.push("input");
+  }
+  if (outputTokens < relayedOutput) {
+    outputTokens = relayedOutput;
+    estimated.push("output");
+  }
+  return { usage: { ...reported, inputTokens, outputTokens }, estimated };
+}
+
+/**
+ * Relays an upstream stream to the caller. Settles exactly once: when the
+ * stream ends, fails, or the caller goes away (then the upstream request is
+ * cancelled, after the grace read for usage when the content was complete).
+ *
+ * @param options The upstream, the exchange, and the pipeline's callbacks.
+ * @returns The caller's response.
+ */
+export function relayStream(options: RelayOptions): Response {
+  const { exchange, upstream } = options;
+  const relay = exchange.relay();
+  const encoder = new TextEncoder();
+  // A provider that quotes its key in a streamed error must not hand it to
+  // the caller: the key is named by its id instead, as in whole answers.
+  const { secret, keyId, provider } = upstream.key;
+  const redact = (text: string) =>
+    text.includes(secret) ? text.replaceAll(secret, `[key ${keyId}]`) : text;
+  const frames = (text: string) => encoder.encode(redact(text));
+  let pending = "";
+  let relayedOutput = 0;
+  const parser = createParser({
+    onEvent(event) {
+      // Every provider's events carry JSON (OpenAI's closing [DONE] aside);
+      // anything else is garbage, never relayed: the stream ends in an error.
+      const data = event.data === "[DONE]" ? event.data : parseJson(event.data);
+      if (data === undefined) {
+        throw new GatewayError(
+          502,
+          `The ${provider} provider sent a stream event that is not JSON`,
+          { code: "upstream_garbage" },
+        );
+      }
+      const out = relay.event(event, data);
+      if (out) relayedOutput += outputTextTokens(data);
+      pending += out;
+    },
+  });
+  const reader = upstream.response.body!.pipeThrough(new TextDecoderStream())
+    .getReader();
+  let finished = false;
+
+  const finish = async (status: number, error?: string) => {
+    if (finished) return;
+    finished = true;
+    const { usage, estimated } = billableUsage(
+      relay.usage,
+      status,
+      options.inputEstimate,
+      relayedOutput,
+    );
+    await options.settle(
+      usage,
+      estimated,
+      status,
+      error === undefined ? undefined : redact(error),
+    );
+  };
+
+  // One idle timeout per event; a cancellable timer, since AbortSignal.timeout
+  // would leave one pending timer per event for the whole timeout.
+  const readChunk = async (timeoutMs: number) => {
+    const timer = setTimeout(
+      () =>
+        upstream.abort.abort(
+          new DOMException("Upstream timed out", "TimeoutError"),
+        ),
+      timeoutMs,
+    );
+    try {
+      return await reader.read();
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  /** Reads on, relaying nothing, until the usage event arrives or the grace ends. */
+  const readOnForUsage = async () => {
+    const deadline = Date.now() + USAGE_GRACE_MS;
+    try {
+      while (relay.usage.inputTokens === 0) {
+        const left = deadline - Date.now();
+        if (left <= 0) return;
+        const { value, done } = await readChunk(left);
+        if (done) return;
+        parser.feed(value);
+        pending = "";
+      }
+    } catch {
+      // Broken or timed out: bill what is known.
+    }
+  };
+
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        for (;;) {
+          const { value, done } = await readChunk(options.idleTimeoutMs);
+          if (done) {
+            pending += relay.end();
+            if (pending) controller.enqueue(frames(pending));
+            controller.close();
+            await finish(relay.failure ? 502 : 200, relay.failure);
+            return;
+          }
+          parser.feed(value);
+          if (pending) {
+            options.onFirstEvent();
+            controller.enqueue(frames(pending));
+            pending = "";
+            return;
+          }
+        }
+      } catch (thrown) {
+        if (finished) return;
+        const error = options.failure(thrown);
+        const cut = error.status === 502
+          ? new GatewayError(
+            502,
+            `The ${provider} stream broke off: ${error.message}`,
+            { code: error.code },
+          )
+          : error;
+        controller.enqueue(
+          frames(pending + streamErrorFrame(options.route, cut)),
+        );
+        controller.close();
+        await finish(cut.status, cut.message);
+      }
+    },
+    async cancel() {
+      if (relay.contentDone && relay.usage.inputTokens === 0) {
+        await readOnForUsage();
+      }
+      upstream.abort.abort(new DOMException("Caller went away", "AbortError"));
+      reader.cancel().catch(() => {});
+      await finish(499, "The caller closed the stream");
+    },
+  });
+  return new Response(body, {
+    headers: {
+      "content-type": exchange.streamContentType ??
+        "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache",
+    },
+  });
+}
