@@ -380,3 +380,55 @@ Deno.test("a body over the limit is refused with 413 before the client finished 
   assert.equal(r.sim.requests.length, 0);
   await assertLedgerExact(r.kv, r.caller.id);
 });
+
+Deno.test("percent-encoded paths under every route prefix, malformed escapes included, never get a 5xx or an error log", async () => {
+  await using r = await rig();
+  const prefixes = [
+    "/v1/chat/completions",
+    "/chat/completions",
+    "/v1/messages",
+    "/v1/messages/count_tokens",
+    "/v1/responses",
+    "/v1beta/models/",
+    "/models/",
+    "/v1/models/",
+    "/admin/keys/",
+    "/v1/traces",
+    "/credits",
+  ];
+  const escape = fc.oneof(
+    fc.constantFrom("%", "%Z", "%ZZ", "%E0%A4%A", "%C3", "%FF", "%00", "%2F"),
+    fc.integer({ min: 0, max: 255 }).map((byte) =>
+      "%" + byte.toString(16).padStart(2, "0")
+    ),
+    fc.stringMatching(/^[A-Za-z0-9:._-]{0,12}$/),
+  );
+  await fc.assert(
+    fc.asyncProperty(
+      fc.constantFrom(...prefixes),
+      fc.array(escape, { minLength: 1, maxLength: 6 }),
+      fc.constantFrom("", ":generateContent", ":streamGenerateContent", "/x"),
+      fc.constantFrom("GET", "POST"),
+      async (prefix, parts, suffix, method) => {
+        const path = prefix + parts.join("") + suffix;
+        const response = await r.app.request(path, {
+          method,
+          headers: {
+            "content-type": "application/json",
+            authorization: `Bearer ${r.caller.key}`,
+          },
+          body: method === "POST"
+            ? JSON.stringify({ contents: [{ parts: [{ text: "hi" }] }] })
+            : undefined,
+        });
+        await response.body?.cancel();
+        assert.ok(
+          response.status < 500,
+          `${method} ${path}: ${response.status}`,
+        );
+      },
+    ),
+    { seed: 20261123, numRuns: 300 },
+  );
+  assert.deepEqual(r.logs.filter((record) => record.level === "error"), []);
+});
