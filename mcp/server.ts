@@ -33,6 +33,7 @@ import {
   registryOf,
   sdkInitialize,
 } from "./_sdk_internals.ts";
+import { harnessAllowed, harnessRefusal } from "./harness.ts";
 import type { BaseHub } from "./hub.ts";
 import {
   initializeContext,
@@ -77,6 +78,14 @@ export interface MCPServerOptions extends McpServerOptions {
    * the shutdown hooks the rest.
    */
   shutdownTimeoutMs?: number;
+  /**
+   * When set (default `MCP_HARNESS_TOKEN`), the dispatchers of the hubs named
+   * in `harnessHubs` answer only requests whose `_meta.harness_token` equals
+   * it, so an agent on the same connection cannot set up or score its own run.
+   */
+  harnessToken?: string;
+  /** The hubs only the harness may call when `harnessToken` is set; default `["setup", "evaluate"]`. */
+  harnessHubs?: readonly string[];
 }
 
 /** The transports `run()` serves. */
@@ -90,8 +99,12 @@ export interface RunOptions {
   port?: number;
   /** Interface for http and sse; default `MCP_HOST` or 127.0.0.1 (`0.0.0.0` in containers). */
   host?: string;
-  /** Streamable HTTP sessions without a request for this long are closed (ms, default 30 min). */
+  /** Legacy sessions without a request for this long are closed (ms, default 5 min). */
   sessionIdleMs?: number;
+  /** The most legacy sessions open at once (default `MCP_MAX_SESSIONS` or 256); past it the session idle longest (a minute or more) is closed, or the new one refused. */
+  maxSessions?: number;
+  /** When set (default `MCP_DEV_TOKEN`), `/dev` requires `Authorization: Bearer <token>`. */
+  devToken?: string;
   /**
    * Streamable HTTP sessions keep their recent events, so a client on
    * protocol 2025-11-25 resumes a broken stream (or one a tool closed with
@@ -125,8 +138,20 @@ interface Composition {
 
 const DEFAULT_PORT = 8765;
 const DEFAULT_HOST = "127.0.0.1";
-const DEFAULT_SESSION_IDLE_MS = 30 * 60_000;
+const DEFAULT_SESSION_IDLE_MS = 5 * 60_000;
 const CLOSE_TIMEOUT_MS = 2_000;
+
+/** A positive integer from an environment variable, or `undefined` when unset; anything else stops start-up with one line. */
+function positiveInt(value: string | undefined, name: string) {
+  if (value === undefined || value === "") return undefined;
+  const number = Number(value);
+  if (!Number.isSafeInteger(number) || number < 1) {
+    throw new TypeError(
+      `Invalid ${name} "${value}": expected a positive integer`,
+    );
+  }
+  return number;
+}
 
 function env(name: string): string | undefined {
   try {
@@ -170,6 +195,8 @@ export class MCPServer extends McpServer {
   readonly info: Implementation;
   /** How long a SIGTERM stop may take: draining calls, then shutdown hooks (ms). */
   readonly shutdownTimeoutMs: number;
+  readonly #harnessToken: string | undefined;
+  readonly #harnessHubs: ReadonlySet<string>;
   readonly #sdkOptions: McpServerOptions;
   readonly #initializeHooks = new InitializeHooks();
   readonly #shutdownHooks: ShutdownHook[] = [];
@@ -192,6 +219,8 @@ export class MCPServer extends McpServer {
       version = "0.1.0",
       title,
       shutdownTimeoutMs = 10_000,
+      harnessToken = env("MCP_HARNESS_TOKEN"),
+      harnessHubs = ["setup", "evaluate"],
       ...rest
     } = options;
     const info: Implementation = { name, version, ...(title && { title }) };
@@ -208,6 +237,8 @@ export class MCPServer extends McpServer {
     super(info, sdkOptions);
     this.info = info;
     this.shutdownTimeoutMs = shutdownTimeoutMs;
+    this.#harnessToken = harnessToken || undefined;
+    this.#harnessHubs = new Set(harnessHubs);
     this.#sdkOptions = sdkOptions;
     this.#adopt(this.server);
   }
@@ -406,7 +437,10 @@ export class MCPServer extends McpServer {
       description: hub.dispatcherDescription(),
       input: hub.dispatcherInput(),
       handler: (args, extra) =>
-        hub.dispatch(String(args.name), args.arguments, extra),
+        this.#harnessHubs.has(hub.name) &&
+          !harnessAllowed(this.#harnessToken, extra)
+          ? harnessRefusal(hub.name)
+          : hub.dispatch(String(args.name), args.arguments, extra),
     });
     this.registerResource(`${hub.name} functions`, `${hub.name}://functions`, {
       description:
@@ -741,6 +775,9 @@ export class MCPServer extends McpServer {
         port: options.port ?? Number(env("MCP_PORT") ?? DEFAULT_PORT),
         host: options.host ?? env("MCP_HOST") ?? DEFAULT_HOST,
         sessionIdleMs: options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS,
+        maxSessions: options.maxSessions ??
+          positiveInt(env("MCP_MAX_SESSIONS"), "MCP_MAX_SESSIONS"),
+        devToken: options.devToken ?? (env("MCP_DEV_TOKEN") || undefined),
         resumable: options.resumable,
         onListen: options.onListen,
       });
@@ -752,6 +789,7 @@ export class MCPServer extends McpServer {
           // Calls already running get up to half the budget to answer; the
           // hooks get the rest, so the whole stop fits in shutdownTimeoutMs.
           const started = Date.now();
+          running.drain();
           await this.#drain(this.shutdownTimeoutMs / 2);
           await runShutdownHooks(
             this.#shutdownHooks,

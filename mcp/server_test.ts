@@ -186,8 +186,8 @@ Deno.test("arguments that fail the zod shape give an invalid-params error naming
   await client.close();
 });
 
-function counterServer() {
-  const mcp = new MCPServer({ name: "counter" });
+function counterServer(harnessToken?: string) {
+  const mcp = new MCPServer({ name: "counter", harnessToken });
   const setup = new BaseHub("setup");
   setup.env = { count: 0 };
   setup.tool("reset", {
@@ -510,5 +510,32 @@ Deno.test("console.log in an initialize hook goes to stderr", async () => {
   const client = await connectInMemory(mcp);
   assert.notEqual(during, original);
   assert.equal(console.log, original);
+  await client.close();
+});
+
+Deno.test("with a harness token the setup dispatcher answers only requests whose _meta carries it", async () => {
+  const { mcp, setup } = counterServer("harness-secret");
+  const client = await connectInMemory(mcp);
+  const agent = await client.callTool({
+    name: "setup",
+    arguments: { name: "reset", arguments: { to: 5 } },
+  });
+  assert.equal(agent.isError, true);
+  assert.match(textOf(agent), /harness_token/);
+  const wrong = await client.callTool({
+    name: "setup",
+    arguments: { name: "reset", arguments: { to: 5 } },
+    _meta: { harness_token: "guess" },
+  });
+  assert.equal(wrong.isError, true);
+  assert.equal(setup.env.count, 0);
+  const harness = await client.callTool({
+    name: "setup",
+    arguments: { name: "reset", arguments: { to: 5 } },
+    _meta: { harness_token: "harness-secret" },
+  });
+  assert.equal(textOf(harness), "count is 5");
+  // Plain tools stay open to the agent.
+  assert.equal(textOf(await client.callTool({ name: "read" })), "5");
   await client.close();
 });

@@ -47,6 +47,7 @@ export class DenoStdioTransport implements Transport {
   #writer?: WritableStreamDefaultWriter<Uint8Array>;
   #writes: Promise<void> = Promise.resolve();
   #closed = false;
+  #draining = false;
 
   /**
    * Creates the transport.
@@ -132,6 +133,11 @@ export class DenoStdioTransport implements Transport {
     if (text.trim() === "") return;
     const read = readMessage(text);
     if ("error" in read) return this.#refuse(read.error);
+    if (this.#draining && isRequest(read.message)) {
+      return this.#refuse(
+        inputError(-32000, "The server is shutting down", read.message),
+      );
+    }
     try {
       this.onmessage?.(read.message);
     } catch (error) {
@@ -144,6 +150,15 @@ export class DenoStdioTransport implements Transport {
     this.send(response as unknown as JSONRPCMessage).catch((error) =>
       this.onerror?.(error as Error)
     );
+  }
+
+  /**
+   * Stops taking new requests: each is answered with a JSON-RPC error while
+   * the server finishes what it has (SIGTERM). Responses and notifications
+   * still pass.
+   */
+  drain(): void {
+    this.#draining = true;
   }
 
   /**
@@ -178,4 +193,11 @@ export class DenoStdioTransport implements Transport {
     this.#line = [];
     this.onclose?.();
   }
+}
+
+function isRequest(message: JSONRPCMessage): message is JSONRPCMessage & {
+  id: string | number;
+  method: string;
+} {
+  return "method" in message && "id" in message;
 }

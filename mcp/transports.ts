@@ -12,7 +12,9 @@ import { streamSSE } from "hono/streaming";
 import { WebStandardStreamableHTTPServerTransport } from "./_sdk.ts";
 import type { Transport } from "./_sdk.ts";
 import { isInitializeRequest } from "./_sdk.ts";
-import { PARSE_ERROR, validateMessage } from "./_jsonrpc.ts";
+import { inputError, PARSE_ERROR, validateMessage } from "./_jsonrpc.ts";
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { Buffer } from "node:buffer";
 import { redirectConsoleToStderr } from "./console.ts";
 import { DevClient, devRoutes, type DevSource } from "./dev.ts";
 import { SessionEventStore } from "./event_store.ts";
@@ -33,6 +35,8 @@ export interface RunningTransport {
   close(): Promise<void>;
   /** Client sessions open now (1 for a connected stdio client). */
   sessionCount(): number;
+  /** Stops taking new requests (each is refused with a JSON-RPC error) while running ones finish. */
+  drain(): void;
 }
 
 /**
@@ -60,6 +64,7 @@ export async function startStdio(
     finished,
     close: () => transport.close(),
     sessionCount: () => open ? 1 : 0,
+    drain: () => transport.drain(),
   };
 }
 
@@ -73,6 +78,10 @@ export interface HttpOptions {
   host: string;
   /** Sessions without a request for this long are closed. */
   sessionIdleMs: number;
+  /** The most sessions open at once (see {@linkcode SessionLimits}). */
+  maxSessions?: number;
+  /** `MCP_DEV_TOKEN`: when set, `/dev` requires `Authorization: Bearer <token>`. */
+  devToken?: string;
   /** Keep each session's recent events so broken streams can resume (see {@linkcode StreamableHttpSessions}). */
   resumable?: boolean;
   /** Called with the bound address once listening. */
@@ -83,6 +92,8 @@ export interface HttpOptions {
 export class StreamableHttpSessions {
   readonly #host: SessionHost;
   readonly #resumable: boolean;
+  readonly #maxSessions: number;
+  readonly #evictableIdleMs: number;
   readonly #sessions = new Map<
     string,
     { transport: WebStandardStreamableHTTPServerTransport; lastSeen: number }
@@ -97,9 +108,16 @@ export class StreamableHttpSessions {
    * tool closed with `closeSSEStream`) with `Last-Event-ID`. Opt-in, as in the
    * SDK: it costs every streamed answer a priming event and a stored copy.
    */
-  constructor(host: SessionHost, resumable = false) {
+  constructor(
+    host: SessionHost,
+    resumable = false,
+    maxSessions: number = DEFAULT_MAX_SESSIONS,
+    evictableIdleMs: number = EVICTABLE_IDLE_MS,
+  ) {
     this.#host = host;
     this.#resumable = resumable;
+    this.#maxSessions = maxSessions;
+    this.#evictableIdleMs = evictableIdleMs;
   }
 
   /** Number of open sessions. */
@@ -146,6 +164,15 @@ export class StreamableHttpSessions {
         "Bad Request: no valid session ID provided",
       );
     }
+    const oversized = oversizedClientInfo(body);
+    if (oversized) return Response.json(oversized, { status: 400 });
+    if (!(await this.#makeRoom())) {
+      return jsonRpcError(
+        503,
+        -32000,
+        `Too many sessions: ${this.#maxSessions} are open and active; retry later or close one with DELETE /mcp`,
+      );
+    }
     const server = this.#host.createSessionServer();
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => crypto.randomUUID(),
@@ -181,6 +208,27 @@ export class StreamableHttpSessions {
   }
 
   /**
+   * Makes room for one more session under the cap: closes the session idle
+   * the longest, when it has been idle for {@linkcode EVICTABLE_IDLE_MS} or
+   * more; otherwise there is no room (the new one is refused, so a flood of
+   * initializes cannot push out sessions in use).
+   */
+  async #makeRoom(): Promise<boolean> {
+    if (this.#sessions.size < this.#maxSessions) return true;
+    let oldest:
+      | { transport: { close(): Promise<void> }; lastSeen: number }
+      | undefined;
+    for (const session of this.#sessions.values()) {
+      if (!oldest || session.lastSeen < oldest.lastSeen) oldest = session;
+    }
+    if (!oldest || Date.now() - oldest.lastSeen < this.#evictableIdleMs) {
+      return false;
+    }
+    await oldest.transport.close();
+    return this.#sessions.size < this.#maxSessions;
+  }
+
+  /**
    * Closes sessions idle for longer than `idleMs`.
    *
    * @param idleMs Maximum idle time.
@@ -205,19 +253,26 @@ export class StreamableHttpSessions {
 export class SseSessions {
   readonly #host: SessionHost;
   readonly #sessions = new Map<string, SseServerTransport>();
+  readonly #maxSessions: number;
 
   /**
    * Creates an empty session table.
    *
    * @param host The server whose registry the sessions share.
    */
-  constructor(host: SessionHost) {
+  constructor(host: SessionHost, maxSessions: number = DEFAULT_MAX_SESSIONS) {
     this.#host = host;
+    this.#maxSessions = maxSessions;
   }
 
   /** Number of open sessions. */
   get size(): number {
     return this.#sessions.size;
+  }
+
+  /** Whether another stream may open (SSE sessions last as long as their stream, so the cap refuses). */
+  get full(): boolean {
+    return this.#sessions.size >= this.#maxSessions;
   }
 
   /**
@@ -245,7 +300,9 @@ export class SseSessions {
   deliver(sessionId: string, body: unknown): boolean {
     const transport = this.#sessions.get(sessionId);
     if (!transport) return false;
-    transport.handleMessage(body);
+    for (const message of Array.isArray(body) ? body : [body]) {
+      transport.handleMessage(message);
+    }
     return true;
   }
 
@@ -259,6 +316,41 @@ export class SseSessions {
 
 /** How long a client waits before resuming a closed SSE stream, ms. */
 const SSE_RETRY_MS = 1000;
+
+/**
+ * Default cap on legacy sessions open at once (`MCP_MAX_SESSIONS`): a
+ * session holds a protocol instance and what the client sent (a few KiB), so
+ * 256 fit a small container many times over.
+ */
+export const DEFAULT_MAX_SESSIONS = 256;
+
+/** A session idle this long may be closed to make room for a new one, ms. */
+export const EVICTABLE_IDLE_MS = 60_000;
+
+/** The most bytes of `clientInfo` (and of `capabilities`) an `initialize` may carry. */
+export const MAX_CLIENT_INFO_BYTES = 4 * 1024;
+
+/**
+ * The error for an `initialize` whose `clientInfo` or `capabilities` are
+ * larger than a session keeps ({@linkcode MAX_CLIENT_INFO_BYTES}), or
+ * `undefined` when they fit.
+ */
+function oversizedClientInfo(body: unknown) {
+  for (const message of Array.isArray(body) ? body : [body]) {
+    if (!isInitializeRequest(message)) continue;
+    for (const field of ["clientInfo", "capabilities"] as const) {
+      const size = JSON.stringify(message.params[field] ?? null).length;
+      if (size > MAX_CLIENT_INFO_BYTES) {
+        return inputError(
+          -32602,
+          `Invalid params: "${field}" is ${size} bytes; at most ${MAX_CLIENT_INFO_BYTES} are kept per session`,
+          message,
+        );
+      }
+    }
+  }
+  return undefined;
+}
 
 const LOCAL_HOSTNAMES = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
 
@@ -303,6 +395,43 @@ export function dnsRebindingGuard(boundHost: string): MiddlewareHandler {
   };
 }
 
+/**
+ * Guards `/dev`: a request from a page of another, non-loopback origin gets
+ * 403 (CORS alone would still run a simple POST), and with a dev token set,
+ * a request without `Authorization: Bearer <token>` gets 401.
+ *
+ * @param devToken `MCP_DEV_TOKEN`, if set.
+ * @returns The middleware.
+ */
+export function devGuard(devToken: string | undefined): MiddlewareHandler {
+  const expected = devToken ? sha256(devToken) : undefined;
+  return async (c, next) => {
+    const origin = c.req.header("origin");
+    if (
+      origin &&
+      !LOCAL_HOSTNAMES.has(hostnameOf(URL.parse(origin)?.host ?? ""))
+    ) {
+      return c.json({ error: `Origin "${origin}" may not use /dev` }, 403);
+    }
+    if (expected) {
+      const match = /^Bearer\s+(.+)$/i.exec(
+        c.req.header("authorization") ?? "",
+      );
+      if (!match || !timingSafeEqual(sha256(match[1].trim()), expected)) {
+        return c.json({
+          error:
+            "Missing or wrong dev token: send Authorization: Bearer <MCP_DEV_TOKEN>",
+        }, 401);
+      }
+    }
+    await next();
+  };
+}
+
+function sha256(text: string): Buffer {
+  return createHash("sha256").update(text).digest();
+}
+
 /** Largest body accepted on `/mcp` and `/messages` (the SDK transport's default). */
 export const MAX_BODY_BYTES: number = 4 * 1024 * 1024;
 
@@ -330,6 +459,18 @@ function jsonRpcError(status: number, code: number, message: string): Response {
   });
 }
 
+/** Options of {@linkcode createHttpApp}. */
+export interface HttpAppOptions {
+  /** Whether Streamable HTTP sessions keep events for resuming. */
+  resumable?: boolean;
+  /** The most legacy sessions open at once. */
+  maxSessions?: number;
+  /** When set, `/dev` requires `Authorization: Bearer <token>`. */
+  devToken?: string;
+  /** A session idle this long may be closed to make room under the cap, ms (default {@linkcode EVICTABLE_IDLE_MS}). */
+  evictableIdleMs?: number;
+}
+
 /** The HTTP app and what it owns. */
 export interface HttpApp {
   /** The Hono app: transport routes plus `/dev`. */
@@ -340,6 +481,8 @@ export interface HttpApp {
   sseSessions: SseSessions;
   /** Closes every session and the dev client. */
   close(): Promise<void>;
+  /** Refuses new requests (503, a JSON-RPC error) while running ones finish. */
+  drain(): void;
 }
 
 /**
@@ -349,17 +492,23 @@ export interface HttpApp {
  * @param host The server.
  * @param transport Which transport to serve.
  * @param boundHost The interface the server listens on (for the DNS-rebinding guard).
- * @param resumable Whether Streamable HTTP sessions keep events for resuming.
+ * @param options Resumable streams, the session cap, the dev token.
  * @returns The app and its session tables.
  */
 export function createHttpApp(
   host: SessionHost,
   transport: "http" | "sse",
   boundHost: string,
-  resumable = false,
+  options: HttpAppOptions = {},
 ): HttpApp {
-  const sessions = new StreamableHttpSessions(host, resumable);
-  const sseSessions = new SseSessions(host);
+  const sessions = new StreamableHttpSessions(
+    host,
+    options.resumable,
+    options.maxSessions,
+    options.evictableIdleMs,
+  );
+  const sseSessions = new SseSessions(host, options.maxSessions);
+  let draining = false;
   const source: DevSource = {
     info: host.info,
     transport,
@@ -371,10 +520,20 @@ export function createHttpApp(
   const devClient = new DevClient(source);
   const app = new Hono();
   app.use("*", dnsRebindingGuard(boundHost));
+  app.use("/dev", devGuard(options.devToken));
+  app.use("/dev/*", devGuard(options.devToken));
+  app.use("*", async (c, next) => {
+    if (draining && c.req.method === "POST") {
+      return jsonRpcError(503, -32000, "The server is shutting down");
+    }
+    await next();
+  });
   app.use(
     "*",
     cors({
-      origin: "*",
+      // `/dev` answers loopback pages only (devGuard refused the rest).
+      origin: (origin, c) =>
+        c.req.path.startsWith("/dev") ? origin || null : "*",
       allowMethods: ["GET", "POST", "DELETE", "OPTIONS"],
       allowHeaders: [
         "Content-Type",
@@ -399,21 +558,25 @@ export function createHttpApp(
   if (transport === "http") {
     app.all("/mcp", limit, (c) => sessions.handle(c.req.raw));
   } else {
-    app.get("/sse", (c) => streamSSE(c, (stream) => sseSessions.open(stream)));
+    app.get("/sse", (c) => {
+      if (sseSessions.full) {
+        return jsonRpcError(
+          503,
+          -32000,
+          "Too many sessions: retry later or close an SSE stream",
+        );
+      }
+      return streamSSE(c, (stream) => sseSessions.open(stream));
+    });
     app.post("/messages", limit, async (c) => {
       const sessionId = c.req.query("sessionId") ?? "";
-      let body: unknown;
-      try {
-        body = await c.req.json();
-      } catch {
-        return c.text("Invalid JSON body", 400);
-      }
-      try {
-        if (!sseSessions.deliver(sessionId, body)) {
-          return c.text(`Session "${sessionId}" not found`, 404);
-        }
-      } catch (error) {
-        return c.text((error as Error).message, 400);
+      // The same JSON-RPC errors as Streamable HTTP, for the same input.
+      const body = await readJsonRpcBody(c.req.raw);
+      if (body instanceof Response) return body;
+      const oversized = oversizedClientInfo(body);
+      if (oversized) return Response.json(oversized, { status: 400 });
+      if (!sseSessions.deliver(sessionId, body)) {
+        return jsonRpcError(404, -32001, `Session "${sessionId}" not found`);
       }
       return c.text("Accepted", 202);
     });
@@ -431,6 +594,9 @@ export function createHttpApp(
         devClient.close(),
       ]);
     },
+    drain: () => {
+      draining = true;
+    },
   };
 }
 
@@ -445,12 +611,16 @@ export function startHttp(
   host: SessionHost,
   options: HttpOptions,
 ): RunningTransport {
-  const http = createHttpApp(
-    host,
-    options.transport,
-    options.host,
-    options.resumable,
-  );
+  const http = createHttpApp(host, options.transport, options.host, {
+    resumable: options.resumable,
+    maxSessions: options.maxSessions,
+    devToken: options.devToken,
+  });
+  if (!LOCAL_HOSTNAMES.has(options.host) && !options.devToken) {
+    console.error(
+      `Warning: /dev is served on ${options.host} without MCP_DEV_TOKEN: anyone who reaches the port can list and call every tool, hub tools included`,
+    );
+  }
   const server = Deno.serve({
     port: options.port,
     hostname: options.host,
@@ -471,6 +641,7 @@ export function startHttp(
   return {
     finished: server.finished,
     sessionCount: () => http.sessions.size + http.sseSessions.size,
+    drain: () => http.drain(),
     close: () =>
       closing ??= (async () => {
         clearInterval(sweep);

@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { createHttpApp } from "./transports.ts";
+import {
+  createHttpApp,
+  type HttpAppOptions,
+  MAX_CLIENT_INFO_BYTES,
+} from "./transports.ts";
 import { initializeMessage } from "../tests/_mcp_client.ts";
 import { createCounterEnv } from "../tests/fixtures/mcp_counter_env.ts";
 
@@ -9,9 +13,13 @@ const MCP_HEADERS = {
   accept: "application/json, text/event-stream",
 };
 
-function setup(boundHost = "127.0.0.1") {
+function setup(
+  boundHost = "127.0.0.1",
+  options: HttpAppOptions = {},
+  transport: "http" | "sse" = "http",
+) {
   const env = createCounterEnv();
-  const http = createHttpApp(env.mcp, "http", boundHost);
+  const http = createHttpApp(env.mcp, transport, boundHost, options);
   const request = (
     path: string,
     init: RequestInit & { headers?: Record<string, string> } = {},
@@ -148,6 +156,173 @@ Deno.test("idle Streamable HTTP sessions expire and then answer 404", async () =
     });
     assert.equal(after.status, 404);
     await after.body?.cancel();
+  } finally {
+    await http.close();
+  }
+});
+
+async function initialize(
+  request: ReturnType<typeof setup>["request"],
+  message: unknown = initializeMessage(1),
+): Promise<Response> {
+  return await request("/mcp", {
+    method: "POST",
+    body: JSON.stringify(message),
+    headers: MCP_HEADERS,
+  });
+}
+
+Deno.test("past the session cap a new session is refused while every session is in use, and takes the idle-longest one's place once it idles", async () => {
+  const { http, request } = setup("127.0.0.1", {
+    maxSessions: 3,
+    evictableIdleMs: 200,
+  });
+  try {
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const response = await initialize(request);
+      assert.equal(response.status, 200);
+      ids.push(response.headers.get("mcp-session-id")!);
+      await response.body?.cancel();
+    }
+    const refused = await initialize(request);
+    assert.equal(refused.status, 503);
+    assert.match((await refused.json()).error.message, /Too many sessions/);
+    assert.equal(http.sessions.size, 3);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const admitted = await initialize(request);
+    assert.equal(admitted.status, 200);
+    await admitted.body?.cancel();
+    assert.equal(http.sessions.size, 3);
+    // The first session went: it idled the longest.
+    const gone = await request("/mcp", {
+      method: "POST",
+      body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/list" }),
+      headers: { ...MCP_HEADERS, "mcp-session-id": ids[0] },
+    });
+    assert.equal(gone.status, 404);
+    await gone.body?.cancel();
+  } finally {
+    await http.close();
+  }
+});
+
+Deno.test("an initialize whose clientInfo is larger than a session keeps is refused with invalid params", async () => {
+  const { http, request } = setup();
+  try {
+    const message = initializeMessage(1) as unknown as {
+      params: { clientInfo: { name: string } };
+    };
+    message.params.clientInfo.name = "x".repeat(MAX_CLIENT_INFO_BYTES + 1);
+    const response = await initialize(request, message);
+    assert.equal(response.status, 400);
+    const body = await response.json();
+    assert.equal(body.error.code, -32602);
+    assert.match(body.error.message, /clientInfo/);
+    assert.equal(body.id, 1);
+    assert.equal(http.sessions.size, 0);
+  } finally {
+    await http.close();
+  }
+});
+
+Deno.test("/dev answers loopback pages only, and requires the dev token when one is set", async () => {
+  const open = setup("0.0.0.0");
+  try {
+    const foreign = await open.request("/dev/tools", {
+      headers: { origin: "https://evil.example" },
+    });
+    assert.equal(foreign.status, 403);
+    assert.equal(foreign.headers.get("access-control-allow-origin"), null);
+    await foreign.body?.cancel();
+    const local = await open.request("/dev/tools", {
+      headers: { origin: "http://localhost:6274" },
+    });
+    assert.equal(local.status, 200);
+    assert.equal(
+      local.headers.get("access-control-allow-origin"),
+      "http://localhost:6274",
+    );
+    await local.body?.cancel();
+    // /mcp stays open to any origin (the DNS-rebinding guard covers loopback).
+    const mcp = await open.request("/mcp", {
+      method: "OPTIONS",
+      headers: {
+        origin: "https://inspector.example",
+        "access-control-request-method": "POST",
+      },
+    });
+    assert.equal(mcp.headers.get("access-control-allow-origin"), "*");
+  } finally {
+    await open.http.close();
+  }
+  const guarded = setup("0.0.0.0", { devToken: "dev-secret" });
+  try {
+    const missing = await guarded.request("/dev/tools");
+    assert.equal(missing.status, 401);
+    await missing.body?.cancel();
+    const wrong = await guarded.request("/dev/tools", {
+      headers: { authorization: "Bearer nope" },
+    });
+    assert.equal(wrong.status, 401);
+    await wrong.body?.cancel();
+    const right = await guarded.request("/dev/tools", {
+      headers: { authorization: "Bearer dev-secret" },
+    });
+    assert.equal(right.status, 200);
+    await right.body?.cancel();
+    const call = await guarded.request("/dev/tools/setup/reset", {
+      method: "POST",
+      body: JSON.stringify({ to: 1 }),
+    });
+    assert.equal(call.status, 401);
+    await call.body?.cancel();
+  } finally {
+    await guarded.http.close();
+  }
+});
+
+Deno.test("legacy SSE answers bad bodies and batches with JSON-RPC errors, as Streamable HTTP does", async () => {
+  const { http, request } = setup("127.0.0.1", {}, "sse");
+  try {
+    const post = (body: string) =>
+      request("/messages?sessionId=nope", {
+        method: "POST",
+        body,
+        headers: { "content-type": "application/json" },
+      });
+    const empty = await post("[]");
+    assert.equal(empty.status, 400);
+    assert.match(
+      (await empty.json()).error.message,
+      /batches are not supported/,
+    );
+    const garbage = await post("{");
+    assert.equal(garbage.status, 400);
+    assert.equal((await garbage.json()).error.code, -32700);
+    const invalid = await post(JSON.stringify({ jsonrpc: "2.0", id: 1 }));
+    assert.equal(invalid.status, 400);
+    const error = (await invalid.json()).error;
+    assert.equal(error.code, -32600);
+    const batch = await post(JSON.stringify([
+      { jsonrpc: "2.0", id: 1, method: "ping" },
+      { jsonrpc: "2.0", id: 2, method: "ping" },
+    ]));
+    // A valid batch reaches the session lookup (none here).
+    assert.equal(batch.status, 404);
+    assert.equal((await batch.json()).error.code, -32001);
+  } finally {
+    await http.close();
+  }
+});
+
+Deno.test("a draining HTTP app refuses new requests with a JSON-RPC error", async () => {
+  const { http, request } = setup();
+  try {
+    http.drain();
+    const response = await initialize(request);
+    assert.equal(response.status, 503);
+    assert.match((await response.json()).error.message, /shutting down/);
   } finally {
     await http.close();
   }

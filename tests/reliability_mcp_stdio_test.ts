@@ -153,6 +153,45 @@ Deno.test("SIGTERM during a short tool call lets it answer before the shutdown h
   }
 });
 
+Deno.test("after SIGTERM a stdio server refuses new requests with a JSON-RPC error while it finishes the running call", async () => {
+  const marker = await Deno.makeTempFile();
+  const { client, transport } = await connect({
+    REL_MARKER: marker,
+    REL_SHUTDOWN_TIMEOUT_MS: "3000",
+  });
+  try {
+    const call = client.callTool({ name: "slow", arguments: { ms: 500 } });
+    await waitForLine(marker, "slow-start");
+    transport.process.kill("SIGTERM");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const refused = await errorFor(
+      transport,
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: "late",
+        method: "tools/call",
+        params: { name: "echo", arguments: { text: "too late" } },
+      }) + "\n",
+      "late",
+    );
+    assert.equal(refused.code, -32000);
+    assert.match(refused.message, /shutting down/);
+    const result = await call;
+    assert.deepEqual(result.content, [{ type: "text", text: "slept 500 ms" }]);
+    assert.equal((await transport.process.status).code, 0);
+    // The late request never ran: no echo, and the hook ran once.
+    assert.deepEqual(await markerLines(marker), [
+      "init",
+      "slow-start",
+      "slow-done",
+      "shutdown",
+    ]);
+  } finally {
+    await client.close();
+    await Deno.remove(marker);
+  }
+});
+
 Deno.test("SIGTERM during a tool call longer than the drain budget closes it cleanly, runs the shutdown hook once and exits 0", async () => {
   const marker = await Deno.makeTempFile();
   const { client, transport } = await connect({ REL_MARKER: marker });
