@@ -7,6 +7,7 @@
 import { dirname } from "node:path";
 import { createGateway } from "./app.ts";
 import { ConfigError, type GatewayConfig } from "./config.ts";
+import { type ResilientServer, serveResilient } from "../_serve.ts";
 import { sweepExpiredLeases } from "./credits/sweep.ts";
 import type { CatalogEntry } from "./types.ts";
 
@@ -70,21 +71,9 @@ export async function startGateway(
   Deno.unrefTimer(sweep);
 
   let url = "";
-  let server: Deno.HttpServer<Deno.NetAddr>;
+  let server: ResilientServer;
   try {
-    server = serve();
-  } catch (error) {
-    clearInterval(sweep);
-    if (!options.kv) kv.close();
-    if (error instanceof Deno.errors.AddrInUse) {
-      throw new ConfigError(
-        `Port ${config.port} on ${config.hostname} is already in use: set PORT= to a free port`,
-      );
-    }
-    throw error;
-  }
-  function serve(): Deno.HttpServer<Deno.NetAddr> {
-    return Deno.serve({
+    server = serveResilient({
       port: config.port,
       hostname: config.hostname,
       onListen: ({ hostname, port }) => {
@@ -94,7 +83,17 @@ export async function startGateway(
         url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
         options.onListen?.(url);
       },
+      log: (message) => log({ level: "error", message }),
     }, app.fetch);
+  } catch (error) {
+    clearInterval(sweep);
+    if (!options.kv) kv.close();
+    if (error instanceof Deno.errors.AddrInUse) {
+      throw new ConfigError(
+        `Port ${config.port} on ${config.hostname} is already in use: set PORT= to a free port`,
+      );
+    }
+    throw error;
   }
 
   let closing: Promise<void> | undefined;

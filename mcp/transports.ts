@@ -18,6 +18,7 @@ import type { Buffer } from "node:buffer";
 import { redirectConsoleToStderr } from "./console.ts";
 import { DevClient, devRoutes, type DevSource } from "./dev.ts";
 import { SessionEventStore } from "./event_store.ts";
+import { serveResilient } from "../_serve.ts";
 import { SseServerTransport } from "./sse_transport.ts";
 import { DenoStdioTransport } from "./stdio_transport.ts";
 
@@ -621,7 +622,7 @@ export function startHttp(
       `Warning: /dev is served on ${options.host} without MCP_DEV_TOKEN: anyone who reaches the port can list and call every tool, hub tools included`,
     );
   }
-  const server = Deno.serve({
+  const server = serveResilient({
     port: options.port,
     hostname: options.host,
     onListen: (addr) => {
@@ -630,6 +631,7 @@ export function startHttp(
           `MCP server "${host.info.name}" (${options.transport}) on http://${addr.hostname}:${addr.port}`,
         );}
     },
+    log: (message) => console.error(message),
   }, http.app.fetch);
   const sweep = setInterval(() => {
     http.sessions.expire(options.sessionIdleMs).catch((error) =>
