@@ -5,6 +5,7 @@
  * refused before they are read. Skipped, saying so, where nginx is missing.
  */
 import assert from "node:assert/strict";
+import { freePort } from "./_ports.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import { callBody, readSse } from "./_gateway_routes.ts";
 
@@ -18,19 +19,12 @@ const NGINX = ["/usr/sbin/nginx", "/usr/bin/nginx"].find((path) => {
   }
 });
 
-async function freePort(): Promise<number> {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
-
 /** Runs nginx with the shipped config in front of `upstream`; returns its URL. */
 async function startNginx(
   upstream: string,
 ): Promise<{ url: string; port: number } & AsyncDisposable> {
   const prefix = await Deno.makeTempDir();
-  const port = await freePort();
+  const port = freePort();
   const config = (await Deno.readTextFile(CONFIG))
     .replaceAll("{{LISTEN}}", `127.0.0.1:${port}`)
     .replaceAll("{{UPSTREAM}}", upstream)
@@ -147,7 +141,7 @@ Deno.test({
     }`,
   ignore,
   async fn() {
-    const port = await freePort();
+    const port = freePort();
     const environment = new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", "examples/text_game/main.ts", "http"],
       cwd: ROOT,

@@ -5,15 +5,9 @@
  * the server answers again, in the same process.
  */
 import assert from "node:assert/strict";
+import { freePort } from "./_ports.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
-
-async function freePort(): Promise<number> {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
 
 /** Starts `args` under `ulimit -n 64`, waits until `ready` answers 200. */
 async function start(
@@ -93,7 +87,7 @@ for (
   ] as const
 ) {
   Deno.test(`${name} keeps serving after running out of file descriptors`, async () => {
-    const port = await freePort();
+    const port = freePort();
     const url = `http://127.0.0.1:${port}${readyPath}`;
     const server = await start([...args], {
       PORT: String(port),
