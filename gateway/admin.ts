@@ -95,12 +95,12 @@ async function readBody<T>(c: Context, schema: z.ZodType<T>): Promise<T> {
 
 function wireCaller(
   caller: CallerInfo,
-): { id: string; name: string; balance: number; created_at: number } {
+): { id: string; name: string; balance: number; created_at: string } {
   return {
     id: caller.id,
     name: caller.name,
     balance: microsToUsd(caller.balanceMicros),
-    created_at: Math.floor(caller.createdAt / 1000),
+    created_at: new Date(caller.createdAt).toISOString(),
   };
 }
 

@@ -131,6 +131,8 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     billing,
     keyPool,
     model: (id) => catalog.get(id),
+    modelsOn: (route) =>
+      catalog.list().filter((m) => m.routes.includes(route)).map((m) => m.id),
     providers: PROVIDER_IMPLEMENTATIONS,
     baseUrls: Object.fromEntries(
       Object.entries(config.providers).map(([name, p]) => [name, p.baseUrl]),
@@ -155,7 +157,12 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   app.notFound((c) =>
     errorResponse(
       routeOf(c.req.path),
-      new GatewayError(404, `No route "${c.req.method} ${c.req.path}"`),
+      new GatewayError(
+        404,
+        `No route "${c.req.method} ${c.req.path}"${
+          doubledPrefixHint(c.req.path)
+        }`,
+      ),
     )
   );
 
@@ -185,6 +192,13 @@ export function createGateway(options: GatewayOptions): GatewayApp {
         object: "model",
         owned_by: m.provider,
         routes: m.routes,
+        // Listed either way, so a caller sees what the gateway offers; a
+        // model whose provider has no key says how to enable it.
+        available: config.providers[m.provider].apiKeys.length > 0,
+        ...(config.providers[m.provider].apiKeys.length > 0 ? {} : {
+          unavailable_reason:
+            `No ${m.provider} key is configured: the operator sets ${m.provider.toUpperCase()}_API_KEYS`,
+        }),
         pricing: {
           input: m.pricing.input,
           output: m.pricing.output,
@@ -270,6 +284,14 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   app.route("/v1", api);
   app.route("/", api);
   return Object.assign(app, { flush: () => billing.flush() });
+}
+
+/** A hint for a path whose client base URL repeats a prefix the client adds itself (`/v1/v1/messages`). */
+function doubledPrefixHint(path: string): string {
+  const doubled = /^\/(v1|v1beta)\/\1(\/|$)/.exec(path)?.[1];
+  return doubled
+    ? `; the path repeats "/${doubled}": remove "/${doubled}" from the client's base URL, since the SDK adds it (the Anthropic SDK takes the gateway's root, e.g. http://localhost:8080)`
+    : "";
 }
 
 /** A path segment with its percent escapes decoded; a malformed escape is the caller's 400. */

@@ -38,6 +38,8 @@ export interface CallDeps {
   keyPool: KeyPool;
   /** Model lookup. */
   model(id: string): CatalogEntry | undefined;
+  /** The ids of the models a route serves, for the message of a model on the wrong route. */
+  modelsOn(route: RouteName): string[];
   /** Provider implementations by name. */
   providers: Record<ProviderName, Provider>;
   /** Upstream base URL of each provider. */
@@ -133,7 +135,7 @@ export async function handleCall(
   try {
     const parsed = parseCall(request);
     record.stream = parsed.stream;
-    record.entry = resolveModel(deps.model, request.route, parsed.model);
+    record.entry = resolveModel(deps, request.route, parsed.model);
     const call: CallInput = {
       route: request.route,
       entry: record.entry,
@@ -320,11 +322,11 @@ function parseCall(request: CallRequest): ParsedCall {
 }
 
 function resolveModel(
-  model: (id: string) => CatalogEntry | undefined,
+  deps: Pick<CallDeps, "model" | "modelsOn">,
   route: RouteName,
   id: string,
 ): CatalogEntry {
-  const entry = model(id);
+  const entry = deps.model(id);
   if (!entry) {
     throw new GatewayError(
       404,
@@ -336,10 +338,17 @@ function resolveModel(
     );
   }
   if (!entry.routes.includes(route)) {
+    const native = deps.modelsOn(route);
     throw new GatewayError(
       400,
       `Model "${id}" is not available on the ${route} route; it is available on: ${
         entry.routes.join(", ")
+      }. The ${route} route serves ${
+        native.length > 0 ? native.join(", ") : "no model"
+      }${
+        entry.routes.includes("chat")
+          ? `; reach "${id}" through POST /v1/chat/completions`
+          : ""
       }`,
       { code: "model_not_on_route", param: "model" },
     );

@@ -14,7 +14,11 @@ if (import.meta.main) {
     gateway = await startGateway(config, {
       onListen: (url) =>
         console.error(
-          `mcpkit gateway listening on ${url} (KV: ${config.kvPath})`,
+          ["0.0.0.0", "::"].includes(config.hostname)
+            ? `mcpkit gateway listening on every interface, port ${
+              new URL(url).port
+            } (from this machine: ${url}; HOST=127.0.0.1 keeps it local; KV: ${config.kvPath})`
+            : `mcpkit gateway listening on ${url} (KV: ${config.kvPath})`,
         ),
     });
   } catch (error) {

@@ -432,6 +432,12 @@ export class MCPServer extends McpServer {
       throw new Error(`Hub "${target.name}" is already mounted`);
     }
     const hub = target;
+    if (hub.tools.length === 0) {
+      // Its dispatcher would offer `name: enum []`, which no agent can call.
+      console.error(
+        `Warning: hub "${hub.name}" is mounted with no tools; add them with ${hub.name}.tool(...) (the dispatcher lists them as they come)`,
+      );
+    }
     const dispatcher = this.#registerTool({
       name: hub.name,
       description: hub.dispatcherDescription(),

@@ -539,3 +539,20 @@ Deno.test("with a harness token the setup dispatcher answers only requests whose
   assert.equal(textOf(await client.callTool({ name: "read" })), "5");
   await client.close();
 });
+
+Deno.test("mounting a hub with no tools warns on stderr, naming the hub", () => {
+  const errors: string[] = [];
+  const original = console.error;
+  console.error = (...args: unknown[]) => errors.push(args.join(" "));
+  try {
+    const mcp = new MCPServer({ name: "empty" });
+    mcp.mount(new BaseHub("setup"));
+    const full = new BaseHub("evaluate");
+    full.tool("score", () => "1");
+    mcp.mount(full);
+  } finally {
+    console.error = original;
+  }
+  assert.equal(errors.length, 1);
+  assert.match(errors[0], /hub "setup" is mounted with no tools/);
+});
