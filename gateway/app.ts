@@ -9,6 +9,8 @@ import { bodyLimit } from "hono/body-limit";
 import { createAdminRoutes } from "./admin.ts";
 import { callerAuth, type CallerEnv } from "./auth.ts";
 import { type CallDeps, type CallRequest, handleCall } from "./call.ts";
+import { countTokens } from "./count_tokens.ts";
+import { parseJson } from "./providers/provider.ts";
 import { Catalog, DEFAULT_CATALOG } from "./catalog.ts";
 import type { GatewayConfig } from "./config.ts";
 import { createCallerAuthenticator } from "./callers.ts";
@@ -184,30 +186,47 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   const caller = callerAuth(callers);
 
   api.get("/health", (c) => c.json({ ok: true }));
-  api.get("/models", (c) =>
-    c.json({
-      object: "list",
-      data: catalog.list().map((m) => ({
-        id: m.id,
-        object: "model",
-        owned_by: m.provider,
-        routes: m.routes,
-        // Listed either way, so a caller sees what the gateway offers; a
-        // model whose provider has no key says how to enable it.
-        available: config.providers[m.provider].apiKeys.length > 0,
-        ...(config.providers[m.provider].apiKeys.length > 0 ? {} : {
-          unavailable_reason:
-            `No ${m.provider} key is configured: the operator sets ${m.provider.toUpperCase()}_API_KEYS`,
-        }),
-        pricing: {
-          input: m.pricing.input,
-          output: m.pricing.output,
-          cached_input: m.pricing.cachedInput,
-          cache_write: m.pricing.cacheWrite,
-          cache_write_1h: m.pricing.cacheWrite1h,
-        },
-      })),
-    }));
+  const modelInfo = (m: CatalogEntry) => {
+    const keyed = config.providers[m.provider].apiKeys.length > 0;
+    return {
+      id: m.id,
+      object: "model",
+      owned_by: m.provider,
+      routes: m.routes,
+      // Listed either way, so a caller sees what the gateway offers; a model
+      // whose provider has no key says how to enable it.
+      available: keyed,
+      ...(keyed ? {} : {
+        unavailable_reason:
+          `No ${m.provider} key is configured: the operator sets ${m.provider.toUpperCase()}_API_KEYS`,
+      }),
+      pricing: {
+        input: m.pricing.input,
+        output: m.pricing.output,
+        cached_input: m.pricing.cachedInput,
+        cache_write: m.pricing.cacheWrite,
+        cache_write_1h: m.pricing.cacheWrite1h,
+      },
+    };
+  };
+  api.get(
+    "/models",
+    (c) => c.json({ object: "list", data: catalog.list().map(modelInfo) }),
+  );
+  api.get("/models/*", (c) => {
+    const id = decodePath(
+      c.req.path.slice(c.req.path.indexOf("/models/") + "/models/".length),
+    );
+    const entry = catalog.get(id);
+    if (!entry) {
+      throw new GatewayError(
+        404,
+        `Model "${id}" does not exist; GET /models lists the models`,
+        { code: "model_not_found", param: "model" },
+      );
+    }
+    return c.json(modelInfo(entry));
+  });
   api.get("/credits", caller, async (c) =>
     c.json({
       balance: microsToUsd(await billing.balance(c.get("caller").id)),
@@ -246,25 +265,47 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   for (const [path, route] of CALL_ROUTES) {
     api.post(path, caller, limit, (c) => run(route)(c));
   }
+  api.post("/messages/count_tokens", caller, limit, async (c) => {
+    const body = await jsonBody(c.req.raw);
+    if (typeof body.model !== "string" || body.model === "") {
+      throw new GatewayError(400, 'Invalid "model": expected a model id', {
+        param: "model",
+      });
+    }
+    return countTokens(deps, {
+      route: "messages",
+      model: body.model,
+      body,
+      headers: c.req.raw.headers,
+    });
+  });
   // Gemini SDKs call `{base}/{apiVersion}/models/{model}:{method}`; with the
   // gateway's root or `/v1` as base, both `v1beta` and `v1` land here.
-  const geminiCall = (c: Context<GatewayEnv>) => {
+  const geminiCall = async (c: Context<GatewayEnv>) => {
     const path = c.req.path;
     const target = decodePath(
       path.slice(path.indexOf("/models/") + "/models/".length),
     );
     const colon = target.lastIndexOf(":");
     const method = target.slice(colon + 1);
+    if (colon > 0 && method === "countTokens") {
+      return countTokens(deps, {
+        route: "gemini",
+        model: target.slice(0, colon),
+        body: await jsonBody(c.req.raw),
+        headers: c.req.raw.headers,
+      });
+    }
     if (
       colon < 1 ||
       (method !== "generateContent" && method !== "streamGenerateContent")
     ) {
       throw new GatewayError(
         404,
-        `Unknown Gemini method "${target}"; use :generateContent or :streamGenerateContent`,
+        `Unknown Gemini method "${target}"; use :generateContent, :streamGenerateContent or :countTokens`,
       );
     }
-    return run("gemini", {
+    return await run("gemini", {
       pathModel: target.slice(0, colon),
       pathStream: method === "streamGenerateContent",
     })(c);
@@ -284,6 +325,15 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   app.route("/v1", api);
   app.route("/", api);
   return Object.assign(app, { flush: () => billing.flush() });
+}
+
+/** A request body that must be a JSON object; anything else is the caller's 400. */
+async function jsonBody(request: Request): Promise<Record<string, unknown>> {
+  const json = parseJson(await request.text());
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    throw new GatewayError(400, "Request body must be a JSON object");
+  }
+  return json as Record<string, unknown>;
 }
 
 /** A hint for a path whose client base URL repeats a prefix the client adds itself (`/v1/v1/messages`). */

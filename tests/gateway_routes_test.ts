@@ -181,7 +181,8 @@ Deno.test("an unknown path gets 404 and a Gemini path with an unknown method get
   const unknown = await h.post("/v1/completions", { model: "gpt-4o" });
   await assertRouteError("chat", unknown, 404);
   const method = await h.post(
-    "/v1beta/models/gemini-2.5-computer-use-preview:countTokens",
+    // countTokens is served now; embedContent is not.
+    "/v1beta/models/gemini-2.5-computer-use-preview:embedContent",
     callBody("gemini", "", false),
   );
   await assertRouteError("gemini", method, 404);

@@ -126,6 +126,11 @@ function chatTranslated(call: CallInput): Exchange {
 export const anthropic: Provider = {
   name: "anthropic",
   headers: (secret) => ({ "x-api-key": secret }),
+  countTokens: (call) => ({
+    path: "/v1/messages/count_tokens",
+    body: { ...call.body, model: call.entry.upstream },
+    headers: passedHeaders(call),
+  }),
   exchange: (call) =>
     call.route === "messages"
       ? messagesPassthrough(call)

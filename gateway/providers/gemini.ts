@@ -112,6 +112,12 @@ function chatTranslated(call: CallInput): Exchange {
 export const gemini: Provider = {
   name: "gemini",
   headers: (secret) => ({ "x-goog-api-key": secret }),
+  countTokens: (call) => ({
+    path: `/v1beta/models/${
+      encodeURIComponent(call.entry.upstream)
+    }:countTokens`,
+    body: call.body,
+  }),
   exchange: (call) =>
     call.route === "gemini" ? geminiPassthrough(call) : chatTranslated(call),
   errorMessage: nestedErrorMessage,

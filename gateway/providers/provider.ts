@@ -80,6 +80,12 @@ export interface Provider {
   exchange(call: CallInput): Exchange;
   /** The human message inside one of the provider's error bodies. */
   errorMessage(body: string): string;
+  /** The upstream request that counts a call's input tokens, where the provider has one (not charged). */
+  countTokens?(call: CallInput): {
+    path: string;
+    body: unknown;
+    headers?: Record<string, string>;
+  };
 }
 
 /** Usage with nothing in it. */

@@ -48,6 +48,7 @@ import {
 } from "./behaviour.ts";
 import {
   ConnectionCutError,
+  countTokensExchange,
   type Dialect,
   handleExchange,
   notFound,
@@ -176,6 +177,27 @@ function buildApp(state: SimulatorState): Hono {
     serve(`${PROVIDER_PATHS[provider]}/responses`, provider, responses);
   }
   serve("/anthropic/v1/messages", "anthropic", messages);
+  app.post(
+    "/anthropic/v1/messages/count_tokens",
+    (c) =>
+      countTokensExchange(
+        state,
+        c.req.raw,
+        "anthropic",
+        anthropicWire,
+        (tokens) => ({ input_tokens: tokens }),
+      ),
+  );
+  app.post("/gemini/:version/models/*", async (c, next) => {
+    if (!c.req.path.endsWith(":countTokens")) return await next();
+    return countTokensExchange(
+      state,
+      c.req.raw,
+      "gemini",
+      geminiWire,
+      (tokens) => ({ totalTokens: tokens }),
+    );
+  });
   serve("/gemini/:version/openai/chat/completions", "gemini", {
     ...chatCompletions,
     wire: openaiWire,
