@@ -36,7 +36,10 @@ import {
   usdToMicros,
 } from "./credits/money.ts";
 import { GatewayError, renderErrors } from "./errors.ts";
-import type { KeyHealth } from "./types.ts";
+import { decodePath } from "./_path.ts";
+import { CatalogEntryError } from "./catalog.ts";
+import { putModel, removeModel } from "./live_catalog.ts";
+import type { CatalogEntry, KeyHealth } from "./types.ts";
 
 /** Options of {@linkcode createAdminRoutes}. */
 export interface AdminRoutesOptions {
@@ -48,6 +51,8 @@ export interface AdminRoutesOptions {
   log?: (record: Record<string, unknown>) => void;
   /** The provider keys' health, for `GET /provider-keys`; absent: an empty list. */
   keyHealth?: () => KeyHealth[];
+  /** The catalog this process serves, for `GET /models`. */
+  catalog?: () => CatalogEntry[];
 }
 
 const MAX_USD = microsToUsd(MAX_BALANCE_MICROS);
@@ -152,6 +157,42 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono {
           : { coolUntil: new Date(key.coolUntil).toISOString() }),
       })),
     }));
+
+  admin.get(
+    "/models",
+    (c) => c.json({ object: "list", data: options.catalog?.() ?? [] }),
+  );
+
+  admin.put("/models/*", async (c) => {
+    const id = decodePath(
+      c.req.path.slice(c.req.path.indexOf("/models/") + "/models/".length),
+    );
+    let body: unknown;
+    try {
+      body = await c.req.json();
+    } catch {
+      throw new GatewayError(400, "Request body is not valid JSON", {
+        code: "invalid_json",
+      });
+    }
+    const raw = { ...(body as Record<string, unknown>), id };
+    try {
+      return c.json(await putModel(kv, raw));
+    } catch (error) {
+      if (error instanceof CatalogEntryError) {
+        throw new GatewayError(400, error.message, { code: "invalid_value" });
+      }
+      throw error;
+    }
+  });
+
+  admin.delete("/models/*", async (c) => {
+    const id = decodePath(
+      c.req.path.slice(c.req.path.indexOf("/models/") + "/models/".length),
+    );
+    await removeModel(kv, id);
+    return c.json({ id, deleted: true });
+  });
 
   admin.get("/keys", async (c) => {
     const callers = await listCallers(kv);

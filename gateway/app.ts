@@ -10,6 +10,8 @@ import { createAdminRoutes } from "./admin.ts";
 import { callerAuth, type CallerEnv } from "./auth.ts";
 import { type CallDeps, type CallRequest, handleCall } from "./call.ts";
 import { countTokens } from "./count_tokens.ts";
+import { LiveCatalog } from "./live_catalog.ts";
+import { decodePath } from "./_path.ts";
 import { parseJson } from "./providers/provider.ts";
 import { Catalog, DEFAULT_CATALOG } from "./catalog.ts";
 import type { GatewayConfig } from "./config.ts";
@@ -101,7 +103,9 @@ export function createGateway(options: GatewayOptions): GatewayApp {
       console.error(
         JSON.stringify({ time: new Date().toISOString(), ...record }),
       ));
-  const catalog = new Catalog(options.catalog ?? DEFAULT_CATALOG);
+  const seed = options.catalog ?? DEFAULT_CATALOG;
+  const catalog = new Catalog(seed);
+  const liveCatalog = new LiveCatalog(kv, seed, catalog, log);
   const keyPool = options.keyPool ?? new MemoryKeyPool(
     Object.fromEntries(
       Object.entries(config.providers).map((
@@ -182,6 +186,11 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   });
 
   const api = new Hono<GatewayEnv>();
+  // Models and prices changed at run time reach this process within seconds.
+  api.use(async (_c, next) => {
+    await liveCatalog.fresh();
+    await next();
+  });
   // The key is checked from the headers, before any body is read.
   const caller = callerAuth(callers);
 
@@ -319,6 +328,7 @@ export function createGateway(options: GatewayOptions): GatewayApp {
       adminToken: config.adminToken,
       log,
       keyHealth: () => keyPool.health(),
+      catalog: () => catalog.list(),
     }),
   );
 
@@ -342,17 +352,4 @@ function doubledPrefixHint(path: string): string {
   return doubled
     ? `; the path repeats "/${doubled}": remove "/${doubled}" from the client's base URL, since the SDK adds it (the Anthropic SDK takes the gateway's root, e.g. http://localhost:8080)`
     : "";
-}
-
-/** A path segment with its percent escapes decoded; a malformed escape is the caller's 400. */
-function decodePath(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    throw new GatewayError(
-      400,
-      `Malformed percent escape in the path "${segment.slice(0, 200)}"`,
-      { code: "invalid_path" },
-    );
-  }
 }

@@ -24,9 +24,40 @@ const entrySchema = z.object({
   maxOutputTokens: z.number().int().positive(),
 });
 
+/** A catalog entry that is not valid; the message names the field. */
+export class CatalogEntryError extends Error {
+  /**
+   * Creates the error.
+   *
+   * @param message What is wrong, naming the field.
+   */
+  constructor(message: string) {
+    super(message);
+    this.name = "CatalogEntryError";
+  }
+}
+
+/**
+ * Validates one catalog entry.
+ *
+ * @param raw The entry as given (a file, the admin API).
+ * @returns The entry.
+ * @throws {CatalogEntryError} Naming the first invalid field.
+ */
+export function parseCatalogEntry(raw: unknown): CatalogEntry {
+  const parsed = entrySchema.safeParse(raw);
+  if (!parsed.success) {
+    const { param, message } = firstIssue(parsed.error);
+    throw new CatalogEntryError(
+      `Invalid catalog entry: "${param}" ${message}`,
+    );
+  }
+  return parsed.data;
+}
+
 /** The models a gateway serves, looked up by the id callers send. */
 export class Catalog {
-  readonly #byId: Map<string, CatalogEntry>;
+  #byId: Map<string, CatalogEntry>;
 
   /**
    * Validates and indexes the entries.
@@ -51,6 +82,17 @@ export class Catalog {
       }
       this.#byId.set(parsed.data.id, parsed.data);
     }
+  }
+
+  /**
+   * Replaces every entry at once (the live catalog's refresh): calls already
+   * running keep the entry they resolved, and its prices.
+   *
+   * @param entries The new entries.
+   * @throws {TypeError} For an invalid entry or a repeated id; the catalog is unchanged.
+   */
+  replace(entries: readonly CatalogEntry[]): void {
+    this.#byId = new Catalog(entries).#byId;
   }
 
   /**

@@ -24,7 +24,9 @@ import {
   listCallers,
   revokeCaller,
 } from "./callers.ts";
+import { CatalogEntryError } from "./catalog.ts";
 import { BalanceRangeError, topUp } from "./credits/ledger.ts";
+import { putModel, removeModel } from "./live_catalog.ts";
 import { microsToUsd, usdToMicros } from "./credits/money.ts";
 import { openKv } from "./server.ts";
 
@@ -37,6 +39,8 @@ Commands:
   show <id>                                show one caller key
   topup <id> --amount <usd>                add credits (negative removes, never below zero)
   revoke <id>                              delete a caller key
+  model-set '<catalog entry JSON>'         add or replace a model for every gateway process
+  model-remove <model id>                  remove a model for every gateway process
 
 The KV is GATEWAY_KV_PATH (default ./data/gateway.kv).`;
 
@@ -149,6 +153,34 @@ async function run(
         }
         throw error;
       }
+    }
+    case "model-set": {
+      if (positionals.length !== 1) {
+        throw new UsageError(`"model-set" takes one catalog entry as JSON`);
+      }
+      let raw: unknown;
+      try {
+        raw = JSON.parse(positionals[0]);
+      } catch {
+        throw new UsageError(
+          `Invalid catalog entry: not JSON, e.g. '{"id":"m","provider":"openai","upstream":"m","routes":["chat"],"pricing":{"input":1,"output":2},"maxOutputTokens":4096}'`,
+        );
+      }
+      try {
+        return await putModel(kv, raw);
+      } catch (error) {
+        if (error instanceof CatalogEntryError) {
+          throw new UsageError(error.message);
+        }
+        throw error;
+      }
+    }
+    case "model-remove": {
+      if (positionals.length !== 1) {
+        throw new UsageError(`"model-remove" takes exactly one model id`);
+      }
+      await removeModel(kv, positionals[0]);
+      return { id: positionals[0], deleted: true };
     }
     case "revoke": {
       const id = oneId(positionals, command);

@@ -14,6 +14,8 @@
  * | `["traces", callerId, entryId]` | one trace record; `entryId` sorts by time |
  * | `["traces_by_trace_id", callerId, traceId, entryId]` | the same record, indexed by trace id |
  * | `["anonymous_traces", entryId]` | traces of calls that never authenticated |
+ * | `["catalog", modelId]` | a change to the catalog file's models: `{entry}` or `{removed: true}` |
+ * | `["catalog_version"]` | a counter (`Deno.KvU64`) bumped by every catalog change |
  *
  * @module
  */
@@ -167,4 +169,32 @@ export function traceByTraceIdPrefix(
  */
 export function anonymousTraceKey(entryId: string): Deno.KvKey {
   return ["anonymous_traces", entryId];
+}
+
+/**
+ * The key of one live-catalog change.
+ *
+ * @param modelId The model id.
+ * @returns The KV key.
+ */
+export function catalogChangeKey(modelId: string): Deno.KvKey {
+  return ["catalog", modelId];
+}
+
+/**
+ * The prefix of every live-catalog change.
+ *
+ * @returns The KV key prefix.
+ */
+export function catalogChangesPrefix(): Deno.KvKey {
+  return ["catalog"];
+}
+
+/**
+ * The counter every catalog change bumps, so processes reload only on change.
+ *
+ * @returns The KV key.
+ */
+export function catalogVersionKey(): Deno.KvKey {
+  return ["catalog_version"];
 }

@@ -1,0 +1,25 @@
+/**
+ * Decoding the parts of a path a caller controls. Private to the gateway.
+ *
+ * @module
+ */
+import { GatewayError } from "./errors.ts";
+
+/**
+ * A path segment with its percent escapes decoded.
+ *
+ * @param segment The raw segment.
+ * @returns The decoded segment.
+ * @throws {GatewayError} A 400 for a malformed escape, the caller's mistake.
+ */
+export function decodePath(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new GatewayError(
+      400,
+      `Malformed percent escape in the path "${segment.slice(0, 200)}"`,
+      { code: "invalid_path" },
+    );
+  }
+}
