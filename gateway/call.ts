@@ -14,6 +14,7 @@ import { NO_USAGE, parseJson } from "./providers/provider.ts";
 import { chatRequestSchema, TranslationError } from "./translate/chat_types.ts";
 import type {
   Billing,
+  CallAttempt,
   Caller,
   CatalogEntry,
   KeyPool,
@@ -85,6 +86,8 @@ class CallRecord {
   firstTokenAt?: number;
   /** Figures of a stream's usage that were estimated, not reported. */
   estimated: Estimated = [];
+  /** Every candidate tried, when the call had more than one. */
+  attempts: CallAttempt[] = [];
 
   constructor(readonly request: CallRequest) {}
 
@@ -114,6 +117,7 @@ class CallRecord {
         : this.firstTokenAt - this.started,
       error,
       ...(this.estimated.length > 0 ? { estimated: this.estimated } : {}),
+      ...(this.attempts.length > 0 ? { attempts: this.attempts } : {}),
       time: this.started,
     };
   }
@@ -135,62 +139,53 @@ export async function handleCall(
   try {
     const parsed = parseCall(request);
     record.stream = parsed.stream;
-    record.entry = resolveModel(deps, request.route, parsed.model);
-    const call: CallInput = {
-      route: request.route,
-      entry: record.entry,
-      body: parsed.body,
-      stream: parsed.stream,
-      maxOutputTokens: Math.min(
-        parsed.maxOutputTokens ?? Infinity,
-        record.entry.maxOutputTokens,
-      ),
-      query: request.query,
-      headers: request.headers,
-    };
-    const provider = deps.providers[record.entry.provider];
-    const exchange = buildExchange(provider, call);
+    const candidates = fallbackCandidates(deps, request.route, parsed);
+    record.entry = candidates[0];
     const inputTokens = estimateInputTokens(parsed.body);
+    // One hold that covers whichever candidate serves the call.
     reservation = await reserve(
       deps.billing,
       request.caller,
-      record.entry,
+      candidates,
       inputTokens,
-      call.maxOutputTokens,
+      parsed.maxOutputTokens,
     );
-    const upstream = await sendUpstream(
+    const { call, provider, exchange, upstream } = await sendToFirstServing(
       deps,
       record,
-      provider,
-      exchange,
-      inputTokens + call.maxOutputTokens,
+      candidates,
+      parsed,
+      inputTokens,
     );
     if (call.stream) {
       const heldReservation = reservation;
       reservation = undefined; // the stream settles it when it ends
       upstream.clearTimeout();
-      return relayStream({
-        route: request.route,
-        exchange,
-        upstream,
-        idleTimeoutMs: deps.upstreamTimeoutMs,
-        inputEstimate: inputTokens,
-        onFirstEvent: () => record.firstTokenAt ??= Date.now(),
-        failure: (thrown) =>
-          thrown instanceof GatewayError
-            ? thrown
-            : thrown instanceof UnreadableUsageError
-            ? unreadableUsage(thrown)
-            : upstreamFailure(provider.name, thrown, upstream.signal),
-        settle: (usage, estimated, status, error) =>
-          settleStream(
-            deps,
-            record,
-            heldReservation,
-            upstream.key,
-            { usage, estimated, status, error },
-          ),
-      });
+      return servedBy(
+        record.entry,
+        relayStream({
+          route: request.route,
+          exchange,
+          upstream,
+          idleTimeoutMs: deps.upstreamTimeoutMs,
+          inputEstimate: inputTokens,
+          onFirstEvent: () => record.firstTokenAt ??= Date.now(),
+          failure: (thrown) =>
+            thrown instanceof GatewayError
+              ? thrown
+              : thrown instanceof UnreadableUsageError
+              ? unreadableUsage(thrown)
+              : upstreamFailure(provider.name, thrown, upstream.signal),
+          settle: (usage, estimated, status, error) =>
+            settleStream(
+              deps,
+              record,
+              heldReservation,
+              upstream.key,
+              { usage, estimated, status, error },
+            ),
+        }),
+      );
     }
     const { body, usage } = await readAnswer(deps, exchange, upstream);
     deps.keyPool.recordUsage(
@@ -201,12 +196,15 @@ export async function handleCall(
     const held = reservation;
     reservation = undefined;
     const { availableMicros } = settleBehind(deps, record, held, usage, cost);
-    return Response.json(body, {
-      headers: {
-        "x-gateway-cost": formatUsd(cost),
-        "x-gateway-credits-remaining": formatUsd(availableMicros),
-      },
-    });
+    return servedBy(
+      record.entry,
+      Response.json(body, {
+        headers: {
+          "x-gateway-cost": formatUsd(cost),
+          "x-gateway-credits-remaining": formatUsd(availableMicros),
+        },
+      }),
+    );
   } catch (thrown) {
     const error = toGatewayError(thrown, request.requestId);
     if (error.status >= 500) {
@@ -373,11 +371,19 @@ function buildExchange(provider: Provider, call: CallInput): Exchange {
 async function reserve(
   billing: Billing,
   caller: Caller,
-  entry: CatalogEntry,
+  candidates: readonly CatalogEntry[],
   inputTokens: number,
-  maxOutputTokens: number,
+  callerMaxOutput: number | undefined,
 ): Promise<Reservation> {
-  const amount = maxCostMicros(entry.pricing, inputTokens, maxOutputTokens);
+  const amount = Math.max(
+    ...candidates.map((entry) =>
+      maxCostMicros(
+        entry.pricing,
+        inputTokens,
+        outputLimit(entry, callerMaxOutput),
+      )
+    ),
+  );
   const result = await billing.reserve(caller.id, amount);
   if (!result.ok) {
     throw new GatewayError(
@@ -390,6 +396,141 @@ async function reserve(
     );
   }
   return result.reservation;
+}
+
+/** The most output tokens a call may produce on `entry`: the caller's limit, capped by the model's. */
+function outputLimit(
+  entry: CatalogEntry,
+  callerMaxOutput: number | undefined,
+): number {
+  return Math.min(callerMaxOutput ?? Infinity, entry.maxOutputTokens);
+}
+
+/**
+ * The models a call may be served by, in order: the model asked for, its
+ * catalog alternates, then the chat body's `models` list (OpenRouter's
+ * convention), each resolved as the model is and kept only on this route.
+ */
+function fallbackCandidates(
+  deps: Pick<CallDeps, "model" | "modelsOn">,
+  route: RouteName,
+  parsed: ParsedCall,
+): CatalogEntry[] {
+  const primary = resolveModel(deps, route, parsed.model);
+  const listed = parsed.body.models;
+  if (
+    listed !== undefined &&
+    (!Array.isArray(listed) || listed.length > MAX_FALLBACK_MODELS ||
+      !listed.every((id) => typeof id === "string"))
+  ) {
+    throw new GatewayError(
+      400,
+      `Invalid "models": expected at most ${MAX_FALLBACK_MODELS} model ids`,
+      { param: "models" },
+    );
+  }
+  const ids = [
+    ...(primary.alternates ?? []),
+    ...((listed as string[] | undefined) ?? []),
+  ];
+  const candidates = [primary];
+  for (const id of ids) {
+    const entry = deps.model(id);
+    const listedByCaller = (listed as string[] | undefined)?.includes(id);
+    // The caller's own list is checked as `model` is; a catalog alternate
+    // that is missing or off this route is skipped.
+    if (listedByCaller) candidates.push(resolveModel(deps, route, id));
+    else if (entry?.routes.includes(route)) candidates.push(entry);
+  }
+  return [...new Set(candidates)];
+}
+
+/** How many more keys of one provider a call tries after a 5xx or a connection failure. */
+const TRANSIENT_RETRIES = 1;
+
+/** The most models a chat body's `models` list may name. */
+const MAX_FALLBACK_MODELS = 8;
+
+/** Failures another provider may not share: no free key, the provider down, slow or unreachable. */
+function worthFallingBack(error: GatewayError): boolean {
+  return error.status === 429 || error.status === 502 ||
+    error.status === 503 || error.status === 504;
+}
+
+/**
+ * Sends the call to the first candidate that serves it. A candidate whose
+ * provider has no free key, fails, times out or cannot be reached gives way
+ * to the next while nothing has reached the caller; every attempt goes into
+ * the trace.
+ */
+async function sendToFirstServing(
+  deps: CallDeps,
+  record: CallRecord,
+  candidates: readonly CatalogEntry[],
+  parsed: ParsedCall,
+  inputTokens: number,
+): Promise<
+  {
+    call: CallInput;
+    provider: Provider;
+    exchange: Exchange;
+    upstream: Upstream;
+  }
+> {
+  // The list is the gateway's to follow; providers never see it.
+  const { models: _models, ...body } = parsed.body;
+  for (const [index, entry] of candidates.entries()) {
+    record.entry = entry;
+    const call: CallInput = {
+      route: record.request.route,
+      entry,
+      body,
+      stream: parsed.stream,
+      maxOutputTokens: outputLimit(entry, parsed.maxOutputTokens),
+      query: record.request.query,
+      headers: record.request.headers,
+    };
+    const provider = deps.providers[entry.provider];
+    const exchange = buildExchange(provider, call);
+    try {
+      const upstream = await sendUpstream(
+        deps,
+        record,
+        provider,
+        exchange,
+        inputTokens + call.maxOutputTokens,
+      );
+      if (candidates.length > 1) {
+        record.attempts.push({
+          model: entry.id,
+          provider: entry.provider,
+          status: 200,
+        });
+      }
+      return { call, provider, exchange, upstream };
+    } catch (thrown) {
+      const error = toGatewayError(thrown, record.request.requestId);
+      if (candidates.length > 1) {
+        record.attempts.push({
+          model: entry.id,
+          provider: entry.provider,
+          status: error.status,
+          error: error.message,
+        });
+      }
+      if (!worthFallingBack(error) || index === candidates.length - 1) {
+        throw error;
+      }
+    }
+  }
+  throw new Error("unreachable: candidates is never empty");
+}
+
+/** The response, marked with the model and provider that served it. */
+function servedBy(entry: CatalogEntry, response: Response): Response {
+  response.headers.set("x-gateway-model", entry.id);
+  response.headers.set("x-gateway-provider", entry.provider);
+  return response;
 }
 
 interface Upstream {
@@ -424,6 +565,10 @@ async function sendUpstream(
   // The earliest a key that answered 429 during this call frees up, ms.
   let soonestCooledMs = Infinity;
   let rateLimitMessage = "";
+  // A 5xx or a connection failure on one key is tried on another key of the
+  // provider, at most this many times, before the call gives up on it.
+  let transientRetries = 0;
+  let lastTransient: GatewayError | undefined;
   for (;;) {
     const acquired = deps.keyPool.acquire(providerName, estimatedTokens, tried);
     if (!acquired.ok) {
@@ -438,6 +583,7 @@ async function sendUpstream(
           retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)),
         });
       }
+      if (lastTransient) throw lastTransient;
       if (lastRefusal) throw lastRefusal;
       if (acquired.retryAfterMs < 0) {
         throw new GatewayError(
@@ -495,7 +641,15 @@ async function sendUpstream(
     } catch (error) {
       clear();
       deps.keyPool.recordUsage(key, 0);
-      throw upstreamFailure(providerName, error, signal);
+      const failure = upstreamFailure(providerName, error, signal);
+      // Unreachable from one key may be a passing fault: one more key, then
+      // the next candidate. A timeout is not retried here (it already took
+      // the whole timeout), nor a caller who left.
+      if (failure.status === 502 && transientRetries++ < TRANSIENT_RETRIES) {
+        lastTransient = failure;
+        continue;
+      }
+      throw failure;
     }
     if (response.ok) {
       deps.keyPool.answered(key);
@@ -543,11 +697,16 @@ async function sendUpstream(
     }
     deps.keyPool.recordUsage(key, 0);
     if (response.status >= 500) {
-      throw new GatewayError(
+      const failure = new GatewayError(
         502,
         `The ${providerName} provider failed: ${message}`,
         { code: "upstream_error" },
       );
+      if (transientRetries++ < TRANSIENT_RETRIES) {
+        lastTransient = failure;
+        continue;
+      }
+      throw failure;
     }
     throw new GatewayError(response.status, message, {
       code: "upstream_error",

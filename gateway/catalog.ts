@@ -22,6 +22,7 @@ const entrySchema = z.object({
     cacheWrite1h: z.number().nonnegative().optional(),
   }),
   maxOutputTokens: z.number().int().positive(),
+  alternates: z.array(z.string().min(1)).optional(),
 });
 
 /** A catalog entry that is not valid; the message names the field. */

@@ -46,6 +46,8 @@ export interface CatalogEntry {
   pricing: ModelPricing;
   /** The most output tokens one call can produce; bounds the reservation. */
   maxOutputTokens: number;
+  /** Other catalog models (the same model on another provider) a call falls back to, in order, when this one cannot be served. */
+  alternates?: string[];
 }
 
 /**
@@ -102,6 +104,18 @@ export type ReserveResult =
   | { ok: true; reservation: Reservation; availableMicros: number }
   | { ok: false; availableMicros: number };
 
+/** One model a call tried. */
+export interface CallAttempt {
+  /** The model id. */
+  model: string;
+  /** Its provider. */
+  provider: ProviderName;
+  /** 200 when it served the call, else the status it failed with. */
+  status: number;
+  /** Why it failed. */
+  error?: string;
+}
+
 /** One trace record: what the gateway saw of one call. */
 export interface TraceRecord {
   /** Unique id of this call (also the `x-request-id` header). */
@@ -138,6 +152,8 @@ export interface TraceRecord {
   error?: string;
   /** Figures estimated rather than reported by the provider (an abandoned or broken stream). */
   estimated?: ("input" | "output")[];
+  /** Every model tried, in order, when the call could fall back (the last one served it, or failed it). */
+  attempts?: CallAttempt[];
   /** Epoch ms when the call started. */
   time: number;
 }

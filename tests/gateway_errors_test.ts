@@ -5,6 +5,7 @@
  * response read here is checked to hold no provider key.
  */
 import assert from "node:assert/strict";
+import { DEFAULT_CATALOG } from "../gateway/catalog.ts";
 import type { RouteName } from "../gateway/types.ts";
 import { type Harness, startHarness } from "./_gateway_harness.ts";
 import {
@@ -327,7 +328,13 @@ Deno.test("an upstream 5xx becomes 502 in the caller's convention", async () => 
   await using h = await startHarness();
   for (const call of CALLS) {
     for (const [status, stream] of [[500, false], [503, true]] as const) {
-      h.sim.enqueue({ behaviour: { status } });
+      // Every key of the model and of its catalog alternates fails (a 5xx is
+      // tried on a second key of the provider, then on the alternates).
+      const entry = DEFAULT_CATALOG.find((e) => e.id === call.model)!;
+      const attempts = 2 * (1 + (entry.alternates?.length ?? 0));
+      for (let i = 0; i < attempts; i++) {
+        h.sim.enqueue({ behaviour: { status } });
+      }
       const answer = await sendCall(h, call, stream);
       const { message } = errorOf(call.route, answer, 502);
       assert.ok(message.length > 0);

@@ -7,6 +7,7 @@
  * Test sanitizers stay on: a leaked timer, socket or stream fails the test.
  */
 import assert from "node:assert/strict";
+import { DEFAULT_CATALOG } from "../gateway/catalog.ts";
 import { errorMessageOf, readSse } from "./_gateway_routes.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import { assertLedgerExact } from "./fixtures/reliability_ledger.ts";
@@ -15,6 +16,12 @@ import type { RouteName } from "../gateway/types.ts";
 const OPENING_MICROS = 100_000_000;
 
 /** One model per route, each on a different provider family where possible. */
+/** How many models a call to `model` may try: itself and its catalog alternates. */
+function candidates(model: string): number {
+  const entry = DEFAULT_CATALOG.find((e) => e.id === model)!;
+  return 1 + (entry.alternates?.length ?? 0);
+}
+
 const CASES: {
   route: RouteName;
   model: string;
@@ -116,14 +123,15 @@ Deno.test("a 429 storm on every provider key answers 429 with retry-after, tries
       assert.equal(response.status, 429, `${label}: ${text}`);
       errorMessageOf(c.route, JSON.parse(text), 429);
       assert.ok(Number(response.headers.get("retry-after")) >= 1, label);
-      // The first call of a provider tries both keys; later ones find them cooling down.
+      // The first call of a provider tries both keys; later ones find them
+      // cooling down. A model with catalog alternates tries theirs too.
       const keys = new Set(h.sim.requests.map((r) => r.key));
       assert.equal(
         keys.size,
         h.sim.requests.length,
         `${label}: no key tried twice`,
       );
-      assert.ok(h.sim.requests.length <= 2, label);
+      assert.ok(h.sim.requests.length <= 2 * candidates(c.model), label);
     }
   }
   const money = await assertLedgerExact(h.kv, h.caller.id);
@@ -137,7 +145,11 @@ Deno.test("an upstream 500 or 503 becomes a 502 in the route's convention and ch
     for (const status of [500, 503]) {
       for (const stream of [false, true]) {
         const label = `${c.model} on ${c.route} ${status} stream=${stream}`;
-        h.sim.enqueue({ behaviour: { status } });
+        // Every key of every candidate fails: each provider's two keys (a
+        // 5xx is tried on a second key), for the model and its alternates.
+        for (let i = 0; i < 2 * candidates(c.model); i++) {
+          h.sim.enqueue({ behaviour: { status } });
+        }
         const response = await h.post(
           stream ? c.streamPath : c.path,
           body(c.route, c.model, stream),
@@ -172,10 +184,14 @@ Deno.test("an upstream that hangs past the timeout gives 504, is cancelled, and 
       assert.equal(response.status, 504, `${label}: ${text}`);
       errorMessageOf(c.route, JSON.parse(text), 504);
       assert.ok(
-        Date.now() - started < 2000,
+        Date.now() - started < 2000 * candidates(c.model),
         `${label}: answered near the timeout`,
       );
-      await h.sim.waitFor(() => h.sim.aborted === aborted + 1);
+      // A model with alternates times out on each (a timeout is not retried
+      // on another key of the same provider).
+      await h.sim.waitFor(() =>
+        h.sim.aborted === aborted + candidates(c.model)
+      );
     }
   }
   const money = await assertLedgerExact(h.kv, h.caller.id);
