@@ -28,7 +28,9 @@ import {
   getCaller,
   listCallers,
   revokeCaller,
+  setCallerLimits,
 } from "./callers.ts";
+import { type CallerLimits, limitsSchema } from "./limits/limits.ts";
 import { BalanceRangeError, topUp } from "./credits/ledger.ts";
 import {
   MAX_BALANCE_MICROS,
@@ -60,7 +62,10 @@ const MAX_USD = microsToUsd(MAX_BALANCE_MICROS);
 const createKeySchema = z.object({
   name: z.string().trim().min(1).max(200),
   credits: z.number().finite().min(0).max(MAX_USD).default(0),
+  limits: limitsSchema.optional(),
 });
+
+const limitsBodySchema = z.object({ limits: limitsSchema.nullable() });
 
 const creditsSchema = z.object({
   amount: z.number().finite().min(-MAX_USD).max(MAX_USD).refine(
@@ -98,14 +103,19 @@ async function readBody<T>(c: Context, schema: z.ZodType<T>): Promise<T> {
   return parsed.data;
 }
 
-function wireCaller(
-  caller: CallerInfo,
-): { id: string; name: string; balance: number; created_at: string } {
+function wireCaller(caller: CallerInfo): {
+  id: string;
+  name: string;
+  balance: number;
+  created_at: string;
+  limits: CallerLimits | null;
+} {
   return {
     id: caller.id,
     name: caller.name,
     balance: microsToUsd(caller.balanceMicros),
     created_at: new Date(caller.createdAt).toISOString(),
+    limits: caller.limits ?? null,
   };
 }
 
@@ -135,6 +145,7 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono {
     const created = await createCaller(kv, {
       name: body.name,
       creditsMicros: usdToMicros(body.credits),
+      limits: body.limits,
     });
     return c.json(
       {
@@ -142,6 +153,7 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono {
         key: created.key,
         name: created.name,
         balance: microsToUsd(created.balanceMicros),
+        limits: created.limits ?? null,
       },
       201,
     );
@@ -202,6 +214,14 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono {
   admin.get("/keys/:id", async (c) => {
     const caller = await getCaller(kv, c.req.param("id"));
     if (caller === null) throw notFound(c.req.param("id"));
+    return c.json(wireCaller(caller));
+  });
+
+  admin.patch("/keys/:id", async (c) => {
+    const id = c.req.param("id");
+    const body = await readBody(c, limitsBodySchema);
+    const caller = await setCallerLimits(kv, id, body.limits);
+    if (caller === null) throw notFound(id);
     return c.json(wireCaller(caller));
   });
 

@@ -49,6 +49,7 @@ Deno.test("POST /admin/keys creates a caller whose key works and whose credits a
       "balance",
       "id",
       "key",
+      "limits",
       "name",
     ]);
     assert.equal(created.name, "alice");
@@ -72,6 +73,7 @@ Deno.test("GET /admin/keys lists callers without keys or hashes, and GET /admin/
       "balance",
       "created_at",
       "id",
+      "limits",
       "name",
     ]);
     assert.equal(JSON.stringify(listed).includes(created.key.slice(3)), false);
@@ -192,4 +194,42 @@ Deno.test("admin routes answer 403 on every route when no admin token is configu
       assert.equal((await response.json()).error.code, "admin_disabled");
     }
   }, "");
+});
+
+Deno.test("POST /admin/keys takes limits, PATCH /admin/keys/{id} changes and removes them, and bad limits are a 400 naming the field", async () => {
+  await withAdmin(async (request) => {
+    const created = await (await request(
+      "/keys",
+      post({ name: "capped", credits: 1, limits: { rpm: 10 } }),
+    )).json();
+    assert.deepEqual(created.limits, { rpm: 10 });
+    const patch = (limits: unknown) =>
+      request(`/keys/${created.id}`, {
+        method: "PATCH",
+        body: JSON.stringify({ limits }),
+        headers: { "content-type": "application/json" },
+      });
+    const changed = await patch({
+      spend: { amount: 5, period: "week" },
+      expiresAt: "2026-12-31T00:00:00Z",
+    });
+    assert.equal(changed.status, 200);
+    assert.deepEqual((await changed.json()).limits, {
+      spend: { amount: 5, period: "week" },
+      expiresAt: "2026-12-31T00:00:00Z",
+    });
+    const shown = await (await request(`/keys/${created.id}`)).json();
+    assert.equal(shown.limits.spend.period, "week");
+    const bad = await patch({ spend: { amount: -1, period: "week" } });
+    assert.equal(bad.status, 400);
+    assert.equal((await bad.json()).error.param, "limits.spend.amount");
+    const removed = await patch(null);
+    assert.equal((await removed.json()).limits, null);
+    const missing = await request("/keys/ck_nope", {
+      method: "PATCH",
+      body: JSON.stringify({ limits: null }),
+      headers: { "content-type": "application/json" },
+    });
+    assert.equal(missing.status, 404);
+  });
 });

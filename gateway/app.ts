@@ -10,6 +10,7 @@ import { createAdminRoutes } from "./admin.ts";
 import { callerAuth, type CallerEnv } from "./auth.ts";
 import { type CallDeps, type CallRequest, handleCall } from "./call.ts";
 import { countTokens } from "./count_tokens.ts";
+import { LimitCounters } from "./limits/counters.ts";
 import { LiveCatalog } from "./live_catalog.ts";
 import { decodePath } from "./_path.ts";
 import { parseJson } from "./providers/provider.ts";
@@ -133,8 +134,10 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     traceRetentionMs: config.traceRetentionDays * 86_400_000,
     log,
   });
+  const limits = new LimitCounters(kv);
   const deps: CallDeps = {
     billing,
+    limits,
     keyPool,
     model: (id) => catalog.get(id),
     modelsOn: (route) =>
@@ -334,7 +337,12 @@ export function createGateway(options: GatewayOptions): GatewayApp {
 
   app.route("/v1", api);
   app.route("/", api);
-  return Object.assign(app, { flush: () => billing.flush() });
+  return Object.assign(app, {
+    flush: async () => {
+      await limits.flush();
+      await billing.flush();
+    },
+  });
 }
 
 /** A request body that must be a JSON object; anything else is the caller's 400. */

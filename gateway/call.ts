@@ -27,6 +27,8 @@ import type {
 } from "./types.ts";
 import { costMicros, formatUsd, maxCostMicros } from "./credits/money.ts";
 import { estimateInputTokens } from "./estimate.ts";
+import type { LimitCounters, LimitTicket } from "./limits/counters.ts";
+import { checkStaticLimits } from "./limits/limits.ts";
 import { type Estimated, relayStream } from "./stream.ts";
 import { recordSpan } from "./tracing.ts";
 import { UnreadableUsageError } from "./usage.ts";
@@ -35,6 +37,8 @@ import { UnreadableUsageError } from "./usage.ts";
 export interface CallDeps {
   /** Credits, ledger and trace storage. */
   billing: Billing;
+  /** The callers' counted limits (requests and tokens per minute, spend per period). */
+  limits: LimitCounters;
   /** Provider keys. */
   keyPool: KeyPool;
   /** Model lookup. */
@@ -88,6 +92,8 @@ class CallRecord {
   estimated: Estimated = [];
   /** Every candidate tried, when the call had more than one. */
   attempts: CallAttempt[] = [];
+  /** The call's share of its key's counted limits, settled with the credits. */
+  limitTicket?: LimitTicket;
 
   constructor(readonly request: CallRequest) {}
 
@@ -139,7 +145,11 @@ export async function handleCall(
   try {
     const parsed = parseCall(request);
     record.stream = parsed.stream;
-    const candidates = fallbackCandidates(deps, request.route, parsed);
+    checkStaticLimits(request.caller.limits, parsed.model, Date.now());
+    const candidates = fallbackCandidates(deps, request.route, parsed)
+      .filter((entry) =>
+        request.caller.limits?.models?.includes(entry.id) ?? true
+      );
     record.entry = candidates[0];
     const inputTokens = estimateInputTokens(parsed.body);
     // One hold that covers whichever candidate serves the call.
@@ -150,6 +160,17 @@ export async function handleCall(
       inputTokens,
       parsed.maxOutputTokens,
     );
+    // The key's counted limits take the call's share after the credits, so
+    // a refusal by either releases the other and forwards nothing.
+    record.limitTicket = await deps.limits.reserve(request.caller, {
+      tokens: inputTokens +
+        Math.max(
+          ...candidates.map((entry) =>
+            outputLimit(entry, parsed.maxOutputTokens)
+          ),
+        ),
+      micros: reservation.amountMicros,
+    });
     const { call, provider, exchange, upstream } = await sendToFirstServing(
       deps,
       record,
@@ -840,6 +861,7 @@ async function settle(
   status: number,
   error?: string,
 ): Promise<{ availableMicros: number }> {
+  settleLimits(deps, record, usage, cost);
   const trace = record.trace(status, usage, cost, error);
   const result = await deps.billing.settle({
     reservation,
@@ -863,6 +885,7 @@ function settleBehind(
   usage: Usage,
   cost: number,
 ): { availableMicros: number } {
+  settleLimits(deps, record, usage, cost);
   const trace = record.trace(200, usage, cost);
   const result = deps.billing.settleSoon({
     reservation,
@@ -872,6 +895,21 @@ function settleBehind(
   });
   recordSpan(trace);
   return result;
+}
+
+/** Replaces the call's counted tokens and spend by what it used. */
+function settleLimits(
+  deps: CallDeps,
+  record: CallRecord,
+  usage: Usage,
+  cost: number,
+): void {
+  if (!record.limitTicket) return;
+  deps.limits.settle(record.limitTicket, {
+    tokens: usage.inputTokens + usage.outputTokens,
+    micros: cost,
+  });
+  record.limitTicket = undefined;
 }
 
 async function traceRejected(

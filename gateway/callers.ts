@@ -23,6 +23,7 @@ import { randomId } from "./_ids.ts";
 import { commitWithRetry } from "./_kv_retry.ts";
 import { addOpeningBalanceWrites, readBalance } from "./credits/ledger.ts";
 import { callerByHashKey, callerKey, callersPrefix } from "./kv_keys.ts";
+import type { CallerLimits } from "./limits/limits.ts";
 import type { Caller, CallerAuthenticator } from "./types.ts";
 
 /** Every caller key starts with this. */
@@ -41,6 +42,8 @@ export interface CallerRecord {
   keyHash: string;
   /** Epoch ms of creation. */
   createdAt: number;
+  /** The operator's limits on the key. */
+  limits?: CallerLimits;
 }
 
 /** A caller as shown to an admin: no secret, no hash. */
@@ -53,6 +56,8 @@ export interface CallerInfo {
   balanceMicros: number;
   /** Epoch ms of creation. */
   createdAt: number;
+  /** The operator's limits on the key. */
+  limits?: CallerLimits;
 }
 
 /** A newly created caller, with its key: the only time the key is seen. */
@@ -86,7 +91,12 @@ export function hashCallerKey(key: string): Promise<string> {
  */
 export async function createCaller(
   kv: Deno.Kv,
-  options: { name: string; creditsMicros: number; now?: number },
+  options: {
+    name: string;
+    creditsMicros: number;
+    limits?: CallerLimits;
+    now?: number;
+  },
 ): Promise<NewCaller> {
   const name = options.name.trim();
   if (name.length === 0 || name.length > 200) {
@@ -108,8 +118,13 @@ export async function createCaller(
         name,
         keyHash,
         createdAt,
+        ...(options.limits ? { limits: options.limits } : {}),
       };
-      const caller: Caller = { id: record.id, name };
+      const caller: Caller = {
+        id: record.id,
+        name,
+        ...(options.limits ? { limits: options.limits } : {}),
+      };
       const op = kv.atomic()
         .check({ key: callerKey(record.id), versionstamp: null })
         .check({ key: callerByHashKey(keyHash), versionstamp: null })
@@ -125,7 +140,46 @@ export async function createCaller(
     name,
     balanceMicros: options.creditsMicros,
     createdAt: record.createdAt,
+    ...(record.limits ? { limits: record.limits } : {}),
   };
+}
+
+/**
+ * Sets (or, with `null`, removes) a caller's limits, for every process
+ * within a second (the key lookup's cache).
+ *
+ * @param kv The gateway's KV.
+ * @param callerId The caller's id.
+ * @param limits The new limits, or `null` for none.
+ * @returns The caller, or `null` when unknown.
+ */
+export async function setCallerLimits(
+  kv: Deno.Kv,
+  callerId: string,
+  limits: CallerLimits | null,
+): Promise<CallerInfo | null> {
+  const record = await commitWithRetry(
+    `limits of caller "${callerId}"`,
+    async () => {
+      const stored = await kv.get<CallerRecord>(callerKey(callerId));
+      if (stored.value === null) return false;
+      const { limits: _old, ...rest } = stored.value;
+      const next: CallerRecord = limits ? { ...rest, limits } : rest;
+      const caller: Caller = {
+        id: next.id,
+        name: next.name,
+        ...(limits ? { limits } : {}),
+      };
+      const committed = await kv.atomic()
+        .check(stored)
+        .set(callerKey(callerId), next)
+        .set(callerByHashKey(next.keyHash), caller)
+        .commit();
+      return committed.ok ? next : null;
+    },
+  );
+  if (record === false) return null;
+  return toInfo(record, await readBalance(kv, callerId));
 }
 
 /**
@@ -198,6 +252,7 @@ function toInfo(record: CallerRecord, balanceMicros: number): CallerInfo {
     name: record.name,
     balanceMicros,
     createdAt: record.createdAt,
+    ...(record.limits ? { limits: record.limits } : {}),
   };
 }
 

@@ -23,9 +23,12 @@ import {
   getCaller,
   listCallers,
   revokeCaller,
+  setCallerLimits,
 } from "./callers.ts";
+import { firstIssue } from "./_zod.ts";
 import { CatalogEntryError } from "./catalog.ts";
 import { BalanceRangeError, topUp } from "./credits/ledger.ts";
+import { type CallerLimits, limitsSchema } from "./limits/limits.ts";
 import { putModel, removeModel } from "./live_catalog.ts";
 import { microsToUsd, usdToMicros } from "./credits/money.ts";
 import { openKv } from "./server.ts";
@@ -34,7 +37,11 @@ import { openKv } from "./server.ts";
 export const USAGE = `Usage: deno task keys <command> [options]
 
 Commands:
-  create --name <name> [--credits <usd>]   create a caller key (the key is shown once)
+  create --name <name> [--credits <usd>] [--limits '<json>']
+                                           create a caller key (the key is shown once)
+  limits <id> '<json>' | none              set (or remove) a key's limits: {"rpm":60,"tpm":100000,
+                                           "spend":{"amount":5,"period":"day"},"models":["gpt-4o-mini"],
+                                           "expiresAt":"2026-12-31T00:00:00Z"}, every field optional
   list                                     list caller keys (no secrets)
   show <id>                                show one caller key
   topup <id> --amount <usd>                add credits (negative removes, never below zero)
@@ -53,6 +60,7 @@ function wire(caller: CallerInfo): Record<string, unknown> {
     name: caller.name,
     balance: microsToUsd(caller.balanceMicros),
     created_at: new Date(caller.createdAt).toISOString(),
+    limits: caller.limits ?? null,
   };
 }
 
@@ -72,6 +80,23 @@ function usd(
     );
   }
   return amount;
+}
+
+function parseLimits(text: string): CallerLimits {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    throw new UsageError(
+      `Invalid limits: not JSON, e.g. '{"rpm":60,"spend":{"amount":5,"period":"day"}}'`,
+    );
+  }
+  const parsed = limitsSchema.safeParse(raw);
+  if (!parsed.success) {
+    const { param, message } = firstIssue(parsed.error);
+    throw new UsageError(`Invalid limits: "${param}" ${message}`);
+  }
+  return parsed.data;
 }
 
 function oneId(positionals: string[], command: string): string {
@@ -100,6 +125,7 @@ async function run(
     options: {
       name: { type: "string" },
       credits: { type: "string" },
+      limits: { type: "string" },
       amount: { type: "string" },
     },
     allowPositionals: true,
@@ -120,12 +146,16 @@ async function run(
       const created = await createCaller(kv, {
         name: values.name,
         creditsMicros: usdToMicros(credits),
+        limits: values.limits === undefined
+          ? undefined
+          : parseLimits(values.limits),
       });
       return {
         id: created.id,
         key: created.key,
         name: created.name,
         balance: microsToUsd(created.balanceMicros),
+        limits: created.limits ?? null,
       };
     }
     case "list":
@@ -153,6 +183,21 @@ async function run(
         }
         throw error;
       }
+    }
+    case "limits": {
+      if (positionals.length !== 2) {
+        throw new UsageError(
+          `"limits" takes a caller id and the limits as JSON (or none)`,
+        );
+      }
+      const [id, text] = positionals;
+      const caller = await setCallerLimits(
+        kv,
+        id,
+        text === "none" ? null : parseLimits(text),
+      );
+      if (caller === null) throw new UsageError(`Caller key "${id}" not found`);
+      return wire(caller);
     }
     case "model-set": {
       if (positionals.length !== 1) {

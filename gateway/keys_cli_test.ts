@@ -120,3 +120,54 @@ Deno.test("keys CLI exits 1 with one line on bad input", async () => {
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("keys limits sets and removes a key's limits, and a bad limit is one line", async () => {
+  const dir = await Deno.makeTempDir();
+  const env = { GATEWAY_KV_PATH: `${dir}/gateway.kv`, NO_COLOR: "1" };
+  const run = async (...args: string[]) => {
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", CLI, ...args],
+      env,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    return {
+      code: output.code,
+      stdout: new TextDecoder().decode(output.stdout),
+      stderr: new TextDecoder().decode(output.stderr).trim(),
+    };
+  };
+  try {
+    const created = await run(
+      "create",
+      "--name",
+      "limited",
+      "--limits",
+      '{"rpm":60,"models":["gpt-4o-mini"]}',
+    );
+    assert.equal(created.code, 0, created.stderr);
+    const { id, limits } = JSON.parse(created.stdout);
+    assert.deepEqual(limits, { rpm: 60, models: ["gpt-4o-mini"] });
+    const set = await run(
+      "limits",
+      id,
+      '{"spend":{"amount":5,"period":"month"}}',
+    );
+    assert.equal(set.code, 0, set.stderr);
+    assert.deepEqual(JSON.parse(set.stdout).limits, {
+      spend: { amount: 5, period: "month" },
+    });
+    const cleared = await run("limits", id, "none");
+    assert.equal(JSON.parse(cleared.stdout).limits, null);
+    const bad = await run(
+      "limits",
+      id,
+      '{"spend":{"amount":5,"period":"year"}}',
+    );
+    assert.equal(bad.code, 1);
+    assert.equal(bad.stderr.split("\n").length, 1);
+    assert.match(bad.stderr, /Invalid limits: "spend\.period"/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

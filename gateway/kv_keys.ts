@@ -16,6 +16,8 @@
  * | `["anonymous_traces", entryId]` | traces of calls that never authenticated |
  * | `["catalog", modelId]` | a change to the catalog file's models: `{entry}` or `{removed: true}` |
  * | `["catalog_version"]` | a counter (`Deno.KvU64`) bumped by every catalog change |
+ * | `["limit_minute", callerId, minuteStart]` | `{requests, tokens}` a limited caller used in a calendar minute |
+ * | `["limit_spend", callerId, periodStart]` | micro-USD a caller with a spend cap spent or holds in a period |
  *
  * @module
  */
@@ -197,4 +199,32 @@ export function catalogChangesPrefix(): Deno.KvKey {
  */
 export function catalogVersionKey(): Deno.KvKey {
   return ["catalog_version"];
+}
+
+/**
+ * The key of a caller's request and token counts in one calendar minute.
+ *
+ * @param callerId The caller's id.
+ * @param minuteStart The minute's start, epoch ms.
+ * @returns The KV key.
+ */
+export function limitMinuteKey(
+  callerId: string,
+  minuteStart: number,
+): Deno.KvKey {
+  return ["limit_minute", callerId, minuteStart];
+}
+
+/**
+ * The key of a caller's spend (charged plus held) in one calendar period.
+ *
+ * @param callerId The caller's id.
+ * @param periodStart The period's start, epoch ms.
+ * @returns The KV key.
+ */
+export function limitSpendKey(
+  callerId: string,
+  periodStart: number,
+): Deno.KvKey {
+  return ["limit_spend", callerId, periodStart];
 }

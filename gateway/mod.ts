@@ -64,4 +64,5 @@ export {
   providerKeyId,
   type ProviderKeys,
 } from "./key_pool.ts";
+export type { CallerLimits, SpendPeriod } from "./limits/limits.ts";
 export type * from "./types.ts";

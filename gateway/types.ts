@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { CallerLimits } from "./limits/limits.ts";
 
 /** The five upstream providers. */
 export type ProviderName =
@@ -77,6 +78,8 @@ export interface Caller {
   id: string;
   /** Human name given at creation. */
   name: string;
+  /** The operator's limits on the key, if any. */
+  limits?: CallerLimits;
 }
 
 /** Looks a caller up by the secret key it presented. */

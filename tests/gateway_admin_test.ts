@@ -48,7 +48,13 @@ Deno.test("the admin API creates, lists, shows, tops up and revokes caller keys 
   });
   assert.equal(created.status, 201);
   const alice = await created.json();
-  assert.deepEqual(Object.keys(alice).sort(), ["balance", "id", "key", "name"]);
+  assert.deepEqual(Object.keys(alice).sort(), [
+    "balance",
+    "id",
+    "key",
+    "limits",
+    "name",
+  ]);
   assert.equal(alice.name, "alice");
   assert.equal(alice.balance, 2.5);
   assert.match(alice.key, /^mk-/);
