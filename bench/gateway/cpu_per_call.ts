@@ -1,0 +1,67 @@
+/**
+ * CPU time per non-streamed call, for comparing two versions of the gateway
+ * side by side: an in-process gateway (`app.request()`, no HTTP server) in
+ * front of the simulator in the same process, the caller key and balance
+ * ready, 500 calls to warm up, then `calls` sequential calls timed with
+ * `process.cpuUsage()` (gateway and simulator together, so only the
+ * difference between two trees means anything).
+ *
+ * `deno run -A --config <tree>/deno.json bench/gateway/cpu_per_call.ts <tree> [calls]`
+ *
+ * Run it on a checkout of the old version (`git worktree add /tmp/old <rev>`)
+ * and on this one, alternating, a few times each.
+ *
+ * @module
+ */
+import process from "node:process";
+
+const tree = Deno.args[0] ?? new URL("../../", import.meta.url).pathname;
+const calls = Number(Deno.args[1] ?? 4000);
+const { createGateway } = await import(`${tree}/gateway/app.ts`);
+const { createCaller } = await import(`${tree}/gateway/callers.ts`);
+const { parseConfig, PROVIDERS } = await import(`${tree}/gateway/config.ts`);
+const { startSimulator } = await import(`${tree}/gateway/simulator/mod.ts`);
+
+const sim = await startSimulator();
+const env: Record<string, string> = { ...sim.env() };
+for (const provider of PROVIDERS as string[]) {
+  env[`${provider.toUpperCase()}_API_KEYS`] = `sk-${provider}`;
+}
+const kv = await Deno.openKv(":memory:");
+const app = createGateway({ config: parseConfig({ env }), kv });
+const caller = await createCaller(kv, {
+  name: "cpu",
+  creditsMicros: 1_000_000_000,
+});
+const body = JSON.stringify({
+  model: "gpt-4o-mini",
+  messages: [{ role: "user", content: "hello there" }],
+  max_tokens: 16,
+});
+async function call(): Promise<void> {
+  const response = await app.request("/v1/chat/completions", {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${caller.key}`,
+      "content-type": "application/json",
+    },
+    body,
+  });
+  await response.text();
+}
+
+for (let i = 0; i < 500; i++) await call();
+await app.flush();
+const before = process.cpuUsage();
+const started = performance.now();
+for (let i = 0; i < calls; i++) await call();
+await app.flush();
+const used = process.cpuUsage(before);
+console.log(JSON.stringify({
+  tree,
+  calls,
+  cpuMicrosPerCall: Number(((used.user + used.system) / calls).toFixed(1)),
+  wallMsPerCall: Number(((performance.now() - started) / calls).toFixed(3)),
+}));
+await sim.close();
+kv.close();
