@@ -153,3 +153,52 @@ Deno.test("three gateway processes on one KV let through exactly a key's request
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a killed gateway process does not reset a key's counts: its successor on the same KV refuses past the limit", async () => {
+  const dir = await Deno.makeTempDir();
+  const sim = await startSimulator();
+  const gateways: GatewayProcess[] = [];
+  try {
+    const kvPath = join(dir, "gateway.kv");
+    const kv = await Deno.openKv(kvPath);
+    const caller = await createCaller(kv, {
+      name: "restarted",
+      creditsMicros: usdToMicros(10),
+      limits: { rpm: 4 },
+    });
+    kv.close();
+    const env = {
+      ...sim.env(),
+      GATEWAY_KV_PATH: kvPath,
+      OPENAI_API_KEYS: "sk-restart",
+    };
+    const intoMinute = Date.now() % 60_000;
+    if (intoMinute > 40_000) {
+      await new Promise((resolve) => setTimeout(resolve, 61_000 - intoMinute));
+    }
+    const call = async (gateway: GatewayProcess) => {
+      const response = await postJson(
+        `${gateway.url}/v1/chat/completions`,
+        caller.key,
+        { model: "gpt-4o-mini", messages: HELLO, max_tokens: 16 },
+      );
+      await response.body?.cancel();
+      return response.status;
+    };
+    const first = await spawnGateway(env);
+    gateways.push(first);
+    assert.deepEqual([await call(first), await call(first)], [200, 200]);
+    first.child.kill("SIGKILL");
+    await first.child.status;
+    const second = await spawnGateway(env);
+    gateways.push(second);
+    assert.deepEqual(
+      [await call(second), await call(second), await call(second)],
+      [200, 200, 429],
+    );
+  } finally {
+    for (const gateway of gateways) await gateway.stop();
+    await sim.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
