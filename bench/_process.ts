@@ -189,3 +189,22 @@ export async function runText(
   }
   return text.trim();
 }
+
+/** Clock ticks per second in `/proc/<pid>/stat` (`getconf CLK_TCK`, 100 on Linux). */
+const CLOCK_TICKS = 100;
+
+/**
+ * CPU time a process has used so far, user and system, from
+ * `/proc/<pid>/stat` (threads included).
+ *
+ * @param pid The process id.
+ * @returns Microseconds of CPU.
+ */
+export async function readCpuMicros(pid: number): Promise<number> {
+  const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+  // Fields after the command (which may hold spaces) start past its ")".
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  return (utime + stime) * (1_000_000 / CLOCK_TICKS);
+}

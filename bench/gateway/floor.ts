@@ -1,0 +1,33 @@
+/**
+ * The floor: the thinnest relay Deno can be, for the benchmarks to measure
+ * the gateway against. `Deno.serve` + `fetch` + `new Response(upstream.body)`:
+ * no auth, no money, no traces, no parsing. Every request goes to
+ * `UPSTREAM` + its path, with its method, headers and body.
+ *
+ * `UPSTREAM=http://127.0.0.1:9000/openai/v1 deno run -A bench/gateway/floor.ts`
+ * (strips a leading `/v1` from the path, so callers use the gateway's URLs)
+ *
+ * @module
+ */
+const upstream = Deno.env.get("UPSTREAM");
+if (!upstream) {
+  console.error("Set UPSTREAM to the base URL to relay to");
+  Deno.exit(1);
+}
+Deno.serve({
+  port: Number(Deno.env.get("PORT") ?? 0),
+  hostname: "127.0.0.1",
+  onListen: ({ port }) =>
+    console.error(`floor relay listening on http://127.0.0.1:${port}`),
+}, async (request) => {
+  const url = new URL(request.url);
+  const answer = await fetch(upstream + url.pathname.replace(/^\/v1/, ""), {
+    method: request.method,
+    headers: request.headers,
+    body: request.body,
+  });
+  return new Response(answer.body, {
+    status: answer.status,
+    headers: answer.headers,
+  });
+});

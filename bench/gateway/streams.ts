@@ -1,0 +1,187 @@
+/**
+ * Traffic shaped like LLM traffic: N streamed chat calls open at once, 40
+ * chunks each, one every 50 ms, against the floor relay (`floor.ts`) and the
+ * gateway, on the passthrough route (an OpenAI model on /chat/completions)
+ * and a translated one (an Anthropic model on /chat/completions). For each:
+ * completed streams, errors, CPU per chunk of the target process (from
+ * `/proc/<pid>/stat`), RSS per open stream, and the delay added between
+ * chunks (p50/p99, against the simulator's 50 ms).
+ *
+ * `deno run -A bench/gateway/streams.ts [--streams 100,1000,2000]`
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { readCpuMicros, readMemory, spawnChild } from "../_process.ts";
+import { percentile } from "../_stats.ts";
+import { startGatewayProcess } from "./targets.ts";
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+const CHUNKS = 40;
+const CHUNK_MS = 50;
+
+const { values } = parseArgs({
+  args: Deno.args,
+  options: { streams: { type: "string", default: "100,1000,2000" } },
+});
+const counts = values.streams!.split(",").map(Number);
+
+// 40 deltas of three words, then the finish and usage chunks.
+const reply = Array.from({ length: CHUNKS * 3 }, (_, i) => `w${i}`).join(" ");
+const { child: sim, match: simMatch } = await spawnChild(Deno.execPath(), {
+  args: [
+    "run",
+    "-A",
+    `${ROOT}gateway/simulator/main.ts`,
+    "--port",
+    "0",
+    "--chunk-delay-ms",
+    String(CHUNK_MS),
+    "--reply",
+    reply,
+    "--max-records",
+    "100",
+  ],
+  ready: /^Simulator listening on (\S+)/,
+});
+const simBase = simMatch[1];
+const dir = await Deno.makeTempDir();
+const gateway = await startGatewayProcess(
+  `${simBase}/openai/v1`,
+  `${dir}/gateway.kv`,
+  [],
+  {
+    ANTHROPIC_BASE_URL: `${simBase}/anthropic`,
+    ANTHROPIC_API_KEYS: "sk-bench-a0,sk-bench-a1,sk-bench-a2,sk-bench-a3",
+  },
+);
+const { child: floor, match: floorMatch } = await spawnChild(Deno.execPath(), {
+  args: ["run", "-A", `${ROOT}bench/gateway/floor.ts`],
+  env: { UPSTREAM: `${simBase}/openai/v1` },
+  ready: /floor relay listening on (\S+)/,
+});
+
+interface Target {
+  name: string;
+  pid: number;
+  url: string;
+  key: string;
+  model: string;
+}
+const targets: Target[] = [
+  {
+    name: "floor (relay)",
+    pid: floor.pid,
+    url: floorMatch[1],
+    key: "sk-floor",
+    model: "gpt-5-mini",
+  },
+  {
+    name: "gateway, passthrough",
+    pid: gateway.child.pid,
+    url: gateway.url,
+    key: gateway.callerKey,
+    model: "gpt-5-mini",
+  },
+  {
+    name: "gateway, translated",
+    pid: gateway.child.pid,
+    url: gateway.url,
+    key: gateway.callerKey,
+    model: "claude-haiku-4-5",
+  },
+];
+
+/** One stream: its status and the gaps between its events, ms. */
+async function stream(
+  target: Target,
+): Promise<{ ok: boolean; gaps: number[] }> {
+  try {
+    const response = await fetch(`${target.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${target.key}`,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify({
+        model: target.model,
+        stream: true,
+        max_tokens: 256,
+        messages: [{ role: "user", content: "hello" }],
+      }),
+    });
+    if (!response.ok || !response.body) {
+      await response.body?.cancel();
+      return { ok: false, gaps: [] };
+    }
+    const gaps: number[] = [];
+    let last = 0;
+    let events = 0;
+    const decoder = new TextDecoder();
+    for await (const chunk of response.body) {
+      const now = performance.now();
+      const arrived = decoder.decode(chunk, { stream: true }).split("\n\n")
+        .length - 1;
+      if (arrived > 0) {
+        if (last > 0) gaps.push(now - last);
+        last = now;
+        events += arrived;
+      }
+    }
+    return { ok: events >= CHUNKS, gaps };
+  } catch {
+    return { ok: false, gaps: [] };
+  }
+}
+
+const rows: string[] = [];
+for (const n of counts) {
+  for (const target of targets) {
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const cpuBefore = await readCpuMicros(target.pid);
+    const rssBefore = (await readMemory(target.pid)).rssMiB;
+    let rssPeak = rssBefore;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        rssPeak = Math.max(rssPeak, (await readMemory(target.pid)).rssMiB);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    })();
+    const results = await Promise.all(
+      Array.from({ length: n }, () => stream(target)),
+    );
+    sampling = false;
+    await sampler;
+    const cpu = await readCpuMicros(target.pid) - cpuBefore;
+    const completed = results.filter((r) => r.ok).length;
+    const gaps = results.flatMap((r) => r.gaps)
+      .map((gap) => gap - CHUNK_MS)
+      .sort((a, b) => a - b);
+    const row = {
+      streams: n,
+      target: target.name,
+      completed,
+      errors: n - completed,
+      cpuPerChunkUs: completed > 0 ? cpu / (completed * CHUNKS) : NaN,
+      rssPerStreamKiB: ((rssPeak - rssBefore) * 1024) / n,
+      addedGapP50: percentile(gaps, 50),
+      addedGapP99: percentile(gaps, 99),
+    };
+    console.log(JSON.stringify(row));
+    rows.push(
+      `| ${n} | ${row.target} | ${completed} | ${row.errors} | ${
+        row.cpuPerChunkUs.toFixed(1)
+      } | ${row.rssPerStreamKiB.toFixed(0)} | ${row.addedGapP50.toFixed(2)} / ${
+        row.addedGapP99.toFixed(2)
+      } |`,
+    );
+  }
+}
+console.log(
+  "\n| streams | target | completed | errors | CPU per chunk (µs) | RSS per open stream (KiB) | added gap p50 / p99 (ms) |",
+);
+console.log("| --- | --- | --- | --- | --- | --- | --- |");
+for (const row of rows) console.log(row);
+await Promise.all([floor.stop(), gateway.child.stop(), sim.stop()]);
+await Deno.remove(dir, { recursive: true });
