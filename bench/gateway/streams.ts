@@ -7,7 +7,10 @@
  * `/proc/<pid>/stat`), RSS per open stream, and the delay added between
  * chunks (p50/p99, against the simulator's 50 ms).
  *
- * `deno run -A bench/gateway/streams.ts [--streams 100,1000,2000]`
+ * `deno run -A bench/gateway/streams.ts [--streams 100,1000,2000] [--cpu-prof <dir>]`
+ * (`--cpu-prof`: the gateway writes a V8 CPU profile there when it stops;
+ * V8's sampling profiler, not the inspector, so the profile holds no
+ * instrument of its own)
  *
  * @module
  */
@@ -22,7 +25,10 @@ const CHUNK_MS = 50;
 
 const { values } = parseArgs({
   args: Deno.args,
-  options: { streams: { type: "string", default: "100,1000,2000" } },
+  options: {
+    streams: { type: "string", default: "100,1000,2000" },
+    "cpu-prof": { type: "string" },
+  },
 });
 const counts = values.streams!.split(",").map(Number);
 
@@ -49,7 +55,9 @@ const dir = await Deno.makeTempDir();
 const gateway = await startGatewayProcess(
   `${simBase}/openai/v1`,
   `${dir}/gateway.kv`,
-  [],
+  values["cpu-prof"]
+    ? ["--cpu-prof", `--cpu-prof-dir=${values["cpu-prof"]}`]
+    : [],
   {
     ANTHROPIC_BASE_URL: `${simBase}/anthropic`,
     ANTHROPIC_API_KEYS: "sk-bench-a0,sk-bench-a1,sk-bench-a2,sk-bench-a3",
