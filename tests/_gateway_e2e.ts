@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import { DEFAULT_CATALOG } from "../gateway/catalog.ts";
 import { type LedgerEntry, listLedger } from "../gateway/credits/ledger.ts";
-import type { CatalogEntry } from "../gateway/types.ts";
+import { listTraces } from "../gateway/tracing.ts";
+import type { CatalogEntry, TraceRecord } from "../gateway/types.ts";
 
 /** The path of `gateway/main.ts`. */
 export const GATEWAY_MAIN: string =
@@ -219,4 +220,29 @@ export function postJson(
     },
     body: JSON.stringify(body),
   });
+}
+
+/**
+ * Waits until the trace of `requestId` is stored (a stream settles just
+ * after its last byte), then returns it.
+ *
+ * @param kv The gateway's KV.
+ * @param callerId The caller.
+ * @param requestId The call's `x-request-id`.
+ * @returns The trace record.
+ */
+export async function traceOf(
+  kv: Deno.Kv,
+  callerId: string,
+  requestId: string,
+): Promise<TraceRecord> {
+  const deadline = Date.now() + 3_000;
+  for (;;) {
+    const trace = (await listTraces(kv, callerId, { limit: 50 })).find((t) =>
+      t.requestId === requestId
+    );
+    if (trace) return trace;
+    assert.ok(Date.now() < deadline, `no trace for ${requestId}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }

@@ -5,24 +5,11 @@
  */
 import assert from "node:assert/strict";
 import { estimateInputTokens } from "../gateway/estimate.ts";
-import { listTraces } from "../gateway/tracing.ts";
-import { expectedCost, ledgerEntryOf } from "./_gateway_e2e.ts";
+import { expectedCost, ledgerEntryOf, traceOf } from "./_gateway_e2e.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import { callBody } from "./_gateway_routes.ts";
 
 const USAGE = { inputTokens: 2_000, cachedTokens: 0, outputTokens: 40 };
-
-async function traceOf(kv: Deno.Kv, callerId: string, requestId: string) {
-  const deadline = Date.now() + 3_000;
-  for (;;) {
-    const trace = (await listTraces(kv, callerId, { limit: 50 })).find((t) =>
-      t.requestId === requestId
-    );
-    if (trace) return trace;
-    assert.ok(Date.now() < deadline, `no trace for ${requestId}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 /** Streams a chat call and stops reading once `stop` says so, returning the request id. */
 async function readUntil(

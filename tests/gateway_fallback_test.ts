@@ -7,25 +7,12 @@
  */
 import assert from "node:assert/strict";
 import { DEFAULT_CATALOG } from "../gateway/catalog.ts";
-import { listTraces } from "../gateway/tracing.ts";
-import { ledgerEntryOf } from "./_gateway_e2e.ts";
+import { ledgerEntryOf, traceOf } from "./_gateway_e2e.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import { readSse } from "./_gateway_routes.ts";
 
 function price(id: string) {
   return DEFAULT_CATALOG.find((e) => e.id === id)!.pricing;
-}
-
-async function traceOf(kv: Deno.Kv, callerId: string, requestId: string) {
-  const deadline = Date.now() + 3_000;
-  for (;;) {
-    const trace = (await listTraces(kv, callerId, { limit: 50 })).find((t) =>
-      t.requestId === requestId
-    );
-    if (trace) return trace;
-    assert.ok(Date.now() < deadline, `no trace for ${requestId}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 const HELLO = [{ role: "user", content: "hello" }];

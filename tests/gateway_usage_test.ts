@@ -8,9 +8,8 @@
 import assert from "node:assert/strict";
 import { listLedger } from "../gateway/credits/ledger.ts";
 import { DEFAULT_CATALOG } from "../gateway/catalog.ts";
-import { listTraces } from "../gateway/tracing.ts";
 import type { RouteName } from "../gateway/types.ts";
-import { ledgerEntryOf } from "./_gateway_e2e.ts";
+import { ledgerEntryOf, traceOf } from "./_gateway_e2e.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import { callBody, callPath, readSse } from "./_gateway_routes.ts";
 import {
@@ -57,18 +56,6 @@ function usageOf(
       input_tokens_details: { cached_tokens: counts.cached ?? 0 },
     },
   };
-}
-
-/** The trace of `requestId`, once its settle committed (a stream settles after its last byte). */
-async function traceOf(kv: Deno.Kv, callerId: string, requestId: string) {
-  const deadline = Date.now() + 3_000;
-  for (;;) {
-    const traces = await listTraces(kv, callerId, { limit: 20 });
-    const trace = traces.find((t) => t.requestId === requestId);
-    if (trace) return trace;
-    assert.ok(Date.now() < deadline, `no trace for ${requestId}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 async function call(

@@ -17,7 +17,7 @@
 import { parseArgs } from "node:util";
 import { readCpuMicros, readMemory, spawnChild } from "../_process.ts";
 import { percentile } from "../_stats.ts";
-import { startGatewayProcess } from "./targets.ts";
+import { startGatewayProcess, startSimulatorProcess } from "./targets.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const CHUNKS = 40;
@@ -34,23 +34,15 @@ const counts = values.streams!.split(",").map(Number);
 
 // 40 deltas of three words, then the finish and usage chunks.
 const reply = Array.from({ length: CHUNKS * 3 }, (_, i) => `w${i}`).join(" ");
-const { child: sim, match: simMatch } = await spawnChild(Deno.execPath(), {
-  args: [
-    "run",
-    "-A",
-    `${ROOT}gateway/simulator/main.ts`,
-    "--port",
-    "0",
-    "--chunk-delay-ms",
-    String(CHUNK_MS),
-    "--reply",
-    reply,
-    "--max-records",
-    "100",
-  ],
-  ready: /^Simulator listening on (\S+)/,
-});
-const simBase = simMatch[1];
+const sim = await startSimulatorProcess(0, [
+  "--chunk-delay-ms",
+  String(CHUNK_MS),
+  "--reply",
+  reply,
+  "--max-records",
+  "100",
+]);
+const simBase = sim.openaiBase.replace(/\/openai\/v1$/, "");
 const dir = await Deno.makeTempDir();
 const gateway = await startGatewayProcess(
   `${simBase}/openai/v1`,
@@ -191,5 +183,5 @@ console.log(
 );
 console.log("| --- | --- | --- | --- | --- | --- | --- |");
 for (const row of rows) console.log(row);
-await Promise.all([floor.stop(), gateway.child.stop(), sim.stop()]);
+await Promise.all([floor.stop(), gateway.child.stop(), sim.child.stop()]);
 await Deno.remove(dir, { recursive: true });

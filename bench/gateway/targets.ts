@@ -42,10 +42,12 @@ export function chatBody(stream: boolean): string {
  * Starts `gateway/simulator/main.ts` in its own process.
  *
  * @param latencyMs Fixed latency before the first byte.
+ * @param extraArgs More simulator flags (`--chunk-delay-ms`, `--reply`).
  * @returns The process and its OpenAI base URL.
  */
 export async function startSimulatorProcess(
   latencyMs: number,
+  extraArgs: string[] = [],
 ): Promise<SimulatorProcess> {
   const { child } = await spawnChild(Deno.execPath(), {
     args: [
@@ -56,6 +58,7 @@ export async function startSimulatorProcess(
       "0",
       "--latency-ms",
       String(latencyMs),
+      ...extraArgs,
     ],
     cwd: ROOT,
     ready: /^OPENAI_BASE_URL=(\S+)/,
