@@ -7,11 +7,12 @@
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { createAdminRoutes } from "./admin.ts";
-import { callerAuth, type CallerEnv } from "./auth.ts";
+import { adminAuth, callerAuth, type CallerEnv } from "./auth.ts";
 import { type CallDeps, type CallRequest, handleCall } from "./call.ts";
 import { countTokens } from "./count_tokens.ts";
 import { LimitCounters } from "./limits/counters.ts";
 import { LiveCatalog } from "./live_catalog.ts";
+import { createMetrics } from "./metrics.ts";
 import { decodePath } from "./_path.ts";
 import { parseJson } from "./providers/provider.ts";
 import { Catalog, DEFAULT_CATALOG } from "./catalog.ts";
@@ -130,7 +131,9 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   const callers = createCallerAuthenticator(kv, {
     cacheTtlMs: config.callerCacheMs,
   });
+  const metrics = createMetrics(() => keyPool.health());
   const billing = createBilling(kv, {
+    onCommit: (seconds) => metrics.observeCommit(seconds),
     traceRetentionMs: config.traceRetentionDays * 86_400_000,
     log,
   });
@@ -138,6 +141,7 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   const deps: CallDeps = {
     billing,
     limits,
+    metrics,
     keyPool,
     model: (id) => catalog.get(id),
     modelsOn: (route) =>
@@ -198,6 +202,11 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   const caller = callerAuth(callers);
 
   api.get("/health", (c) => c.json({ ok: true }));
+  // Prometheus scrapes with the admin token (`bearer_token` in its config).
+  api.get("/metrics", adminAuth(config.adminToken), async () => {
+    const { body, contentType } = await metrics.render();
+    return new Response(body, { headers: { "content-type": contentType } });
+  });
   const modelInfo = (m: CatalogEntry) => {
     const keyed = config.providers[m.provider].apiKeys.length > 0;
     return {

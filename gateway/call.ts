@@ -27,6 +27,7 @@ import type {
 } from "./types.ts";
 import { costMicros, formatUsd, maxCostMicros } from "./credits/money.ts";
 import { estimateInputTokens } from "./estimate.ts";
+import type { GatewayMetrics } from "./metrics.ts";
 import type { LimitCounters, LimitTicket } from "./limits/counters.ts";
 import { checkStaticLimits } from "./limits/limits.ts";
 import { type Estimated, relayStream } from "./stream.ts";
@@ -39,6 +40,8 @@ export interface CallDeps {
   billing: Billing;
   /** The callers' counted limits (requests and tokens per minute, spend per period). */
   limits: LimitCounters;
+  /** The process's Prometheus metrics, when the app keeps them. */
+  metrics?: GatewayMetrics;
   /** Provider keys. */
   keyPool: KeyPool;
   /** Model lookup. */
@@ -870,6 +873,7 @@ async function settle(
     trace,
   });
   recordSpan(trace);
+  deps.metrics?.observe(trace);
   return result;
 }
 
@@ -894,6 +898,7 @@ function settleBehind(
     trace,
   });
   recordSpan(trace);
+  deps.metrics?.observe(trace);
   return result;
 }
 
@@ -919,6 +924,7 @@ async function traceRejected(
 ): Promise<void> {
   const trace = record.trace(error.status, NO_USAGE, 0, error.message);
   recordSpan(trace);
+  deps.metrics?.observe(trace);
   try {
     await deps.billing.recordTrace(trace);
   } catch (thrown) {

@@ -51,6 +51,8 @@ export interface CommitContext {
   ): Reservation;
   /** Forgets a reservation whose settle committed. */
   closeReservation(id: string): void;
+  /** Told how long each commit took, seconds. */
+  onCommit?: (seconds: number) => void;
 }
 
 /**
@@ -152,8 +154,10 @@ async function attemptBatch(
   if (writes) {
     lane.blockedMicros += plan.outflowMicros;
     let committed: Deno.KvCommitResult | Deno.KvCommitError;
+    const started = performance.now();
     try {
       committed = await op.commit();
+      context.onCommit?.((performance.now() - started) / 1000);
     } finally {
       lane.blockedMicros -= plan.outflowMicros;
     }

@@ -82,6 +82,8 @@ export interface BillingOptions {
   now?: () => number;
   /** Where a write-behind settlement that finally failed is reported; defaults to a JSON line on stderr. */
   log?: (record: Record<string, unknown>) => void;
+  /** Told how long each commit took, seconds (for metrics). */
+  onCommit?: (seconds: number) => void;
 }
 
 /** Default lifetime of a lease no commit renewed: 15 minutes. */
@@ -136,6 +138,7 @@ class KvBilling implements Billing {
       openReservation: (callerId, leaseId, amountMicros) =>
         this.#openReservation(callerId, leaseId, amountMicros),
       closeReservation: (id) => this.#open.delete(id),
+      onCommit: options.onCommit,
     };
   }
 
