@@ -41,6 +41,7 @@ export interface RunResults {
 
 const LABELS: Record<Target, string> = {
   direct: "direct (simulator)",
+  floor: "floor (bare Deno relay)",
   gateway: "mcpkit gateway",
   gateway_tmpfs: "mcpkit gateway, KV on tmpfs",
   portkey: "Portkey 1.15.2 (Node)",
@@ -234,6 +235,26 @@ function gatewaySection(run: RunResults): string {
       ]),
     ),
     "",
+    "### CPU per call against the floor\n",
+    "CPU time of each target's process during its unpaced run (`/proc/<pid>/stat`, user and system), divided by the calls it answered. The floor is `bench/gateway/floor.ts`: `Deno.serve` + `fetch` + `new Response(upstream.body)`, no auth, money or traces.\n",
+    table(
+      [
+        "upstream",
+        ...Object.values(LABELS).map((l) => `${l} µs`),
+        "gateway / floor",
+      ],
+      run.gateway.byLatency.map((level) => [
+        `${level.upstreamMs} ms`,
+        ...(Object.keys(LABELS) as Target[]).map((t) =>
+          (level.saturationCpuMicros?.[t] ?? NaN).toFixed(0)
+        ),
+        `${
+          (level.saturationCpuMicros?.gateway /
+            level.saturationCpuMicros?.floor).toFixed(2)
+        }×`,
+      ]),
+    ),
+    "",
     "### Streaming time to first token (0 ms upstream)\n",
     "Sequential streamed chat calls; time from sending the request to the first SSE event carrying content.\n",
     table(
@@ -266,9 +287,9 @@ function gatewaySection(run: RunResults): string {
     ),
     "",
     "### CPU profile of the gateway at saturation\n",
-    `V8 sampling profile (200 µs) over the inspector while wrk ran unpaced for 4 s (${
+    `V8's sampling profiler (\`--cpu-prof\`, no inspector attached) on a separate gateway while wrk ran unpaced for 6 s (${
       run.gateway.profiledRps.toFixed(0)
-    } req/s under the profiler). Self time per function; the raw profile is \`bench/results/gateway.cpuprofile\` (open it in Chrome DevTools):\n`,
+    } req/s under the profiler); the profile covers the process's whole life, start-up and idle included. Self time per function; the raw profile is \`bench/results/gateway.cpuprofile\` (open it in Chrome DevTools):\n`,
     table(
       ["function", "where", "self %", "mostly called from"],
       run.gateway.profile.map((h) => [

@@ -39,12 +39,14 @@ function chartSeries(run: RunResults): Series[] {
   const zero = run.gateway.byLatency.find((l) => l.upstreamMs === 0)!;
   const colors: Record<Target, string> = {
     direct: "#2b8a3e",
+    floor: "#868e96",
     gateway: "#1c7ed6",
     gateway_tmpfs: "#7048e8",
     portkey: "#e8590c",
   };
   const names: Record<Target, string> = {
     direct: "direct",
+    floor: "floor (bare Deno relay)",
     gateway: "mcpkit gateway",
     gateway_tmpfs: "mcpkit, KV on tmpfs",
     portkey: "Portkey",

@@ -1,6 +1,5 @@
 /**
- * A V8 CPU profile of a process started with `--inspect=127.0.0.1:0`, taken
- * over the Chrome DevTools Protocol while load runs, and summarised as self
+ * A V8 CPU profile (as `deno run --cpu-prof` writes it) summarised as self
  * time per function.
  *
  * @module
@@ -95,51 +94,4 @@ export function hotSpots(profile: CpuProfile, top: number): HotSpot[] {
       selfPercent: (100 * samples) / total,
       calledFrom: [...parents.entries()].sort((a, b) => b[1] - a[1])[0][0],
     }));
-}
-
-/**
- * Connects to an inspector, profiles while `load` runs, and returns the
- * profile.
- *
- * @param inspectorUrl The `ws://` URL the process printed.
- * @param load The load to profile.
- * @returns The raw profile.
- */
-export async function profileDuring(
-  inspectorUrl: string,
-  load: () => Promise<void>,
-): Promise<CpuProfile> {
-  const socket = new WebSocket(inspectorUrl);
-  await new Promise((resolve, reject) => {
-    socket.onopen = resolve;
-    socket.onerror = reject;
-  });
-  let nextId = 1;
-  const pending = new Map<number, (result: unknown) => void>();
-  socket.onmessage = (event) => {
-    const message = JSON.parse(event.data as string) as {
-      id?: number;
-      result?: unknown;
-    };
-    if (message.id !== undefined) pending.get(message.id)?.(message.result);
-  };
-  const send = (method: string, params: Record<string, unknown> = {}) => {
-    const id = nextId++;
-    const { promise, resolve } = Promise.withResolvers<unknown>();
-    pending.set(id, resolve);
-    socket.send(JSON.stringify({ id, method, params }));
-    return promise;
-  };
-  try {
-    await send("Profiler.enable");
-    await send("Profiler.setSamplingInterval", { interval: 200 });
-    await send("Profiler.start");
-    await load();
-    const result = await send("Profiler.stop") as { profile: CpuProfile };
-    return result.profile;
-  } finally {
-    const closed = new Promise((resolve) => socket.onclose = resolve);
-    socket.close();
-    await closed;
-  }
 }

@@ -10,9 +10,9 @@
  *
  * @module
  */
-import { readMemory } from "../_process.ts";
+import { readCpuMicros, readMemory, spawnChild } from "../_process.ts";
 import type { Percentiles } from "../_stats.ts";
-import { type HotSpot, hotSpots, profileDuring } from "./profile.ts";
+import { type CpuProfile, type HotSpot, hotSpots } from "./profile.ts";
 import {
   freePort,
   startGatewayProcess,
@@ -23,9 +23,10 @@ import {
 import { measureTtft } from "./ttft.ts";
 import { runWrk, type WrkRequest, type WrkResult } from "./wrk.ts";
 
-/** The three targets, in the order they take turns. */
+/** The targets, in the order they take turns: the simulator, the floor (a bare Deno relay), our gateway twice, Portkey. */
 export const TARGETS = [
   "direct",
+  "floor",
   "gateway",
   "gateway_tmpfs",
   "portkey",
@@ -65,6 +66,8 @@ export interface LatencyResults {
   saturation: Record<Target, WrkResult>;
   /** Connections of the unpaced runs. */
   saturationConnections: number;
+  /** CPU time of the target process per call during its unpaced run, µs (from `/proc/<pid>/stat`). */
+  saturationCpuMicros: Record<Target, number>;
 }
 
 /** Everything the gateway benchmark measured. */
@@ -82,11 +85,25 @@ export interface GatewayBenchResults {
   >;
   /** Self-time hot spots of our gateway at saturation (0 ms upstream). */
   profile: HotSpot[];
-  /** Throughput while profiled (the inspector slows it). */
+  /** Throughput while profiled (V8's sampling profiler slows it a little). */
   profiledRps: number;
 }
 
 const PACED_CONNECTIONS = 64;
+
+/** Starts the floor relay (`floor.ts`) in front of the simulator's OpenAI base. */
+async function startFloorProcess(
+  openaiBase: string,
+): Promise<
+  { child: Awaited<ReturnType<typeof spawnChild>>["child"]; url: string }
+> {
+  const { child, match } = await spawnChild(Deno.execPath(), {
+    args: ["run", "-A", new URL("./floor.ts", import.meta.url).pathname],
+    env: { UPSTREAM: openaiBase },
+    ready: /floor relay listening on (\S+)/,
+  });
+  return { child, url: match[1] };
+}
 
 /**
  * Runs the gateway benchmark.
@@ -120,7 +137,15 @@ export async function benchGateway(
       `${options.tmpfsDir}/gateway-${upstreamMs}.kv`,
     );
     const portkey = await startPortkeyProcess(options.nodeDir, freePort());
+    const floor = await startFloorProcess(sim.openaiBase);
     const pids = { gateway: gateway.child.pid, portkey: portkey.child.pid };
+    const targetPids: Record<Target, number> = {
+      direct: sim.child.pid,
+      floor: floor.child.pid,
+      gateway: gateway.child.pid,
+      gateway_tmpfs: gatewayTmpfs.child.pid,
+      portkey: portkey.child.pid,
+    };
     if (upstreamMs === 0) {
       for (const name of ["gateway", "portkey"] as const) {
         memory[name].idleMiB = (await readMemory(pids[name])).rssMiB;
@@ -138,6 +163,7 @@ export async function benchGateway(
       const base = targetRequests(sim, gateway, portkey, false);
       const requests: Record<Target, WrkRequest> = {
         ...base,
+        floor: { ...base.direct, url: `${floor.url}/v1/chat/completions` },
         gateway_tmpfs: {
           url: `${gatewayTmpfs.url}/v1/chat/completions`,
           headers: {
@@ -175,8 +201,13 @@ export async function benchGateway(
         paced.push({ rate, results });
       }
       const saturation = {} as Record<Target, WrkResult>;
+      const saturationCpuMicros = {} as Record<Target, number>;
       for (const target of TARGETS) {
+        const cpuBefore = await readCpuMicros(targetPids[target]);
         saturation[target] = await run(target, undefined, options.saturationS);
+        const calls = saturation[target].rps * options.saturationS;
+        saturationCpuMicros[target] =
+          (await readCpuMicros(targetPids[target]) - cpuBefore) / calls;
         log(
           `  saturation ${target}: ${
             saturation[target].rps.toFixed(0)
@@ -188,6 +219,7 @@ export async function benchGateway(
         paced,
         saturation,
         saturationConnections: upstreamMs === 0 ? 64 : 256,
+        saturationCpuMicros,
       });
 
       if (upstreamMs === 0) {
@@ -217,20 +249,16 @@ export async function benchGateway(
         }
 
         log("gateway bench: CPU profile of a separate gateway at saturation");
-        // A separate instance: the inspector adds its own work per fetch, so
-        // the measured gateway never runs with it.
+        // A separate instance with V8's sampling profiler (`--cpu-prof`,
+        // written when it exits): no inspector, so nothing of the instrument
+        // is in the profile, and the measured gateway never runs with it.
+        const profileDir = await Deno.makeTempDir({ dir: options.workDir });
         const profiled = await startGatewayProcess(
           sim.openaiBase,
           `${options.workDir}/gateway-profiled.kv`,
-          ["--inspect=127.0.0.1:0"],
+          ["--cpu-prof", `--cpu-prof-dir=${profileDir}`],
         );
         try {
-          const inspector = profiled.child.lines
-            .map((line) => line.match(/(ws:\/\/\S+)/)?.[1])
-            .find((url) => url !== undefined);
-          if (!inspector) {
-            throw new Error("The profiled gateway printed no inspector URL");
-          }
           const request = {
             ...requests.gateway,
             url: `${profiled.url}/v1/chat/completions`,
@@ -239,21 +267,21 @@ export async function benchGateway(
               authorization: `Bearer ${profiled.callerKey}`,
             },
           };
-          const load = (seconds: number) =>
-            runWrk(
-              request,
-              { connections: 64, durationS: seconds },
-              options.workDir,
-            );
-          await load(2);
-          const raw = await profileDuring(inspector, async () => {
-            profiledRps = (await load(4)).rps;
-          });
-          profile = hotSpots(raw, 15);
-          await Deno.writeTextFile(options.profilePath, JSON.stringify(raw));
+          profiledRps = (await runWrk(
+            request,
+            { connections: 64, durationS: 6 },
+            options.workDir,
+          )).rps;
         } finally {
           await profiled.child.stop();
         }
+        const [file] = [...Deno.readDirSync(profileDir)].filter((entry) =>
+          entry.name.endsWith(".cpuprofile")
+        );
+        if (!file) throw new Error("The profiled gateway wrote no profile");
+        const raw = await Deno.readTextFile(`${profileDir}/${file.name}`);
+        profile = hotSpots(JSON.parse(raw) as CpuProfile, 15);
+        await Deno.writeTextFile(options.profilePath, raw);
       }
       for (const name of ["gateway", "portkey"] as const) {
         const { peakMiB } = await readMemory(pids[name]);
@@ -264,6 +292,7 @@ export async function benchGateway(
       await gateway.child.stop();
       await gatewayTmpfs.child.stop();
       await portkey.child.stop();
+      await floor.child.stop();
       await sim.child.stop();
     }
   }
