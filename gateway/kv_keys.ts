@@ -13,7 +13,6 @@
  * | `["ledger", callerId, entryId]` | one money movement; `entryId` sorts by time |
  * | `["traces", callerId, entryId]` | one trace record; `entryId` sorts by time |
  * | `["traces_by_trace_id", callerId, traceId, entryId]` | the same record, indexed by trace id |
- * | `["anonymous_traces", entryId]` | traces of calls that never authenticated |
  * | `["catalog", modelId]` | a change to the catalog file's models: `{entry}` or `{removed: true}` |
  * | `["catalog_version"]` | a counter (`Deno.KvU64`) bumped by every catalog change |
  * | `["limit_minute", callerId, minuteStart]` | `{requests, tokens}` a limited caller used in a calendar minute |
@@ -161,16 +160,6 @@ export function traceByTraceIdPrefix(
   traceId: string,
 ): Deno.KvKey {
   return ["traces_by_trace_id", callerId, traceId];
-}
-
-/**
- * The key of a trace of a call that never authenticated.
- *
- * @param entryId A time-ordered id.
- * @returns The KV key.
- */
-export function anonymousTraceKey(entryId: string): Deno.KvKey {
-  return ["anonymous_traces", entryId];
 }
 
 /**

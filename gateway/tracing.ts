@@ -29,7 +29,6 @@ import {
 import { z } from "zod";
 import { timeOrderedId } from "./_ids.ts";
 import {
-  anonymousTraceKey,
   traceByTraceIdKey,
   traceByTraceIdPrefix,
   traceKey,
@@ -55,7 +54,7 @@ export interface TraceStoreOptions {
  * Adds the writes that store `trace` to an atomic operation, so the caller
  * commits them together with its own (settle writes the trace in the same
  * commit as the money). Records sort by `trace.time`, the call's start. The record goes under the caller's traces and under
- * the trace-id index; a trace without a caller goes under the anonymous prefix.
+ * the trace-id index.
  *
  * @param op The atomic operation to extend.
  * @param trace The record to store.
@@ -69,9 +68,6 @@ export function addTraceWrites(
 ): Deno.AtomicOperation {
   const expireIn = options.retentionMs ?? DEFAULT_TRACE_RETENTION_MS;
   const entryId = timeOrderedId(trace.time);
-  if (trace.callerId === undefined) {
-    return op.set(anonymousTraceKey(entryId), trace, { expireIn });
-  }
   return op
     .set(traceKey(trace.callerId, entryId), trace, { expireIn })
     .set(traceByTraceIdKey(trace.callerId, trace.traceId, entryId), trace, {

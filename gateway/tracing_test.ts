@@ -1,10 +1,5 @@
 import assert from "node:assert/strict";
-import {
-  addTraceWrites,
-  listTraces,
-  recordTrace,
-  tracesResponse,
-} from "./tracing.ts";
+import { listTraces, recordTrace, tracesResponse } from "./tracing.ts";
 import type { TraceRecord } from "./types.ts";
 import { GatewayError } from "./errors.ts";
 
@@ -77,19 +72,6 @@ Deno.test("listTraces() filters by trace id through the secondary index", async 
       "req_3000",
       "req_1000",
     ]);
-  });
-});
-
-Deno.test("addTraceWrites() stores a trace without a caller apart from every caller's list", async () => {
-  await withKv(async (kv) => {
-    const anonymous = traceAt(1_000, { callerId: undefined, status: 401 });
-    assert.ok((await addTraceWrites(kv.atomic(), anonymous).commit()).ok);
-    assert.deepEqual(await listTraces(kv, "ck_a"), []);
-    const stored = await Array.fromAsync(
-      kv.list<TraceRecord>({ prefix: ["anonymous_traces"] }),
-    );
-    assert.equal(stored.length, 1);
-    assert.equal(stored[0].value.status, 401);
   });
 });
 

@@ -125,8 +125,8 @@ export interface TraceRecord {
   requestId: string;
   /** Groups calls: the caller's `Trace-Id` header, or a new id. */
   traceId: string;
-  /** Caller key id, absent when authentication failed. */
-  callerId?: string;
+  /** Caller key id (an unauthenticated request is refused before it is traced). */
+  callerId: string;
   /** Model id as the caller sent it. */
   model?: string;
   /** Route name. */
