@@ -8,13 +8,17 @@ import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { createAdminRoutes } from "./admin.ts";
 import { adminAuth, callerAuth, type CallerEnv } from "./auth.ts";
-import { type CallDeps, type CallRequest, handleCall } from "./call.ts";
+import {
+  type CallDeps,
+  type CallRequest,
+  handleCall,
+  jsonObject,
+} from "./call.ts";
 import { countTokens } from "./count_tokens.ts";
 import { LimitCounters } from "./limits/counters.ts";
 import { LiveCatalog } from "./live_catalog.ts";
 import { createMetrics } from "./metrics.ts";
 import { decodePath } from "./_path.ts";
-import { parseJson } from "./providers/provider.ts";
 import { Catalog, DEFAULT_CATALOG } from "./catalog.ts";
 import type { GatewayConfig } from "./config.ts";
 import { createCallerAuthenticator } from "./callers.ts";
@@ -287,7 +291,7 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     api.post(path, caller, limit, (c) => run(route)(c));
   }
   api.post("/messages/count_tokens", caller, limit, async (c) => {
-    const body = await jsonBody(c.req.raw);
+    const body = jsonObject(await c.req.text());
     if (typeof body.model !== "string" || body.model === "") {
       throw new GatewayError(400, 'Invalid "model": expected a model id', {
         param: "model",
@@ -313,7 +317,7 @@ export function createGateway(options: GatewayOptions): GatewayApp {
       return countTokens(deps, {
         route: "gemini",
         model: target.slice(0, colon),
-        body: await jsonBody(c.req.raw),
+        body: jsonObject(await c.req.text()),
         headers: c.req.raw.headers,
       });
     }
@@ -352,15 +356,6 @@ export function createGateway(options: GatewayOptions): GatewayApp {
       await billing.flush();
     },
   });
-}
-
-/** A request body that must be a JSON object; anything else is the caller's 400. */
-async function jsonBody(request: Request): Promise<Record<string, unknown>> {
-  const json = parseJson(await request.text());
-  if (typeof json !== "object" || json === null || Array.isArray(json)) {
-    throw new GatewayError(400, "Request body must be a JSON object");
-  }
-  return json as Record<string, unknown>;
 }
 
 /** A hint for a path whose client base URL repeats a prefix the client adds itself (`/v1/v1/messages`). */

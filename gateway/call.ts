@@ -285,14 +285,26 @@ interface ParsedCall {
   maxOutputTokens?: number;
 }
 
-function parseCall(request: CallRequest): ParsedCall {
-  const json = parseJson(request.bodyText);
+/**
+ * A request body that must be one JSON object.
+ *
+ * @param text The body.
+ * @returns The object.
+ * @throws {GatewayError} A 400 for anything else.
+ */
+export function jsonObject(text: string): Record<string, unknown> {
+  const json = parseJson(text);
   if (json === undefined) {
     throw new GatewayError(400, "Request body is not valid JSON");
   }
   if (typeof json !== "object" || json === null || Array.isArray(json)) {
     throw new GatewayError(400, "Request body must be a JSON object");
   }
+  return json as Record<string, unknown>;
+}
+
+function parseCall(request: CallRequest): ParsedCall {
+  const json = jsonObject(request.bodyText);
   const parsed = routeSchemas[request.route].safeParse(json);
   if (!parsed.success) {
     const { param, message } = firstIssue(parsed.error);
@@ -343,7 +355,16 @@ function parseCall(request: CallRequest): ParsedCall {
   }
 }
 
-function resolveModel(
+/**
+ * The catalog entry of a model a caller asked for on `route`.
+ *
+ * @param deps The catalog lookups.
+ * @param route The route.
+ * @param id The model id.
+ * @returns The entry.
+ * @throws {GatewayError} 404 for an unknown model, 400 for one not on the route.
+ */
+export function resolveModel(
   deps: Pick<CallDeps, "model" | "modelsOn">,
   route: RouteName,
   id: string,

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { CallDeps } from "./call.ts";
+import { type CallDeps, resolveModel } from "./call.ts";
 import { GatewayError } from "./errors.ts";
 import { parseJson } from "./providers/provider.ts";
 import type { RouteName } from "./types.ts";
@@ -43,23 +43,7 @@ export async function countTokens(
   >,
   request: CountTokensRequest,
 ): Promise<Response> {
-  const entry = deps.model(request.model);
-  if (!entry) {
-    throw new GatewayError(
-      404,
-      `Model "${request.model}" does not exist; GET /models lists the models`,
-      { code: "model_not_found", param: "model" },
-    );
-  }
-  if (!entry.routes.includes(request.route)) {
-    throw new GatewayError(
-      400,
-      `Model "${request.model}" cannot count tokens on the ${request.route} route; the route serves ${
-        deps.modelsOn(request.route).join(", ") || "no model"
-      }`,
-      { code: "model_not_on_route", param: "model" },
-    );
-  }
+  const entry = resolveModel(deps, request.route, request.model);
   const provider = deps.providers[entry.provider];
   const call = {
     route: request.route,
