@@ -12,7 +12,7 @@ import { GatewayError } from "./errors.ts";
  * @returns The decoded segment.
  * @throws {GatewayError} A 400 for a malformed escape, the caller's mistake.
  */
-export function decodePath(segment: string): string {
+function decodePath(segment: string): string {
   try {
     return decodeURIComponent(segment);
   } catch {
@@ -22,4 +22,16 @@ export function decodePath(segment: string): string {
       { code: "invalid_path" },
     );
   }
+}
+
+/**
+ * The decoded part of a path after its `/models/` segment: a model id (ids
+ * may hold slashes, `z-ai/glm-4.5v`) or a Gemini `model:method`.
+ *
+ * @param path The request path.
+ * @returns The decoded rest.
+ * @throws {GatewayError} A 400 for a malformed escape.
+ */
+export function modelPathOf(path: string): string {
+  return decodePath(path.slice(path.indexOf("/models/") + "/models/".length));
 }

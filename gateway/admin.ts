@@ -38,7 +38,7 @@ import {
   usdToMicros,
 } from "./credits/money.ts";
 import { GatewayError, renderErrors } from "./errors.ts";
-import { decodePath } from "./_path.ts";
+import { modelPathOf } from "./_path.ts";
 import { CatalogEntryError } from "./catalog.ts";
 import { putModel, removeModel } from "./live_catalog.ts";
 import type { CatalogEntry, KeyHealth } from "./types.ts";
@@ -176,9 +176,7 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono {
   );
 
   admin.put("/models/*", async (c) => {
-    const id = decodePath(
-      c.req.path.slice(c.req.path.indexOf("/models/") + "/models/".length),
-    );
+    const id = modelPathOf(c.req.path);
     let body: unknown;
     try {
       body = await c.req.json();
@@ -199,9 +197,7 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono {
   });
 
   admin.delete("/models/*", async (c) => {
-    const id = decodePath(
-      c.req.path.slice(c.req.path.indexOf("/models/") + "/models/".length),
-    );
+    const id = modelPathOf(c.req.path);
     await removeModel(kv, id);
     return c.json({ id, deleted: true });
   });

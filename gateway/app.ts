@@ -18,7 +18,7 @@ import { countTokens } from "./count_tokens.ts";
 import { LimitCounters } from "./limits/counters.ts";
 import { LiveCatalog } from "./live_catalog.ts";
 import { createMetrics } from "./metrics.ts";
-import { decodePath } from "./_path.ts";
+import { modelPathOf } from "./_path.ts";
 import { Catalog, DEFAULT_CATALOG } from "./catalog.ts";
 import type { GatewayConfig } from "./config.ts";
 import { createCallerAuthenticator } from "./callers.ts";
@@ -239,9 +239,7 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     (c) => c.json({ object: "list", data: catalog.list().map(modelInfo) }),
   );
   api.get("/models/*", (c) => {
-    const id = decodePath(
-      c.req.path.slice(c.req.path.indexOf("/models/") + "/models/".length),
-    );
+    const id = modelPathOf(c.req.path);
     const entry = catalog.get(id);
     if (!entry) {
       throw new GatewayError(
@@ -308,9 +306,7 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   // gateway's root or `/v1` as base, both `v1beta` and `v1` land here.
   const geminiCall = async (c: Context<GatewayEnv>) => {
     const path = c.req.path;
-    const target = decodePath(
-      path.slice(path.indexOf("/models/") + "/models/".length),
-    );
+    const target = modelPathOf(path);
     const colon = target.lastIndexOf(":");
     const method = target.slice(colon + 1);
     if (colon > 0 && method === "countTokens") {
