@@ -1,78 +1,94 @@
 /**
- * The few places where mcpkit reaches past the public API of the pinned
- * `@modelcontextprotocol/sdk` (1.32.2). They live in this one file so an SDK
- * upgrade has one thing to re-check; `server_test.ts` exercises every one.
+ * The few places where mcpkit reaches past the public API of the pinned MCP
+ * SDK v2 (`@modelcontextprotocol/server` 2.4.0). They live in this one file
+ * so an SDK upgrade has one thing to re-check; `server_test.ts` exercises
+ * every one.
  *
  * @module
  */
-import type { McpServer } from "./_sdk.ts";
-import type { Server } from "./_sdk.ts";
 import type {
-  InitializeRequest,
-  InitializeResult,
-  ServerCapabilities,
+  McpServer,
+  RegisteredPrompt,
+  RegisteredResource,
+  RegisteredResourceTemplate,
+  RegisteredTool,
+  Server,
 } from "./_sdk.ts";
 
-type Handler = (...args: never[]) => unknown;
+type Handler = (request: unknown, ctx: unknown) => Promise<unknown>;
 
-/** The protocol fields the SDK marks `private` that we need. */
+/** The protocol fields the SDK marks `private` or `@internal` that we need. */
 interface ProtocolInternals {
   _requestHandlers: Map<string, Handler>;
-  _notificationHandlers: Map<string, Handler>;
   _requestHandlerAbortControllers: Map<unknown, AbortController>;
-  _oninitialize(request: InitializeRequest): Promise<InitializeResult>;
-  getCapabilities(): ServerCapabilities;
 }
 
-/** The registry fields of `McpServer` that the SDK marks `private`. */
-export interface McpRegistry {
+/** The registry fields of `McpServer` that the SDK keeps `private`. */
+interface McpRegistry {
   _registeredTools: Record<string, unknown>;
   _registeredResources: Record<string, unknown>;
   _registeredResourceTemplates: Record<string, unknown>;
   _registeredPrompts: Record<string, unknown>;
+  _toolInputSchemaJson: Record<string, unknown>;
+  _completionHandlerInitialized: boolean;
+  setCompletionRequestHandler(): void;
+}
+
+/** The live registry objects of an `McpServer`, for composing servers. */
+export function registryOf(server: McpServer): {
+  _registeredTools: Record<string, RegisteredTool>;
+  _registeredResources: Record<string, RegisteredResource>;
+  _registeredResourceTemplates: Record<string, RegisteredResourceTemplate>;
+  _registeredPrompts: Record<string, RegisteredPrompt>;
+} {
+  return server as unknown as ReturnType<typeof registryOf>;
 }
 
 function internals(server: Server): ProtocolInternals {
   return server as unknown as ProtocolInternals;
 }
 
-/**
- * Gives `target` every request and notification handler of `source` that it
- * does not define itself. The handlers close over the `McpServer` registry, so
- * the copy serves the same tools, resources and prompts, while `extra`
- * (progress, notifications) stays bound to the protocol that got the request.
- */
-export function copyHandlers(source: Server, target: Server): void {
-  const from = internals(source);
-  const to = internals(target);
-  for (const [method, handler] of from._requestHandlers) {
-    if (!to._requestHandlers.has(method)) {
-      to._requestHandlers.set(method, handler);
-    }
-  }
-  for (const [method, handler] of from._notificationHandlers) {
-    if (!to._notificationHandlers.has(method)) {
-      to._notificationHandlers.set(method, handler);
-    }
-  }
-}
-
-/** Runs the SDK's own initialize handling (version negotiation, client info). */
-export function sdkInitialize(
-  server: Server,
-  request: InitializeRequest,
-): Promise<InitializeResult> {
-  return internals(server)._oninitialize(request);
-}
-
-/** The live registry objects of an `McpServer`, for composing servers. */
-export function registryOf(server: McpServer): McpRegistry {
+function registry(server: McpServer): McpRegistry {
   return server as unknown as McpRegistry;
 }
 
-/** The capabilities a protocol instance declares (the SDK marks the getter `private`). */
-export function capabilitiesOf(server: Server): ServerCapabilities {
-  return internals(server).getCapabilities();
+/**
+ * Makes `instance` serve `owner`'s tools, resources and prompts: the SDK's
+ * handlers read the registry from their `McpServer` at call time, so pointing
+ * the instance's registry fields at the owner's objects shares them (later
+ * registrations included) while the instance keeps its own protocol, era and
+ * transport. This is what the SDK's per-request factories do by registering
+ * everything again, without the cost of doing so on every request.
+ */
+export function shareRegistry(owner: McpServer, instance: McpServer): void {
+  const from = registry(owner);
+  const to = registry(instance);
+  to._registeredTools = from._registeredTools;
+  to._registeredResources = from._registeredResources;
+  to._registeredResourceTemplates = from._registeredResourceTemplates;
+  to._registeredPrompts = from._registeredPrompts;
+  to._toolInputSchemaJson = from._toolInputSchemaJson;
+  if (from._completionHandlerInitialized) to.setCompletionRequestHandler();
+}
+
+/**
+ * Puts `before` in front of every request handler of `server` for which
+ * `applies(method)` holds; handlers are looked up per request, so this must
+ * run after the last handler is set and before the server connects.
+ */
+export function guardRequestHandlers(
+  server: Server,
+  applies: (method: string) => boolean,
+  before: (request: unknown, ctx: unknown) => Promise<void>,
+): void {
+  const handlers = internals(server)._requestHandlers;
+  for (const [method, handler] of handlers) {
+    if (!applies(method)) continue;
+    handlers.set(method, async (request, ctx) => {
+      await before(request, ctx);
+      return handler(request, ctx);
+    });
+  }
 }
 
 /**

@@ -9,8 +9,7 @@
 import { Hono } from "hono";
 import { Client } from "./_sdk.ts";
 import { InMemoryTransport } from "./_sdk.ts";
-import type { Server } from "./_sdk.ts";
-import type { Implementation } from "./_sdk.ts";
+import type { Implementation, McpServer } from "./_sdk.ts";
 import type { BaseHub } from "./hub.ts";
 import type { JsonSchema } from "./_schema.ts";
 
@@ -23,7 +22,7 @@ export interface DevSource {
   /** The mounted hubs. */
   readonly hubs: readonly BaseHub[];
   /** A new protocol instance over the server's registry. */
-  createSessionServer(): Server;
+  createInstance(): McpServer;
 }
 
 /** One entry of `GET /dev/tools`. */
@@ -69,7 +68,7 @@ export class DevClient {
 
   async #connect(): Promise<Client> {
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-    await this.#source.createSessionServer().connect(serverSide);
+    await this.#source.createInstance().connect(serverSide);
     const client = new Client({
       name: "mcpkit-dev",
       version: this.#source.info.version,

@@ -5,7 +5,9 @@
  *
  * @module
  */
-import type { EventId, EventStore, JSONRPCMessage, StreamId } from "./_sdk.ts";
+import type { EventId, EventStore, JSONRPCMessage } from "./_sdk.ts";
+
+type StreamId = string;
 
 interface StoredEvent {
   seq: number;

@@ -5,7 +5,7 @@
  * @module
  */
 import { z } from "zod";
-import { ErrorCode, McpError } from "./_sdk.ts";
+import { ProtocolError, ProtocolErrorCode } from "./_sdk.ts";
 import type { CallToolResult } from "./_sdk.ts";
 import {
   formatZodError,
@@ -175,7 +175,7 @@ export class BaseHub<Env = any> {
    * @param args Arguments: an object, a JSON string, or nothing.
    * @param extra The SDK's request context.
    * @returns The tool's result; `isError` for an unknown tool or bad JSON.
-   * @throws {McpError} `InvalidParams` when the arguments fail the tool's shape.
+   * @throws {ProtocolError} `InvalidParams` when the arguments fail the tool's shape.
    */
   async dispatch(
     name: string,
@@ -203,8 +203,8 @@ export class BaseHub<Env = any> {
     }
     const result = await this.#schema(tool).safeParseAsync(parsed);
     if (!result.success) {
-      throw new McpError(
-        ErrorCode.InvalidParams,
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
         `Input validation error: Invalid arguments for tool ${this.name}/${name}: ${
           formatZodError(result.error)
         }`,

@@ -1,18 +1,15 @@
 /**
- * Initialize hooks: application setup that runs inside the first MCP
- * `initialize` request, before its response.
+ * Initialize hooks: application setup that runs once per process, before the
+ * first request that needs the server is answered: inside `initialize` for a
+ * legacy client, before the first request other than `server/discover` for a
+ * modern (2026-07-28) one.
  *
  * @module
  */
-import type {
-  Implementation,
-  InitializeRequest,
-  ProgressToken,
-} from "./_sdk.ts";
+import type { Implementation, ProgressToken, ServerContext } from "./_sdk.ts";
 import { redirectConsoleToStderr } from "./console.ts";
-import type { ToolExtra } from "./tool.ts";
 
-/** The `_meta` of the initialize request: progress token, display size, any other key. */
+/** The `_meta` of the request that runs the hooks: progress token, display size, any other key. */
 export interface InitializeMeta {
   /** Token to report progress against; progress is sent only when present. */
   progressToken?: ProgressToken;
@@ -59,26 +56,35 @@ export interface InitializeContext {
    * @param message What is happening now.
    */
   progress(progress: number, message?: string): Promise<void>;
-  /** Name and version of the client. */
-  clientInfo: Implementation;
-  /** Aborted when the initialize request is cancelled or the session closes. */
+  /** Name and version of the client (from `initialize`, or a modern request's `_meta`), when it sent them. */
+  clientInfo?: Implementation;
+  /** Aborted when the request is cancelled or the connection closes. */
   signal: AbortSignal;
 }
 
-/** A function run inside the first `initialize` request. */
+/** A function run once per process, before the first request is answered. */
 export type InitializeHook = (ctx: InitializeContext) => void | Promise<void>;
 
-/** Builds the hook context for one initialize request. */
+const CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo";
+
+/**
+ * Builds the hook context for the request that runs the hooks: a legacy
+ * `initialize` (its `_meta` and `clientInfo`) or any modern request (its
+ * `_meta`, and the client info from its envelope).
+ */
 export function initializeContext(
-  request: InitializeRequest,
-  extra: ToolExtra,
+  request: { params?: { _meta?: unknown; clientInfo?: Implementation } },
+  ctx: ServerContext,
 ): InitializeContext {
-  const meta = (request.params._meta ?? extra._meta) as
+  const meta = (ctx.mcpReq._meta ?? request.params?._meta) as
     | InitializeMeta
     | undefined;
   const session: InitializeSession = {
     sendProgressNotification: (params) =>
-      extra.sendNotification({ method: "notifications/progress", params }),
+      ctx.mcpReq.notify({
+        method: "notifications/progress",
+        params: { ...params },
+      }),
   };
   const token = meta?.progressToken;
   return {
@@ -93,8 +99,10 @@ export function initializeContext(
         message,
       });
     },
-    clientInfo: request.params.clientInfo,
-    signal: extra.signal,
+    clientInfo: request.params?.clientInfo ??
+      (ctx.mcpReq.envelope as Record<string, unknown> | undefined)
+        ?.[CLIENT_INFO_KEY] as Implementation | undefined,
+    signal: ctx.mcpReq.signal,
   };
 }
 

@@ -6,32 +6,26 @@
  * @module
  */
 import {
+  type Implementation,
   McpServer,
   type McpServerOptions,
-  type ReadResourceCallback,
-  type ReadResourceTemplateCallback,
+  type ProtocolEra,
   type RegisteredPrompt,
   type RegisteredResource,
   type RegisteredResourceTemplate,
   type RegisteredTool,
   type ResourceMetadata,
   ResourceTemplate,
-  type ToolCallback,
-} from "./_sdk.ts";
-import { Server } from "./_sdk.ts";
-import { getObjectShape, type ZodRawShapeCompat } from "./_sdk.ts";
-import type { Transport } from "./_sdk.ts";
-import {
-  type Implementation,
-  InitializeRequestSchema,
+  type ServerContext,
   type ToolAnnotations,
+  type Transport,
 } from "./_sdk.ts";
+import type { Server } from "./_sdk.ts";
 import {
-  capabilitiesOf,
-  copyHandlers,
+  guardRequestHandlers,
   inFlightRequests,
   registryOf,
-  sdkInitialize,
+  shareRegistry,
 } from "./_sdk_internals.ts";
 import { harnessAllowed, harnessRefusal } from "./harness.ts";
 import type { BaseHub } from "./hub.ts";
@@ -51,6 +45,12 @@ import {
   runShutdownHooks,
   type ShutdownHook,
 } from "./signals.ts";
+import { z } from "zod";
+import {
+  type PromptFunction,
+  type PromptOptions,
+  toPromptResult,
+} from "./prompt.ts";
 import {
   BaseTool,
   normalizeToolResult,
@@ -58,6 +58,7 @@ import {
   type ToolArgs,
   type ToolDefinition,
   type ToolExtra,
+  toolExtra,
   type ToolFunction,
   type ToolOptions,
   type ToolReturn,
@@ -87,6 +88,9 @@ export interface MCPServerOptions extends McpServerOptions {
   /** The hubs only the harness may call when `harnessToken` is set; default `["setup", "evaluate"]`. */
   harnessHubs?: readonly string[];
 }
+
+/** The lists a server announces changes of. */
+export type ListName = "tools" | "resources" | "prompts";
 
 /** The transports `run()` serves. */
 export type TransportName = "stdio" | "http" | "sse";
@@ -200,10 +204,10 @@ export class MCPServer extends McpServer {
   readonly #sdkOptions: McpServerOptions;
   readonly #initializeHooks = new InitializeHooks();
   readonly #shutdownHooks: ShutdownHook[] = [];
-  readonly #protocols = new Set<Server>();
+  readonly #protocols = new Map<Server, ProtocolEra>();
   readonly #hubs = new Map<string, BaseHub>();
   readonly #compositions = new Map<MCPServer, Composition>();
-  readonly #changeListeners = new Set<() => void>();
+  readonly #changeListeners = new Set<(list: ListName) => void>();
   #running: RunningTransport | undefined;
 
   /**
@@ -240,7 +244,7 @@ export class MCPServer extends McpServer {
     this.#harnessToken = harnessToken || undefined;
     this.#harnessHubs = new Set(harnessHubs);
     this.#sdkOptions = sdkOptions;
-    this.#adopt(this.server);
+    this.#adopt(this.server, "legacy");
   }
 
   /** The mounted hubs. */
@@ -282,49 +286,13 @@ export class MCPServer extends McpServer {
     return fn;
   }
 
-  /** SDK overload: see `McpServer.tool`. */
-  override tool(name: string, cb: ToolCallback): RegisteredTool;
-  /** SDK overload: see `McpServer.tool`. */
-  override tool(
-    name: string,
-    description: string,
-    cb: ToolCallback,
-  ): RegisteredTool;
-  /** SDK overload: see `McpServer.tool`. */
-  override tool<Args extends ZodRawShapeCompat>(
-    name: string,
-    paramsSchemaOrAnnotations: Args | ToolAnnotations,
-    cb: ToolCallback<Args>,
-  ): RegisteredTool;
-  /** SDK overload: see `McpServer.tool`. */
-  override tool<Args extends ZodRawShapeCompat>(
-    name: string,
-    description: string,
-    paramsSchemaOrAnnotations: Args | ToolAnnotations,
-    cb: ToolCallback<Args>,
-  ): RegisteredTool;
-  /** SDK overload: see `McpServer.tool`. */
-  override tool<Args extends ZodRawShapeCompat>(
-    name: string,
-    paramsSchema: Args,
-    annotations: ToolAnnotations,
-    cb: ToolCallback<Args>,
-  ): RegisteredTool;
-  /** SDK overload: see `McpServer.tool`. */
-  override tool<Args extends ZodRawShapeCompat>(
-    name: string,
-    description: string,
-    paramsSchema: Args,
-    annotations: ToolAnnotations,
-    cb: ToolCallback<Args>,
-  ): RegisteredTool;
   /**
    * Returns a TC39 method decorator that registers the method as a tool.
    *
    * @param options Name (default: the method name), description, zod `input`/`output`, annotations.
    * @returns The decorator.
    */
-  override tool<S extends Shape>(
+  tool<S extends Shape>(
     options: ToolOptions<S>,
   ): ToolMethodDecorator<S>;
   /**
@@ -334,17 +302,17 @@ export class MCPServer extends McpServer {
    * @param fn The tool function.
    * @returns `fn`, unchanged.
    */
-  override tool<S extends Shape, F extends ToolFunction<S>>(
+  tool<S extends Shape, F extends ToolFunction<S>>(
     options: ToolOptions<S>,
     fn: F,
   ): F;
-  override tool(...args: unknown[]): unknown {
-    if (typeof args[0] === "string") {
-      return (super.tool as (...a: unknown[]) => RegisteredTool)(...args);
+  tool(options: ToolOptions, fn?: ToolFunction): unknown {
+    if (typeof options !== "object" || options === null) {
+      throw new TypeError(
+        "Cannot register a tool: expected tool({ name, description, input }, fn) (the SDK's own form is registerTool(name, config, fn))",
+      );
     }
-    const options = args[0] as ToolOptions;
-    if (args.length === 1) return this.#toolDecorator(options);
-    const fn = args[1] as ToolFunction;
+    if (fn === undefined) return this.#toolDecorator(options);
     this.#registerTool({
       ...options,
       name: options.name ?? fn.name,
@@ -390,7 +358,7 @@ export class MCPServer extends McpServer {
     const register = this.registerTool as (
       name: string,
       config: Record<string, unknown>,
-      cb: (args: unknown, extra: ToolExtra) => Promise<unknown>,
+      cb: (args: unknown, ctx: ServerContext) => Promise<unknown>,
     ) => RegisteredTool;
     return register.call(
       this,
@@ -403,8 +371,10 @@ export class MCPServer extends McpServer {
         annotations: def.annotations,
         _meta: def._meta,
       },
-      async (args, extra) =>
-        normalizeToolResult(await handler(args as ToolArgs<Shape>, extra)),
+      async (args, ctx) =>
+        normalizeToolResult(
+          await handler(args as ToolArgs<Shape>, toolExtra(ctx)),
+        ),
     );
   }
 
@@ -455,7 +425,7 @@ export class MCPServer extends McpServer {
     }, (uri) => normalizeResourceResult(uri, hub.functions()));
     hub.onChange(() => {
       dispatcher.update({
-        paramsSchema: hub.dispatcherInput(),
+        paramsSchema: z.object(hub.dispatcherInput()),
         description: hub.dispatcherDescription(),
       });
     });
@@ -566,42 +536,23 @@ export class MCPServer extends McpServer {
     )
       .filter(([, prompt]) => prompt.enabled)
       .map(([promptName, prompt]) =>
-        registerPrompt.call(this, name(promptName), {
-          title: prompt.title,
-          description: prompt.description,
-          argsSchema: prompt.argsSchema
-            ? getObjectShape(prompt.argsSchema)
-            : undefined,
-        }, prompt.callback)
+        registerPrompt.call(
+          this,
+          name(promptName),
+          {
+            title: prompt.title,
+            description: prompt.description,
+            argsSchema: prompt.argsSchema,
+          },
+          prompt.argsSchema
+            // The copy validates the arguments; the original again, harmlessly.
+            ? (args: Record<string, unknown>, ctx: ServerContext) =>
+              prompt.handler(args, ctx)
+            : (ctx: ServerContext) => prompt.handler(undefined, ctx),
+        )
       );
   }
 
-  /** SDK overload: see `McpServer.resource`. */
-  override resource(
-    name: string,
-    uri: string,
-    readCallback: ReadResourceCallback,
-  ): RegisteredResource;
-  /** SDK overload: see `McpServer.resource`. */
-  override resource(
-    name: string,
-    uri: string,
-    metadata: ResourceMetadata,
-    readCallback: ReadResourceCallback,
-  ): RegisteredResource;
-  /** SDK overload: see `McpServer.resource`. */
-  override resource(
-    name: string,
-    template: ResourceTemplate,
-    readCallback: ReadResourceTemplateCallback,
-  ): RegisteredResourceTemplate;
-  /** SDK overload: see `McpServer.resource`. */
-  override resource(
-    name: string,
-    template: ResourceTemplate,
-    metadata: ResourceMetadata,
-    readCallback: ReadResourceTemplateCallback,
-  ): RegisteredResourceTemplate;
   /**
    * Exposes `fn()`'s return as a resource, JSON-serialised unless it is a
    * resource result. A URI with `{variables}` is a template; `fn` receives them.
@@ -610,7 +561,7 @@ export class MCPServer extends McpServer {
    * @param fn The function that produces the content.
    * @returns `fn`, unchanged.
    */
-  override resource<F extends ResourceFunction>(uri: string, fn: F): F;
+  resource<F extends ResourceFunction>(uri: string, fn: F): F;
   /**
    * Like `resource(uri, fn)`, with a name, description and MIME type.
    *
@@ -619,16 +570,13 @@ export class MCPServer extends McpServer {
    * @param fn The function that produces the content.
    * @returns `fn`, unchanged.
    */
-  override resource<F extends ResourceFunction>(
+  resource<F extends ResourceFunction>(
     uri: string,
     options: ResourceOptions,
     fn: F,
   ): F;
-  override resource(...args: unknown[]): unknown {
+  resource(...args: unknown[]): unknown {
     const [uri, second, third] = args;
-    if (typeof second === "string" || second instanceof ResourceTemplate) {
-      return (super.resource as (...a: unknown[]) => unknown)(...args);
-    }
     const options =
       (typeof second === "function" ? {} : second) as ResourceOptions;
     const fn =
@@ -656,11 +604,11 @@ export class MCPServer extends McpServer {
     const read = async (
       url: URL,
       variables: Record<string, string>,
-      extra: ToolExtra,
+      ctx: ServerContext,
     ) =>
       normalizeResourceResult(
         url,
-        await fn(variables, { uri: url, extra }),
+        await fn(variables, { uri: url, extra: toolExtra(ctx) }),
         options.mimeType,
       );
     if (uri.includes("{")) {
@@ -691,32 +639,82 @@ export class MCPServer extends McpServer {
   }
 
   /**
-   * A new protocol instance over this server's registry, for one client
-   * session. The SDK binds one protocol instance to one transport; the HTTP
-   * and SSE runners call this once per session.
+   * Registers a prompt and returns `fn`. Prompt arguments arrive as strings;
+   * the `input` shape validates them (`z.coerce.number()` turns them into
+   * numbers). The function may return a string (one user message), a content
+   * item, a list of messages or a full `GetPromptResult`.
    *
-   * @returns The SDK `Server`, ready to `connect()`.
+   * @param options Name (default: `fn.name`), title, description, zod `input`.
+   * @param fn The prompt function.
+   * @returns `fn`, unchanged.
    */
-  createSessionServer(): Server {
-    const server = new Server(this.info, {
-      ...this.#sdkOptions,
-      capabilities: capabilitiesOf(this.server),
-    });
-    copyHandlers(this.server, server);
-    this.#adopt(server);
-    return server;
+  prompt<S extends Shape, F extends PromptFunction<S>>(
+    options: PromptOptions<S>,
+    fn: F,
+  ): F {
+    const name = options.name ?? fn.name;
+    if (!name) throw new TypeError("Cannot register a prompt without a name");
+    const register = this.registerPrompt as (
+      name: string,
+      config: Record<string, unknown>,
+      cb: (args: unknown, ctx: ServerContext) => Promise<unknown>,
+    ) => RegisteredPrompt;
+    register.call(
+      this,
+      name,
+      {
+        title: options.title,
+        description: options.description,
+        argsSchema: options.input ?? {},
+      },
+      async (args, ctx) =>
+        toPromptResult(await fn(args as ToolArgs<S>, toolExtra(ctx))),
+    );
+    return fn;
   }
 
-  /** Hooks initialize on a protocol instance and tracks it for list-changed notifications. */
-  #adopt(server: Server): void {
-    server.setRequestHandler(
-      InitializeRequestSchema,
-      async (request, extra) => {
-        await this.#initializeHooks.run(initializeContext(request, extra));
-        return sdkInitialize(server, request);
-      },
+  /**
+   * A new protocol instance over this server's registry: what the SDK's
+   * serving entries call a factory product. The SDK binds one instance to
+   * one connection; the runners build one per stdio connection, per legacy
+   * HTTP or SSE session, and per modern HTTP request. Every instance runs
+   * this server's initialize hooks before its first request other than
+   * `server/discover`, and serves the tools, resources and prompts
+   * registered here, later ones included.
+   *
+   * @param era The era the instance serves (`"legacy"` by default); a
+   * modern instance that lives for one request is not sent list-changed
+   * notifications (modern clients hear of changes on `subscriptions/listen`).
+   * @returns An SDK `McpServer`, ready to `connect()`.
+   */
+  createInstance(era: ProtocolEra = "legacy"): McpServer {
+    const instance = new McpServer(this.info, {
+      ...this.#sdkOptions,
+      capabilities: this.server.getCapabilities(),
+    });
+    shareRegistry(this, instance);
+    this.#adopt(instance.server, era);
+    return instance;
+  }
+
+  /**
+   * Runs the initialize hooks in front of every request but
+   * `server/discover`, and tracks the instance for list-changed
+   * notifications and the SIGTERM drain until it closes.
+   */
+  #adopt(server: Server, era: ProtocolEra): void {
+    guardRequestHandlers(
+      server,
+      (method) => method !== "server/discover",
+      (request, ctx) =>
+        this.#initializeHooks.run(
+          initializeContext(
+            request as Parameters<typeof initializeContext>[0],
+            ctx as ServerContext,
+          ),
+        ),
     );
-    this.#protocols.add(server);
+    this.#protocols.set(server, era);
     if (server !== this.server) {
       const previous = server.onclose;
       server.onclose = () => {
@@ -726,32 +724,48 @@ export class MCPServer extends McpServer {
     }
   }
 
-  /** Sends `notifications/tools/list_changed` to every initialized session. */
+  /** Tells every client that the tool list changed (legacy sessions by notification, modern ones on `subscriptions/listen`). */
   override sendToolListChanged(): void {
-    this.#broadcast((server) => server.sendToolListChanged());
+    this.#broadcast("tools", (server) => server.sendToolListChanged());
   }
 
-  /** Sends `notifications/resources/list_changed` to every initialized session. */
+  /** Tells every client that the resource list changed. */
   override sendResourceListChanged(): void {
-    this.#broadcast((server) => server.sendResourceListChanged());
+    this.#broadcast("resources", (server) => server.sendResourceListChanged());
   }
 
-  /** Sends `notifications/prompts/list_changed` to every initialized session. */
+  /** Tells every client that the prompt list changed. */
   override sendPromptListChanged(): void {
-    this.#broadcast((server) => server.sendPromptListChanged());
+    this.#broadcast("prompts", (server) => server.sendPromptListChanged());
   }
 
-  // Sessions still inside `initialize` (no client version yet) are skipped:
-  // notifications may only follow the handshake, and they list afterwards anyway.
-  #broadcast(send: (server: Server) => Promise<void>): void {
-    for (const server of this.#protocols) {
-      if (server.transport && server.getClientVersion()) {
-        send(server).catch((error) =>
-          console.error("Cannot send list-changed notification:", error)
-        );
-      }
+  /**
+   * Calls `listener` whenever the tool, resource or prompt list changes; the
+   * HTTP runner publishes these to modern clients' `subscriptions/listen`.
+   *
+   * @param listener Receives which list changed.
+   * @returns A function that removes the listener.
+   */
+  onListChanged(listener: (list: ListName) => void): () => void {
+    this.#changeListeners.add(listener);
+    return () => this.#changeListeners.delete(listener);
+  }
+
+  // Legacy sessions still inside `initialize` (no client version yet) are
+  // skipped: notifications may only follow the handshake, and they list
+  // afterwards anyway. A modern stdio connection's instance routes the
+  // notification onto its subscriptions; per-request HTTP instances are
+  // reached through `onListChanged`.
+  #broadcast(list: ListName, send: (server: Server) => Promise<void>): void {
+    for (const [server, era] of this.#protocols) {
+      if (
+        !server.transport || (era === "legacy" && !server.getClientVersion())
+      ) continue;
+      send(server).catch((error) =>
+        console.error("Cannot send list-changed notification:", error)
+      );
     }
-    for (const listener of this.#changeListeners) listener();
+    for (const listener of this.#changeListeners) listener(list);
   }
 
   /**
@@ -827,7 +841,7 @@ export class MCPServer extends McpServer {
     const deadline = Date.now() + ms;
     while (
       Date.now() < deadline &&
-      [...this.#protocols].some((server) => inFlightRequests(server) > 0)
+      [...this.#protocols.keys()].some((server) => inFlightRequests(server) > 0)
     ) {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }

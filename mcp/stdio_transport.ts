@@ -48,6 +48,10 @@ export class DenoStdioTransport implements Transport {
   #writes: Promise<void> = Promise.resolve();
   #closed = false;
   #draining = false;
+  readonly #done = Promise.withResolvers<void>();
+
+  /** Resolves once the transport has closed (stdin ended or `close()`); whoever owns `onclose`. */
+  readonly closed: Promise<void> = this.#done.promise;
 
   /**
    * Creates the transport.
@@ -192,6 +196,7 @@ export class DenoStdioTransport implements Transport {
     this.#writer?.releaseLock();
     this.#line = [];
     this.onclose?.();
+    this.#done.resolve();
   }
 }
 

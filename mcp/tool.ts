@@ -5,12 +5,11 @@
  * @module
  */
 import type { z } from "zod";
-import type { RequestHandlerExtra } from "./_sdk.ts";
 import type {
   CallToolResult,
   ContentBlock,
+  ServerContext,
   ServerNotification,
-  ServerRequest,
   ToolAnnotations,
 } from "./_sdk.ts";
 
@@ -20,8 +19,44 @@ export type Shape = z.ZodRawShape;
 /** The parsed arguments a tool receives for input shape `S`. */
 export type ToolArgs<S extends Shape> = z.output<z.ZodObject<S>>;
 
-/** What the SDK passes a handler beside its arguments: signal, session id, notifications. */
-export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+/**
+ * What a handler receives beside its arguments: the SDK v2 request context
+ * (`mcpReq`, `http`, `sessionId`) plus the v1 names handlers written before
+ * v2 use (`_meta`, `signal`, `requestId`, `sendNotification`).
+ */
+export type ToolExtra = ServerContext & {
+  /** The request's `_meta` (`mcpReq._meta`): progress token, harness token, any other key. */
+  _meta?: Record<string, unknown>;
+  /** Aborted when the request is cancelled (`mcpReq.signal`). */
+  signal: AbortSignal;
+  /** The JSON-RPC id of the request (`mcpReq.id`). */
+  requestId: string | number;
+  /**
+   * Sends a notification related to this request (`mcpReq.notify`).
+   *
+   * @param notification The notification, e.g. `notifications/progress`.
+   */
+  sendNotification(notification: ServerNotification): Promise<void>;
+  /** Closes this request's SSE stream so the client resumes it (`http.closeSSE`; legacy sessions with `resumable`). */
+  closeSSEStream?: () => void;
+};
+
+/**
+ * The {@linkcode ToolExtra} for one request's SDK context.
+ *
+ * @param ctx The SDK's request context.
+ * @returns The context with the v1 names added.
+ */
+export function toolExtra(ctx: ServerContext): ToolExtra {
+  return {
+    ...ctx,
+    _meta: ctx.mcpReq._meta,
+    signal: ctx.mcpReq.signal,
+    requestId: ctx.mcpReq.id,
+    sendNotification: (notification) => ctx.mcpReq.notify(notification),
+    closeSSEStream: ctx.http?.closeSSE,
+  };
+}
 
 /** The result of an evaluate tool: a score and whether the episode is over. */
 export interface EvaluationResult {

@@ -9,9 +9,15 @@ import { Hono, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import { streamSSE } from "hono/streaming";
-import { WebStandardStreamableHTTPServerTransport } from "./_sdk.ts";
-import type { Transport } from "./_sdk.ts";
-import { isInitializeRequest } from "./_sdk.ts";
+import {
+  createMcpHandler,
+  isInitializeRequest,
+  isLegacyRequest,
+  type McpServer,
+  type ProtocolEra,
+  serveStdio,
+  WebStandardStreamableHTTPServerTransport,
+} from "./_sdk.ts";
 import { inputError, PARSE_ERROR, validateMessage } from "./_jsonrpc.ts";
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { Buffer } from "node:buffer";
@@ -24,8 +30,12 @@ import { DenoStdioTransport } from "./stdio_transport.ts";
 
 /** What the runners need from the server. */
 export interface SessionHost extends Omit<DevSource, "transport"> {
-  /** Connects the server's own protocol instance (used for stdio). */
-  connect(transport: Transport): Promise<void>;
+  /** A new protocol instance over the server's registry, for one connection or one modern request. */
+  createInstance(era?: ProtocolEra): McpServer;
+  /** Calls `listener` when the tool, resource or prompt list changes. */
+  onListChanged(
+    listener: (list: "tools" | "resources" | "prompts") => void,
+  ): () => void;
 }
 
 /** A started transport. */
@@ -41,32 +51,35 @@ export interface RunningTransport {
 }
 
 /**
- * Serves the host over stdio until stdin ends. `console.log/info/debug` go to
- * stderr for the whole run, so stdout carries protocol messages only.
+ * Serves the host over stdio until stdin ends, in the era the client opens
+ * with (the SDK's `serveStdio`: `server/discover` or a modern request pins
+ * the modern era, `initialize` the legacy one). `console.log/info/debug` go
+ * to stderr for the whole run, so stdout carries protocol messages only.
  *
  * @param host The server.
  * @param transport The stdio transport (a custom one in tests).
  * @returns The running transport.
  */
-export async function startStdio(
+export function startStdio(
   host: SessionHost,
   transport: DenoStdioTransport = new DenoStdioTransport(),
 ): Promise<RunningTransport> {
   const restore = redirectConsoleToStderr();
-  const { promise: finished, resolve } = Promise.withResolvers<void>();
   let open = true;
-  transport.onclose = () => {
+  const finished = transport.closed.then(() => {
     open = false;
     restore();
-    resolve();
-  };
-  await host.connect(transport);
-  return {
+  });
+  const served = serveStdio(({ era }) => host.createInstance(era), {
+    transport,
+    onerror: (error) => console.error(`MCP stdio: ${error.message}`),
+  });
+  return Promise.resolve({
     finished,
-    close: () => transport.close(),
+    close: () => served.close(),
     sessionCount: () => open ? 1 : 0,
     drain: () => transport.drain(),
-  };
+  });
 }
 
 /** Options of {@linkcode startHttp}. */
@@ -127,13 +140,14 @@ export class StreamableHttpSessions {
   }
 
   /**
-   * Handles one request to `/mcp`: routes it to its session, or opens a
-   * session for an `initialize` request without one.
+   * Handles one legacy request to `/mcp`: routes it to its session, or opens
+   * a session for an `initialize` request without one.
    *
    * @param request The HTTP request.
+   * @param parsed The POST body, when the caller already read it.
    * @returns The response.
    */
-  async handle(request: Request): Promise<Response> {
+  async handle(request: Request, parsed?: unknown): Promise<Response> {
     const id = request.headers.get("mcp-session-id");
     const session = id ? this.#sessions.get(id) : undefined;
     if (id && !session) {
@@ -150,7 +164,7 @@ export class StreamableHttpSessions {
     }
     // Bodies are read here, not by the SDK: it answers JSON that is not
     // JSON-RPC with -32700, where JSON-RPC 2.0 says -32600.
-    const body = await readJsonRpcBody(request);
+    const body = parsed ?? await readJsonRpcBody(request);
     if (body instanceof Response) return body;
     if (session) {
       return session.transport.handleRequest(request, { parsedBody: body });
@@ -174,7 +188,7 @@ export class StreamableHttpSessions {
         `Too many sessions: ${this.#maxSessions} are open and active; retry later or close one with DELETE /mcp`,
       );
     }
-    const server = this.#host.createSessionServer();
+    const server = this.#host.createInstance();
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => crypto.randomUUID(),
       ...(this.#resumable
@@ -196,7 +210,9 @@ export class StreamableHttpSessions {
     // second initialize is refused), so release it once the answer is out
     // instead of holding it until it idles out.
     const release = () => {
-      if (!server.getClientVersion()) transport.close().catch(() => {});
+      if (!server.server.getClientVersion()) {
+        transport.close().catch(() => {});
+      }
     };
     if (!response.body) {
       release();
@@ -250,6 +266,68 @@ export class StreamableHttpSessions {
   }
 }
 
+/**
+ * `/mcp` for both eras: a request with a session, a GET or DELETE, or a body
+ * the SDK classifies as 2025-era goes to the legacy sessions; everything else
+ * to the SDK's stateless modern handler, one protocol instance per request.
+ */
+export class McpEndpoint {
+  /** The legacy sessions. */
+  readonly sessions: StreamableHttpSessions;
+  readonly #modern: ReturnType<typeof createMcpHandler>;
+  readonly #unsubscribe: () => void;
+
+  /**
+   * Creates the endpoint.
+   *
+   * @param host The server.
+   * @param sessions The legacy session table.
+   */
+  constructor(host: SessionHost, sessions: StreamableHttpSessions) {
+    this.sessions = sessions;
+    this.#modern = createMcpHandler(({ era }) => host.createInstance(era), {
+      legacy: "reject",
+      onerror: (error) => {
+        if (!/^Rejected inbound request/.test(error.message)) {
+          console.error(`MCP: ${error.message}`);
+        }
+      },
+    });
+    const notify = this.#modern.notify;
+    this.#unsubscribe = host.onListChanged((list) =>
+      list === "tools"
+        ? notify.toolsChanged()
+        : list === "resources"
+        ? notify.resourcesChanged()
+        : notify.promptsChanged()
+    );
+  }
+
+  /**
+   * Answers one request to `/mcp`.
+   *
+   * @param request The HTTP request.
+   * @returns The response.
+   */
+  async handle(request: Request): Promise<Response> {
+    if (request.method !== "POST" || request.headers.has("mcp-session-id")) {
+      return this.sessions.handle(request);
+    }
+    const body = await readJsonRpcBody(request);
+    if (body instanceof Response) return body;
+    if (await isLegacyRequest(request, body)) {
+      return this.sessions.handle(request, body);
+    }
+    return this.#modern.fetch(request, { parsedBody: body });
+  }
+
+  /** Closes legacy sessions and running modern exchanges. */
+  async close(): Promise<void> {
+    this.#unsubscribe();
+    await Promise.all([this.sessions.closeAll(), this.#modern.close()]);
+  }
+}
+
 /** Legacy SSE sessions. */
 export class SseSessions {
   readonly #host: SessionHost;
@@ -287,7 +365,7 @@ export class SseSessions {
     const transport = new SseServerTransport("/messages", stream);
     this.#sessions.set(transport.sessionId, transport);
     transport.onclose = () => this.#sessions.delete(transport.sessionId);
-    await this.#host.createSessionServer().connect(transport);
+    await this.#host.createInstance().connect(transport);
     await transport.closed;
   }
 
@@ -508,6 +586,7 @@ export function createHttpApp(
     options.maxSessions,
     options.evictableIdleMs,
   );
+  const endpoint = new McpEndpoint(host, sessions);
   const sseSessions = new SseSessions(host, options.maxSessions);
   let draining = false;
   const source: DevSource = {
@@ -516,7 +595,7 @@ export function createHttpApp(
     get hubs() {
       return host.hubs;
     },
-    createSessionServer: () => host.createSessionServer(),
+    createInstance: () => host.createInstance(),
   };
   const devClient = new DevClient(source);
   const app = new Hono();
@@ -542,6 +621,8 @@ export function createHttpApp(
         "Authorization",
         "Mcp-Session-Id",
         "Mcp-Protocol-Version",
+        "Mcp-Method",
+        "Mcp-Name",
         "Last-Event-ID",
       ],
       exposeHeaders: ["Mcp-Session-Id", "Mcp-Protocol-Version"],
@@ -557,7 +638,7 @@ export function createHttpApp(
       ),
   });
   if (transport === "http") {
-    app.all("/mcp", limit, (c) => sessions.handle(c.req.raw));
+    app.all("/mcp", limit, (c) => endpoint.handle(c.req.raw));
   } else {
     app.get("/sse", (c) => {
       if (sseSessions.full) {
@@ -590,7 +671,7 @@ export function createHttpApp(
     sseSessions,
     close: async () => {
       await Promise.all([
-        sessions.closeAll(),
+        endpoint.close(),
         sseSessions.closeAll(),
         devClient.close(),
       ]);

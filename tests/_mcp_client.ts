@@ -48,7 +48,7 @@ export async function connectSession(
   name = "session-client",
 ): Promise<Client> {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  await mcp.createSessionServer().connect(serverSide);
+  await mcp.createInstance().connect(serverSide);
   const client = new Client({ name, version: "1.0.0" });
   await client.connect(clientSide);
   return client;
@@ -76,7 +76,7 @@ export async function rawPeer(mcp: MCPServer): Promise<RawPeer> {
     }
   };
   await clientSide.start();
-  await mcp.createSessionServer().connect(serverSide);
+  await mcp.createInstance().connect(serverSide);
   return {
     received,
     send: (message) => clientSide.send(message),

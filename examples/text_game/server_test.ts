@@ -11,7 +11,7 @@ import { createTextGameServer } from "./server.ts";
 
 async function connect(game = createTextGameServer()) {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  await game.mcp.createSessionServer().connect(serverSide);
+  await game.mcp.createInstance().connect(serverSide);
   const client = new Client({ name: "text-game-test", version: "1.0.0" });
   await client.connect(clientSide);
   return { ...game, client };
@@ -32,7 +32,7 @@ Deno.test("the initialize hook reads display_width, reports progress and mounts 
     if ("result" in message || "error" in message) answered.resolve();
   };
   await clientSide.start();
-  await mcp.createSessionServer().connect(serverSide);
+  await mcp.createInstance().connect(serverSide);
   try {
     await clientSide.send(
       initializeMessage(1, { progressToken: "init", display_width: 400 }),
