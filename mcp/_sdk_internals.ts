@@ -20,6 +20,7 @@ type Handler = (request: unknown, ctx: unknown) => Promise<unknown>;
 /** The protocol fields the SDK marks `private` or `@internal` that we need. */
 interface ProtocolInternals {
   _requestHandlers: Map<string, Handler>;
+  _notificationHandlers: Map<string, Handler>;
   _requestHandlerAbortControllers: Map<unknown, AbortController>;
 }
 
@@ -58,7 +59,9 @@ function registry(server: McpServer): McpRegistry {
  * the instance's registry fields at the owner's objects shares them (later
  * registrations included) while the instance keeps its own protocol, era and
  * transport. This is what the SDK's per-request factories do by registering
- * everything again, without the cost of doing so on every request.
+ * everything again, without the cost of doing so on every request. Handlers
+ * an application set on `owner.server` itself (`setRequestHandler`, e.g. for
+ * `resources/subscribe`) are copied where the instance has none.
  */
 export function shareRegistry(owner: McpServer, instance: McpServer): void {
   const from = registry(owner);
@@ -69,6 +72,18 @@ export function shareRegistry(owner: McpServer, instance: McpServer): void {
   to._registeredPrompts = from._registeredPrompts;
   to._toolInputSchemaJson = from._toolInputSchemaJson;
   if (from._completionHandlerInitialized) to.setCompletionRequestHandler();
+  const source = internals(owner.server);
+  const target = internals(instance.server);
+  for (const [method, handler] of source._requestHandlers) {
+    if (!target._requestHandlers.has(method)) {
+      target._requestHandlers.set(method, handler);
+    }
+  }
+  for (const [method, handler] of source._notificationHandlers) {
+    if (!target._notificationHandlers.has(method)) {
+      target._notificationHandlers.set(method, handler);
+    }
+  }
 }
 
 /**

@@ -66,7 +66,11 @@ export function toPromptResult(value: PromptReturn): PromptResult {
     };
   }
   if (Array.isArray(value)) return { messages: value };
-  if ("messages" in value && Array.isArray(value.messages)) {
+  if (
+    ("messages" in value && Array.isArray(value.messages)) ||
+    // A multi round-trip request (2026-07-28): the SDK sends it as it is.
+    ("resultType" in value && value.resultType === "input_required")
+  ) {
     return value as PromptResult;
   }
   return { messages: [{ role: "user", content: value as ContentBlock }] };

@@ -17,7 +17,6 @@ import {
   type ResourceMetadata,
   ResourceTemplate,
   type ServerContext,
-  type ToolAnnotations,
   type Transport,
 } from "./_sdk.ts";
 import type { Server } from "./_sdk.ts";

@@ -26,7 +26,7 @@ export type ToolArgs<S extends Shape> = z.output<z.ZodObject<S>>;
  */
 export type ToolExtra = ServerContext & {
   /** The request's `_meta` (`mcpReq._meta`): progress token, harness token, any other key. */
-  _meta?: Record<string, unknown>;
+  _meta?: ServerContext["mcpReq"]["_meta"];
   /** Aborted when the request is cancelled (`mcpReq.signal`). */
   signal: AbortSignal;
   /** The JSON-RPC id of the request (`mcpReq.id`). */
@@ -271,6 +271,8 @@ export function normalizeToolResult(value: unknown): CallToolResult {
     };
   }
   if (isRecord(value)) {
+    // A multi round-trip request (2026-07-28): the SDK sends it as it is.
+    if (value.resultType === "input_required") return value as CallToolResult;
     if (isEvaluationResult(value)) return normalizeEvaluation(value);
     if (isCallToolResult(value)) return value;
     return { content: [text(JSON.stringify(value))], structuredContent: value };

@@ -8,21 +8,14 @@
  * @module
  */
 import { z } from "zod";
-// The SDK's `./*` export maps types to `*.js.d.ts`; `@ts-types` points the
-// checker at the extension-less path (as `mcp/_sdk.ts` does).
-// @ts-types="@modelcontextprotocol/sdk/server/completable"
-import { completable } from "@modelcontextprotocol/sdk/server/completable.js";
-// @ts-types="@modelcontextprotocol/sdk/types"
 import {
   type CallToolResult,
-  CreateMessageResultSchema,
-  type ElicitRequest,
-  ElicitResultSchema,
+  completable,
+  type ElicitRequestFormParams,
   type GetPromptResult,
-  SubscribeRequestSchema,
-  UnsubscribeRequestSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+} from "@modelcontextprotocol/server";
 import { MCPServer, type ToolExtra } from "../../mcp/mod.ts";
+import { registerModernFixtures, requestStateCodec } from "./modern.ts";
 
 /** A 1×1 PNG (one red pixel), base64. */
 export const RED_PIXEL_PNG =
@@ -75,34 +68,15 @@ function log(extra: ToolExtra, data: string): Promise<void> {
 /** Asks the requesting client to fill in a form (`elicitation/create`). */
 async function elicit(
   extra: ToolExtra,
-  params: ElicitRequest["params"],
+  params: ElicitRequestFormParams,
 ): Promise<CallToolResult> {
-  const result = await extra.sendRequest(
-    { method: "elicitation/create", params },
-    ElicitResultSchema,
-  );
+  const result = await extra.mcpReq.elicitInput(params);
   return text(
     `Elicitation completed: action=${result.action}, content=${
       JSON.stringify(result.content ?? {})
     }`,
   );
 }
-
-const address = z.object({ street: z.string(), city: z.string() }).partial();
-
-/**
- * The input of `json_schema_2020_12_tool`. The SDK converts zod to JSON
- * Schema draft-07 (`definitions`); the scenario checks that a 2020-12
- * `$schema`, `$defs` and `additionalProperties: false` reach `tools/list`, so
- * they are written as zod metadata, which the converter copies verbatim.
- */
-const jsonSchema2020Input = z.object({
-  name: z.string().optional(),
-  address: address.optional().meta({ $ref: "#/$defs/address" }),
-}).strict().meta({
-  $schema: "https://json-schema.org/draft/2020-12/schema",
-  $defs: { address: z.toJSONSchema(address, { target: "draft-2020-12" }) },
-});
 
 function registerTools(mcp: MCPServer): void {
   mcp.tool({
@@ -189,15 +163,15 @@ function registerTools(mcp: MCPServer): void {
     description: "Asks the client's LLM to answer a prompt",
     input: { prompt: z.string().describe("The prompt to send to the LLM") },
   }, async ({ prompt }, extra) => {
-    const result = await extra.sendRequest({
-      method: "sampling/createMessage",
-      params: {
-        messages: [{ role: "user", content: { type: "text", text: prompt } }],
-        maxTokens: 100,
-      },
-    }, CreateMessageResultSchema);
-    const answer = result.content.type === "text"
-      ? result.content.text
+    const result = await extra.mcpReq.requestSampling({
+      messages: [{ role: "user", content: { type: "text", text: prompt } }],
+      maxTokens: 100,
+    });
+    const content = Array.isArray(result.content)
+      ? result.content[0]
+      : result.content;
+    const answer = content?.type === "text"
+      ? content.text
       : JSON.stringify(result.content);
     return text(`LLM response: ${answer}`);
   });
@@ -207,20 +181,17 @@ function registerTools(mcp: MCPServer): void {
     description: "Asks the user for a username and an email address",
     input: { message: z.string().describe("The message to show the user") },
   }, async ({ message }, extra) => {
-    const result = await extra.sendRequest({
-      method: "elicitation/create",
-      params: {
-        message,
-        requestedSchema: {
-          type: "object",
-          properties: {
-            username: { type: "string", description: "User's response" },
-            email: { type: "string", description: "User's email address" },
-          },
-          required: ["username", "email"],
+    const result = await extra.mcpReq.elicitInput({
+      message,
+      requestedSchema: {
+        type: "object",
+        properties: {
+          username: { type: "string", description: "User's response" },
+          email: { type: "string", description: "User's email address" },
         },
+        required: ["username", "email"],
       },
-    }, ElicitResultSchema);
+    });
     return text(
       `User response: action=${result.action}, content=${
         JSON.stringify(result.content ?? {})
@@ -308,11 +279,6 @@ function registerTools(mcp: MCPServer): void {
       },
     }));
 
-  mcp.registerTool("json_schema_2020_12_tool", {
-    description: "Tool with JSON Schema 2020-12 features",
-    inputSchema: jsonSchema2020Input,
-  }, (args) => text(`Received: ${JSON.stringify(args)}`));
-
   // SEP-1699: the server may close a request's SSE stream and let the client
   // poll for the result with Last-Event-ID. The SDK offers `closeSSEStream`
   // only when the transport has an event store; without one the tool simply
@@ -355,11 +321,11 @@ function registerResources(mcp: MCPServer): void {
   // McpServer has no subscription API; the handlers go on the SDK `Server`,
   // whose handlers every session's protocol instance copies.
   const subscriptions = new Set<string>();
-  mcp.server.setRequestHandler(SubscribeRequestSchema, ({ params }) => {
+  mcp.server.setRequestHandler("resources/subscribe", ({ params }) => {
     subscriptions.add(params.uri);
     return {};
   });
-  mcp.server.setRequestHandler(UnsubscribeRequestSchema, ({ params }) => {
+  mcp.server.setRequestHandler("resources/unsubscribe", ({ params }) => {
     subscriptions.delete(params.uri);
     return {};
   });
@@ -454,8 +420,10 @@ export function createConformanceServer(): MCPServer {
       resources: { subscribe: true, listChanged: true },
       completions: {},
     },
+    requestState: { verify: requestStateCodec.verify },
   });
   registerTools(mcp);
+  registerModernFixtures(mcp);
   registerResources(mcp);
   registerPrompts(mcp);
   return mcp;
