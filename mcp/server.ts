@@ -41,6 +41,7 @@ import {
 } from "./resource.ts";
 import {
   installSignalHandlers,
+  ReloadDetector,
   runShutdownHooks,
   type ShutdownHook,
 } from "./signals.ts";
@@ -801,10 +802,22 @@ export class MCPServer extends McpServer {
         onListen: options.onListen,
       });
     this.#running = running;
+    const reloads = options.handleSignals === false
+      ? undefined
+      : ReloadDetector.start();
     const removeSignals = options.handleSignals === false
       ? () => {}
       : installSignalHandlers({
         terminate: async () => {
+          if (reloads?.reloading()) {
+            // `deno run --watch` restarting after an edit: free the port for
+            // the new program; the shutdown hooks are for a real stop only.
+            console.error(
+              `MCP server "${this.info.name}": reloading, shutdown hooks skipped`,
+            );
+            await closeWithin(running, CLOSE_TIMEOUT_MS);
+            return;
+          }
           // Calls already running get up to half the budget to answer; the
           // hooks get the rest, so the whole stop fits in shutdownTimeoutMs.
           const started = Date.now();
@@ -831,6 +844,7 @@ export class MCPServer extends McpServer {
     } finally {
       options.signal?.removeEventListener("abort", abort);
       removeSignals();
+      reloads?.close();
       this.#running = undefined;
     }
   }
