@@ -147,7 +147,7 @@ if (import.meta.main) {
           `Streaming TTFT: ${gatewayOptions.ttftRounds} sequential streamed calls per target, taking turns, timed by a Deno \`fetch\` client to the first SSE event with content.`,
           "Memory: `/proc/<pid>/status` of the gateway process (`deno run` does not fork): VmHWM after the load, VmRSS sampled every 200 ms.",
           "CPU profile: the 0 ms gateway runs with `--inspect=127.0.0.1:0`; `bench/gateway/profile.ts` starts the V8 profiler over the DevTools protocol during a 4 s unpaced wrk run.",
-          `MCP: ${mcpOptions.calls} timed calls per server and transport, ${mcpOptions.coldStarts} cold starts per server; the client is the official SDK client (\`StdioClientTransport\`, \`StreamableHTTPClientTransport\`) in the bench process.`,
+          `MCP: ${mcpOptions.calls} timed calls per server, transport and protocol era, ${mcpOptions.coldStarts} cold starts per server and era; the client is the official SDK v2 client (\`StdioClientTransport\`, \`StreamableHTTPClientTransport\`) in the bench process, legacy (the \`initialize\` handshake) or pinned to 2026-07-28 (modern).`,
         ],
       },
       gateway,

@@ -42,5 +42,4 @@ export type {
   Variables,
 } from "@modelcontextprotocol/server";
 export { serveStdio } from "@modelcontextprotocol/server/stdio";
-export { Client } from "@modelcontextprotocol/client";
 export { JSONRPCMessageSchema } from "@modelcontextprotocol/core";

@@ -7,7 +7,7 @@
  * @module
  */
 import { Hono } from "hono";
-import { Client } from "./_sdk.ts";
+import type { Client } from "@modelcontextprotocol/client";
 import { InMemoryTransport } from "./_sdk.ts";
 import type { Implementation, McpServer } from "./_sdk.ts";
 import type { BaseHub } from "./hub.ts";
@@ -69,6 +69,8 @@ export class DevClient {
   async #connect(): Promise<Client> {
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await this.#source.createInstance().connect(serverSide);
+    // Loaded on first use: servers that never serve /dev skip the client SDK.
+    const { Client } = await import("@modelcontextprotocol/client");
     const client = new Client({
       name: "mcpkit-dev",
       version: this.#source.info.version,

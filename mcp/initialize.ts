@@ -126,6 +126,11 @@ export class InitializeHooks {
     return this.#hooks;
   }
 
+  /** Whether nothing is left to run: the hooks ran, or there are none. */
+  get done(): boolean {
+    return this.#done || this.#hooks.length === 0;
+  }
+
   /**
    * Runs the hooks unless they already ran, with console output sent to
    * stderr. A failing hook sends progress "Initialization failed: …" (with a

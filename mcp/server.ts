@@ -63,7 +63,7 @@ import {
   type ToolOptions,
   type ToolReturn,
 } from "./tool.ts";
-import { type RunningTransport, startHttp, startStdio } from "./transports.ts";
+import { type RunningTransport, startStdio } from "./run_stdio.ts";
 
 /** Options of the {@linkcode MCPServer} constructor; the rest goes to the SDK. */
 export interface MCPServerOptions extends McpServerOptions {
@@ -707,7 +707,7 @@ export class MCPServer extends McpServer {
       server,
       (method) => method !== "server/discover",
       (request, ctx) =>
-        this.#initializeHooks.run(
+        this.#initializeHooks.done ? undefined : this.#initializeHooks.run(
           initializeContext(
             request as Parameters<typeof initializeContext>[0],
             ctx as ServerContext,
@@ -790,7 +790,8 @@ export class MCPServer extends McpServer {
     }
     const running = transport === "stdio"
       ? await startStdio(this)
-      : startHttp(this, {
+      // The HTTP stack (Hono, sessions, /dev) loads only when served.
+      : (await import("./transports.ts")).startHttp(this, {
         transport: transport as "http" | "sse",
         port: options.port ?? Number(env("MCP_PORT") ?? DEFAULT_PORT),
         host: options.host ?? env("MCP_HOST") ?? DEFAULT_HOST,
