@@ -41,6 +41,7 @@
  */
 export { MCPServer } from "./server.ts";
 export type {
+  ListName,
   MCPServerOptions,
   RunOptions,
   ToolMethodDecorator,
@@ -72,4 +73,21 @@ export type {
   ResourceOptions,
 } from "./resource.ts";
 export type { ShutdownHook } from "./signals.ts";
+export type {
+  PromptFunction,
+  PromptMessage,
+  PromptOptions,
+  PromptResult,
+  PromptReturn,
+} from "./prompt.ts";
+export type {
+  ScenarioAnswer,
+  ScenarioContext,
+  ScenarioEvaluation,
+  ScenarioFunction,
+  ScenarioOptions,
+  ScenarioPrompt,
+  ScenarioResult,
+  Subscore,
+} from "./scenario.ts";
 export type { JsonSchema } from "./_schema.ts";

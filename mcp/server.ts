@@ -46,6 +46,8 @@ import {
   type ShutdownHook,
 } from "./signals.ts";
 import { z } from "zod";
+import type { ScenarioFunction, ScenarioOptions } from "./scenario.ts";
+import { Scenarios } from "./scenario_wire.ts";
 import {
   type PromptFunction,
   type PromptOptions,
@@ -209,6 +211,7 @@ export class MCPServer extends McpServer {
   readonly #compositions = new Map<MCPServer, Composition>();
   readonly #changeListeners = new Set<(list: ListName) => void>();
   #running: RunningTransport | undefined;
+  #scenarios: Scenarios | undefined;
 
   /**
    * Creates the server. Tools, resources, prompts and logging are declared as
@@ -670,6 +673,33 @@ export class MCPServer extends McpServer {
       async (args, ctx) =>
         toPromptResult(await fn(args as ToolArgs<S>, toolExtra(ctx))),
     );
+    return fn;
+  }
+
+  /**
+   * Registers a scenario (HUD's shape, hud-python ≥ 0.6): `fn` is an async
+   * generator whose code before the first `yield` is setup, whose first yield
+   * is the prompt, which receives the agent's answer, and whose second yield
+   * is the reward (a number, or `{reward, done, content?, info?, isError?,
+   * subscores?}`; none: reward 1). On the wire: the prompt and the resource
+   * `{server name}:{name}`, and the tool `_hud_submit`. Runs are kept apart
+   * per client (`_meta.run_id`, else the legacy session, else the
+   * connection) and dropped after 30 idle minutes.
+   *
+   * @param options Name, description, zod `input` (prompt strings are coerced), `excludeTools`, `allowedTools`.
+   * @param fn The scenario.
+   * @returns `fn`, unchanged.
+   */
+  scenario<S extends Shape, F extends ScenarioFunction<S>>(
+    options: ScenarioOptions<S>,
+    fn: F,
+  ): F {
+    this.#scenarios ??= new Scenarios(
+      this,
+      this.info.name,
+      this.#harnessToken,
+    );
+    this.#scenarios.add(options, fn);
     return fn;
   }
 

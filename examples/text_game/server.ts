@@ -227,6 +227,63 @@ export function createTextGameServer(): TextGame {
     };
   });
 
+  // The same game as a scenario (HUD's shape): setup starts it, the prompt
+  // names the agent's tools, the answer and the game are scored. State is
+  // one game per process, like the hubs: one run at a time per environment.
+  mcp.scenario({
+    name: "guess",
+    description:
+      "Find the secret number with look and guess, then answer with it.",
+    input: {
+      target: z.number().int().min(1).optional().describe(
+        "The secret (default: from the seed)",
+      ),
+      seed: z.number().int().optional().describe("Seed for the secret"),
+      max: z.number().int().min(1).default(100).describe(
+        "Largest possible secret",
+      ),
+      max_guesses: z.number().int().min(1).default(7).describe(
+        "Guesses allowed",
+      ),
+    },
+    excludeTools: ["setup", "evaluate"],
+  }, async function* ({ target, seed, max, max_guesses }) {
+    const state = env();
+    const played = new NumberGame({
+      seed,
+      target,
+      max,
+      maxGuesses: max_guesses,
+    });
+    state.game = played;
+    state.gamesStarted += 1;
+    const answer = yield `I picked a secret number between 1 and ${max}. ` +
+      `Find it with \`look\` and \`guess\` (at most ${max_guesses} guesses), ` +
+      `then answer with the number.`;
+    const status = played.status();
+    const text = typeof answer === "string"
+      ? answer
+      : JSON.stringify(answer.content);
+    const named = new RegExp(`\\b${status.target}\\b`).test(text);
+    const efficiency = status.solved
+      ? (status.maxGuesses - status.history.length + 1) / status.maxGuesses
+      : 0;
+    const subscores = [
+      { name: "solved", weight: 0.6, value: status.solved ? 1 : 0 },
+      { name: "efficiency", weight: 0.2, value: efficiency },
+      { name: "answer", weight: 0.2, value: named ? 1 : 0 },
+    ];
+    yield {
+      reward: subscores.reduce((sum, s) => sum + s.weight * s.value, 0),
+      done: true,
+      content: `${status.solved ? "Solved" : "Not solved"} after ${
+        guessCount(status.history.length)
+      }; the answer ${named ? "names" : "does not name"} the secret`,
+      info: { target: status.target, guesses: status.history.length },
+      subscores,
+    };
+  });
+
   mcp.resource("game://status", {
     name: "status",
     description:

@@ -22,6 +22,7 @@ import {
   type Prompt,
   PromptMeter,
   type Reply,
+  scriptOf,
   type ToolDeclaration,
 } from "./reply.ts";
 import { splitEvenly, splitText } from "./tokens.ts";
@@ -184,6 +185,7 @@ function parseChat(
   const meter = new PromptMeter();
   const toolNames = new Map<string, string>();
   let lastUserText = "";
+  let firstUserText: string | undefined;
   for (const message of body.messages) {
     if (!isObject(message) || typeof message.role !== "string") {
       throw new BadRequestError(
@@ -199,7 +201,10 @@ function parseChat(
         typeof call.id === "string" && typeof call.function.name === "string"
       ) toolNames.set(call.id, call.function.name);
     }
-    if (message.role === "user") lastUserText = contentText(message.content);
+    if (message.role === "user") {
+      lastUserText = contentText(message.content);
+      firstUserText ??= lastUserText;
+    }
   }
   const last = body.messages[body.messages.length - 1] as Json;
   const toolResult = last.role === "tool"
@@ -228,6 +233,8 @@ function parseChat(
       forcedTool: choice.forced,
       toolsDisabled: choice.disabled,
       maxOutputTokens,
+      script: scriptOf(firstUserText ?? "", tools),
+      calledTools: [...toolNames.values()],
     },
   };
 }

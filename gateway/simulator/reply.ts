@@ -4,6 +4,10 @@
  * it into a text or tool-call reply with deterministic usage.
  *
  * Rules:
+ * - Scripted agent (OpenAI chat): the first user message names declared tools
+ *   in backticks (`` `look` ``): call each once, in the order named, with
+ *   arguments generated from its schema; after the last, the rules below
+ *   answer (with the last tool result).
  * - The last message is a tool result: reply `Tool <name> returned: <result>`.
  * - Tools are declared and either the request forces one (`tool_choice`
  *   `required`/named, Anthropic `any`/`tool`, Gemini mode `ANY`) or the last
@@ -54,6 +58,32 @@ export interface Prompt {
   toolsDisabled: boolean;
   /** Output token limit, if the request sets one. */
   maxOutputTokens?: number;
+  /** The scripted agent's plan: declared tools the first user message names in backticks, in order. */
+  script?: string[];
+  /** Tools the conversation already called, in order. */
+  calledTools?: string[];
+}
+
+/**
+ * The scripted agent's plan for a conversation: the declared tools its first
+ * user message names in backticks, in the order named, each once.
+ *
+ * @param firstUserText The first user message.
+ * @param tools The declared tools.
+ * @returns The tool names, possibly none.
+ */
+export function scriptOf(
+  firstUserText: string,
+  tools: readonly ToolDeclaration[],
+): string[] {
+  const declared = new Set(tools.map((tool) => tool.name));
+  const named: string[] = [];
+  for (const match of firstUserText.matchAll(/`([\w.-]+)`/g)) {
+    if (declared.has(match[1]) && !named.includes(match[1])) {
+      named.push(match[1]);
+    }
+  }
+  return named;
 }
 
 /** Accumulates the size of a prompt while a parser walks it. */
@@ -118,6 +148,13 @@ function truncate(text: string, limit: number): string {
   return text.length > limit ? text.slice(0, limit) : text;
 }
 
+function scriptedTool(prompt: Prompt): ToolDeclaration | undefined {
+  if (prompt.toolsDisabled || !prompt.script?.length) return undefined;
+  const called = prompt.calledTools ?? [];
+  const next = prompt.script.find((name) => !called.includes(name));
+  return prompt.tools.find((tool) => tool.name === next);
+}
+
 function chooseTool(prompt: Prompt): ToolDeclaration | undefined {
   if (prompt.toolsDisabled || prompt.tools.length === 0) return undefined;
   const wanted = prompt.forcedTool ??
@@ -157,7 +194,8 @@ export function decideReply(prompt: Prompt, behaviour: Behaviour): Reply {
   );
   const usage = { inputTokens, cachedTokens, cacheCreationTokens };
 
-  const tool = prompt.toolResult ? undefined : chooseTool(prompt);
+  const tool = scriptedTool(prompt) ??
+    (prompt.toolResult ? undefined : chooseTool(prompt));
   if (tool) {
     const args = JSON.stringify(argumentsFromSchema(tool.schema));
     const outputTokens = override.outputTokens ??

@@ -131,10 +131,15 @@ function sampleValue(schema: unknown, name: string, depth: number): unknown {
         sampleValue(schema.items, name, depth + 1),
         sampleValue(schema.items, name, depth + 1),
       ];
+    // A minimum as low as the safe integers (zod's `int()` writes one) is no bound.
     case "integer":
-      return typeof schema.minimum === "number" ? Math.ceil(schema.minimum) : 7;
+      return typeof schema.minimum === "number" && schema.minimum > -1e9
+        ? Math.ceil(schema.minimum)
+        : Math.min(7, maximumOf(schema));
     case "number":
-      return typeof schema.minimum === "number" ? schema.minimum : 42.5;
+      return typeof schema.minimum === "number" && schema.minimum > -1e9
+        ? schema.minimum
+        : Math.min(42.5, maximumOf(schema));
     case "boolean":
       return true;
     case "null":
@@ -142,6 +147,10 @@ function sampleValue(schema: unknown, name: string, depth: number): unknown {
     default:
       return schema.format === "date" ? "2026-01-01" : `${name} value`;
   }
+}
+
+function maximumOf(schema: Schema): number {
+  return typeof schema.maximum === "number" ? schema.maximum : Infinity;
 }
 
 function sampleObject(schema: Schema, depth: number): Record<string, unknown> {
