@@ -19,6 +19,7 @@ const ENTRY_POINTS = [
   "gateway/mod.ts",
   "gateway/simulator/mod.ts",
   "mcp/mod.ts",
+  "eval/mod.ts",
 ];
 
 const output = await new Deno.Command(Deno.execPath(), {
