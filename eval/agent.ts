@@ -31,7 +31,8 @@ export interface AgentOutcome {
   stepLimitReached: boolean;
 }
 
-type ChatMessage = Record<string, unknown>;
+/** A chat-completions message (`role`, `content`, `tool_calls`, …). */
+export type ChatMessage = Record<string, unknown>;
 
 /** MCP prompt messages as chat messages. */
 export function chatMessages(messages: PromptMessage[]): ChatMessage[] {

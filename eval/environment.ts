@@ -106,7 +106,9 @@ export function agentTools(
 
 /** One connection to an environment. */
 export class Environment {
+  /** The SDK v2 client connected to the environment. */
   readonly client: Client;
+  /** The environment's name (its server name): the `{env}` of the wire names. */
   readonly name: string;
   readonly #harnessToken?: string;
 

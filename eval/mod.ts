@@ -34,4 +34,4 @@ export type {
   ScenarioInfo,
 } from "./environment.ts";
 export { chatMessages, runAgent } from "./agent.ts";
-export type { AgentOutcome, ModelEndpoint } from "./agent.ts";
+export type { AgentOutcome, ChatMessage, ModelEndpoint } from "./agent.ts";
