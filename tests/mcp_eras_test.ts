@@ -56,6 +56,7 @@ async function episode(client: EpisodeClient, progress: boolean) {
     assert.equal(reported.at(-1)?.message, "Ready");
   }
   assert.deepEqual(listed.tools.map((tool) => tool.name).sort(), [
+    "_hud_submit",
     "evaluate",
     "guess",
     "look",

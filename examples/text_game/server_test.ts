@@ -57,7 +57,14 @@ Deno.test("the agent sees look and guess, not the setup and evaluate tools", asy
   try {
     const names = (await client.listTools()).tools.map((tool) => tool.name)
       .sort();
-    assert.deepEqual(names, ["evaluate", "guess", "look", "setup"]);
+    // `_hud_submit` is the scenario harness's (agents are not shown `_` tools).
+    assert.deepEqual(names, [
+      "_hud_submit",
+      "evaluate",
+      "guess",
+      "look",
+      "setup",
+    ]);
     const functions = await client.readResource({ uri: "setup://functions" });
     const listed = JSON.parse(
       (functions.contents[0] as { text: string }).text,
