@@ -39,6 +39,8 @@ import {
 } from "./credits/money.ts";
 import { GatewayError, renderErrors } from "./errors.ts";
 import { modelPathOf } from "./_path.ts";
+import { browseTraces } from "./console/data.ts";
+import { usageReport } from "./usage_report.ts";
 import { CatalogEntryError } from "./catalog.ts";
 import { putModel, removeModel } from "./live_catalog.ts";
 import type { CatalogEntry, KeyHealth } from "./types.ts";
@@ -201,6 +203,20 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono {
     await removeModel(kv, id);
     return c.json({ id, deleted: true });
   });
+
+  // The console's data: usage over a range, and the trace browser.
+  admin.get("/usage", async (c) =>
+    c.json(
+      await usageReport(kv, c.req.query("range") ?? "24h", {
+        callerId: c.req.query("caller") || undefined,
+        byCaller: true,
+      }),
+    ));
+  admin.get("/traces", async (c) =>
+    c.json({
+      object: "list",
+      data: await browseTraces(kv, new URL(c.req.url).searchParams),
+    }));
 
   admin.get("/keys", async (c) => {
     const callers = await listCallers(kv);

@@ -7,6 +7,8 @@
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { createAdminRoutes } from "./admin.ts";
+import { consolePages } from "./console/pages.ts";
+import { usageReport } from "./usage_report.ts";
 import { adminAuth, callerAuth, type CallerEnv } from "./auth.ts";
 import {
   type CallDeps,
@@ -139,6 +141,7 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   const billing = createBilling(kv, {
     onCommit: (seconds) => metrics.observeCommit(seconds),
     traceRetentionMs: config.traceRetentionDays * 86_400_000,
+    usageAggregates: config.usageAggregates === "on",
     log,
   });
   const limits = new LimitCounters(kv);
@@ -255,6 +258,14 @@ export function createGateway(options: GatewayOptions): GatewayApp {
       balance: microsToUsd(await billing.balance(c.get("caller").id)),
       currency: "USD",
     }));
+  // The caller's own usage over a range (the activity page reads it).
+  api.get("/usage", caller, async (c) => {
+    const id = c.get("caller").id;
+    await billing.balance(id); // after this caller's pending settlements
+    return c.json(
+      await usageReport(kv, c.req.query("range") ?? "24h", { callerId: id }),
+    );
+  });
   api.get("/traces", caller, async (c) => {
     // Non-streamed calls are answered before their charge and trace commit
     // (write-behind); reading the balance queues behind the caller's pending
@@ -344,6 +355,7 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     }),
   );
 
+  app.route("/", consolePages());
   app.route("/v1", api);
   app.route("/", api);
   return Object.assign(app, {

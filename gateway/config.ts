@@ -62,6 +62,8 @@ const configSchema = z.object({
   keyCooldownMs: positiveInt.default(60_000),
   callerCacheMs: z.coerce.number().int().min(0).max(1000).default(1000),
   traceRetentionDays: positiveInt.default(30),
+  usageRetentionDays: positiveInt.default(400),
+  usageAggregates: z.enum(["on", "off"]).default("on"),
   drainTimeoutMs: positiveInt.default(30_000),
   // parseConfig fills every provider with its defaults before validation.
   providers: z.object({
@@ -93,6 +95,10 @@ export interface GatewayConfig {
   callerCacheMs: number;
   /** How long trace records are kept, days. */
   traceRetentionDays: number;
+  /** How long the daily usage aggregates are kept, days (`GATEWAY_USAGE_RETENTION_DAYS`, default 400; minute buckets 48 h, hour buckets 35 days). */
+  usageRetentionDays: number;
+  /** Usage aggregates on or off (`GATEWAY_USAGE_AGGREGATES`, default `on`; off only to measure what they cost). */
+  usageAggregates: "on" | "off";
   /** How long shutdown waits for in-flight calls, ms (`GATEWAY_DRAIN_TIMEOUT_MS`). */
   drainTimeoutMs: number;
   /** Each provider's settings. */
@@ -154,6 +160,8 @@ export function parseConfig(sources: ConfigSources = {}): GatewayConfig {
   set("upstreamTimeoutMs", env.GATEWAY_UPSTREAM_TIMEOUT_MS);
   set("keyCooldownMs", env.GATEWAY_KEY_COOLDOWN_MS);
   set("drainTimeoutMs", env.GATEWAY_DRAIN_TIMEOUT_MS);
+  set("usageRetentionDays", env.GATEWAY_USAGE_RETENTION_DAYS);
+  set("usageAggregates", env.GATEWAY_USAGE_AGGREGATES);
 
   const providers = {
     ...(merged.providers as

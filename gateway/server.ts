@@ -9,6 +9,7 @@ import { createGateway } from "./app.ts";
 import { ConfigError, type GatewayConfig } from "./config.ts";
 import { type ResilientServer, serveResilient } from "../_serve.ts";
 import { sweepExpiredLeases } from "./credits/sweep.ts";
+import { sweepUsage } from "./usage_buckets.ts";
 import type { CatalogEntry } from "./types.ts";
 
 /** How often each process releases reservations left open by a crashed one. */
@@ -66,6 +67,9 @@ export async function startGateway(
   const sweep = setInterval(() => {
     sweepExpiredLeases(kv, Date.now()).catch((error) =>
       log({ level: "error", message: `Lease sweep failed: ${error}` })
+    );
+    sweepUsage(kv, Date.now(), config.usageRetentionDays).catch((error) =>
+      log({ level: "error", message: `Usage sweep failed: ${error}` })
     );
   }, SWEEP_INTERVAL_MS);
   Deno.unrefTimer(sweep);

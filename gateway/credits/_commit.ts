@@ -10,6 +10,7 @@ import { monotonicId, randomId } from "../_ids.ts";
 import { commitWithRetry } from "../_kv_retry.ts";
 import { leaseKey, ledgerKey, unleasedKey } from "../kv_keys.ts";
 import { addTraceWrites } from "../tracing.ts";
+import { UsageSums } from "../usage_buckets.ts";
 import type { Reservation, ReserveResult } from "../types.ts";
 import {
   availableMicros,
@@ -39,6 +40,8 @@ export interface CommitContext {
   leaseTtlMs: number;
   /** How long traces are kept, ms. */
   traceRetentionMs?: number;
+  /** Add usage aggregates to each settle's commit (default true). */
+  usageAggregates?: boolean;
   /** The clock, epoch ms. */
   now(): number;
   /** Whether a lease must be renewed before it serves another reservation. */
@@ -145,11 +148,13 @@ async function attemptBatch(
     op.check(unleased).set(unleasedKey(callerId), plan.next.unleased);
   }
   let writes = leaseChanges || plan.next.unleased !== view.unleased;
+  const usage = context.usageAggregates === false ? undefined : new UsageSums();
   batch.forEach((job, i) => {
     if (job.kind !== "settle") return;
     writes = true;
-    addSettleWrites(context, op, job, plan.outcomes[i], now);
+    addSettleWrites(context, op, job, plan.outcomes[i], now, usage);
   });
+  usage?.writeTo(op);
   let versionstamp = lease?.versionstamp ?? "";
   if (writes) {
     lane.blockedMicros += plan.outflowMicros;
@@ -204,6 +209,7 @@ function addSettleWrites(
   job: SettleJob,
   outcome: LaneOutcome,
   time: number,
+  sums: UsageSums | undefined,
 ): void {
   const { settlement, open } = job;
   const { usage, trace, costMicros } = settlement;
@@ -229,9 +235,9 @@ function addSettleWrites(
     };
     op.set(ledgerKey(open.callerId, entry.id), entry);
   }
-  addTraceWrites(op, { ...trace, callerId: open.callerId, costMicros }, {
-    retentionMs: context.traceRetentionMs,
-  });
+  const record = { ...trace, callerId: open.callerId, costMicros };
+  addTraceWrites(op, record, { retentionMs: context.traceRetentionMs });
+  sums?.add(record);
 }
 
 function laneOperation(job: Job, leaseId: string | undefined): LaneOperation {

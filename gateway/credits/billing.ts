@@ -41,6 +41,7 @@
 import { randomId } from "../_ids.ts";
 import { commitWithRetry } from "../_kv_retry.ts";
 import { addTraceWrites } from "../tracing.ts";
+import { UsageSums } from "../usage_buckets.ts";
 import type {
   Billing,
   Reservation,
@@ -78,6 +79,8 @@ export interface BillingOptions {
   leaseAheadCalls?: number;
   /** How long trace records are kept, ms. */
   traceRetentionMs?: number;
+  /** Add per-minute/hour/day usage counters to each trace's commit (default true). */
+  usageAggregates?: boolean;
   /** Clock, epoch ms; tests replace it. */
   now?: () => number;
   /** Where a write-behind settlement that finally failed is reported; defaults to a JSON line on stderr. */
@@ -109,6 +112,7 @@ class KvBilling implements Billing {
   readonly #leaseIdleMs: number;
   readonly #sizing: LeaseSizing;
   readonly #traceRetentionMs: number | undefined;
+  readonly #usageAggregates: boolean;
   readonly #now: () => number;
   readonly #log: (record: Record<string, unknown>) => void;
   readonly #lanes = new Map<string, Lane>();
@@ -125,6 +129,7 @@ class KvBilling implements Billing {
       aheadShare: LEASE_AHEAD_SHARE,
     };
     this.#traceRetentionMs = options.traceRetentionMs;
+    this.#usageAggregates = options.usageAggregates !== false;
     this.#now = options.now ?? Date.now;
     this.#log = options.log ??
       ((record) => console.error(JSON.stringify(record)));
@@ -133,6 +138,7 @@ class KvBilling implements Billing {
       sizing: this.#sizing,
       leaseTtlMs: this.#leaseTtlMs,
       traceRetentionMs: options.traceRetentionMs,
+      usageAggregates: options.usageAggregates,
       now: this.#now,
       renewDue: (lease) => this.#renewDue(lease),
       openReservation: (callerId, leaseId, amountMicros) =>
@@ -199,9 +205,15 @@ class KvBilling implements Billing {
 
   recordTrace(trace: TraceRecord): Promise<void> {
     return commitWithRetry(`trace "${trace.requestId}"`, async () => {
-      const committed = await addTraceWrites(this.#kv.atomic(), trace, {
+      const op = addTraceWrites(this.#kv.atomic(), trace, {
         retentionMs: this.#traceRetentionMs,
-      }).commit();
+      });
+      if (this.#usageAggregates) {
+        const usage = new UsageSums();
+        usage.add(trace);
+        usage.writeTo(op);
+      }
+      const committed = await op.commit();
       return committed.ok ? undefined : null;
     });
   }

@@ -1,0 +1,151 @@
+// A caller's own page: balance, spend and requests over time by model, and
+// the recent calls. Signed in with the caller's key; every request the page
+// makes is the caller's own (the gateway scopes them to the key).
+import {
+  api,
+  card,
+  chart,
+  count,
+  credential,
+  h,
+  ms,
+  percent,
+  ranges,
+  signIn,
+  table,
+  time,
+  Unauthorized,
+  usd,
+  usdTick,
+} from "./common.js";
+
+const root = document.getElementById("app");
+const key = credential("mcpkit.key");
+const state = { range: "24h" };
+
+function start() {
+  if (!key.get()) {
+    signIn(root, {
+      title: "Your gateway activity",
+      label: "API key",
+      hint: "Sign in with your gateway key. It stays in this tab only.",
+      check: (candidate) => api(candidate, "/v1/credits"),
+      onSignedIn: (value) => {
+        key.set(value);
+        render();
+      },
+    });
+    return;
+  }
+  render();
+}
+
+function signOut() {
+  key.clear();
+  start();
+}
+
+async function render() {
+  const main = h(
+    "main",
+    { "data-testid": "page" },
+    h("p", { class: "muted", text: "Loading…" }),
+  );
+  root.replaceChildren(
+    h(
+      "header",
+      {},
+      h("h1", { text: "Your gateway activity" }),
+      h("button", {
+        type: "button",
+        class: "right",
+        onclick: signOut,
+        "data-testid": "signout",
+      }, "Sign out"),
+    ),
+    main,
+  );
+  try {
+    const get = (path) => api(key.get(), path);
+    const [credits, report, traces] = await Promise.all([
+      get("/v1/credits"),
+      get(`/v1/usage?range=${state.range}`),
+      get("/v1/traces?limit=50"),
+    ]);
+    const t = report.totals;
+    main.replaceChildren(
+      ranges(state.range, (range) => {
+        state.range = range;
+        render();
+      }),
+      h(
+        "div",
+        { class: "cards" },
+        card("Balance", usd(credits.balance), "balance"),
+        card(`Spend (${state.range})`, usd(t.costUsd), "total-spend"),
+        card(`Requests (${state.range})`, count(t.requests), "total-requests"),
+        card("Error rate", percent(t.errorRate), "error-rate"),
+        card("Latency p50", ms(t.latencyMs.p50), "latency"),
+      ),
+      h(
+        "div",
+        { class: "charts" },
+        chart(
+          "Spend (USD)",
+          report,
+          [
+            {
+              label: "spend",
+              color: "#2b8a3e",
+              fill: "rgba(43,138,62,0.1)",
+              value: (p) => p.costUsd,
+            },
+          ],
+          "chart-spend",
+          usdTick,
+        ),
+        chart("Requests", report, [
+          { label: "requests", color: "#1c7ed6", value: (p) => p.requests },
+        ], "chart-requests"),
+      ),
+      h("h2", { text: "By model" }),
+      table(
+        [
+          { label: "Model", value: (r) => r.model },
+          { label: "Requests", num: true, value: (r) => count(r.requests) },
+          { label: "Spend", num: true, value: (r) => usd(r.costUsd) },
+          {
+            label: "Tokens in / out",
+            num: true,
+            value: (r) => `${count(r.inputTokens)} / ${count(r.outputTokens)}`,
+          },
+        ],
+        report.byModel,
+        { testid: "models-table" },
+      ),
+      h("h2", { text: "Recent calls" }),
+      table(
+        [
+          { label: "Time", value: (x) => time(x.time) },
+          { label: "Model", value: (x) => x.model ?? "–" },
+          { label: "Status", num: true, value: (x) => x.status },
+          {
+            label: "Tokens",
+            num: true,
+            value: (x) => count(x.inputTokens + x.outputTokens),
+          },
+          { label: "Cost", num: true, value: (x) => usd(x.costMicros / 1e6) },
+          { label: "Latency", num: true, value: (x) => ms(x.latencyMs) },
+          { label: "Trace id", value: (x) => x.traceId },
+        ],
+        traces.data,
+        { testid: "traces-table" },
+      ),
+    );
+  } catch (error) {
+    if (error instanceof Unauthorized) return signOut();
+    main.replaceChildren(h("p", { class: "error", text: error.message }));
+  }
+}
+
+start();

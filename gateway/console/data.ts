@@ -1,0 +1,80 @@
+/**
+ * What the console pages read beyond the admin API they share with scripts:
+ * the trace browser across callers. (Usage comes from `usage_report.ts`.)
+ *
+ * @module
+ */
+import { z } from "zod";
+import { firstIssue } from "../_zod.ts";
+import { listCallers } from "../callers.ts";
+import { GatewayError } from "../errors.ts";
+import { listTraces, MAX_TRACE_LIMIT } from "../tracing.ts";
+import type { TraceRecord } from "../types.ts";
+
+const querySchema = z.object({
+  caller: z.string().min(1).max(200).optional(),
+  model: z.string().min(1).max(200).optional(),
+  route: z.string().min(1).max(40).optional(),
+  status: z.string().regex(
+    /^(\d{3}|[2-5]xx)$/,
+    "must be a status such as 200 or a class such as 5xx",
+  ).optional(),
+  trace_id: z.string().min(1).max(256).optional(),
+  limit: z.coerce.number().int().min(1).max(MAX_TRACE_LIMIT).optional(),
+});
+
+/** One trace in the browser: the record and its caller's name. */
+export type BrowsedTrace = TraceRecord & { callerName?: string };
+
+/**
+ * Lists traces across callers, newest first, filtered by caller, model,
+ * route, status (`200`, `5xx`) and trace id. Each caller's newest `limit`
+ * records are read (the trace-id index when one is given), then merged.
+ *
+ * @param kv The gateway's KV.
+ * @param params The query string.
+ * @returns At most `limit` traces (default 100).
+ * @throws {GatewayError} A 400 naming a bad parameter.
+ */
+export async function browseTraces(
+  kv: Deno.Kv,
+  params: URLSearchParams,
+): Promise<BrowsedTrace[]> {
+  const parsed = querySchema.safeParse(Object.fromEntries(params));
+  if (!parsed.success) {
+    const { param, message } = firstIssue(parsed.error);
+    throw new GatewayError(
+      400,
+      `Invalid query parameter "${param}": ${message}`,
+      {
+        code: "invalid_request",
+        param,
+      },
+    );
+  }
+  const q = parsed.data;
+  const limit = q.limit ?? 100;
+  const callers = (await listCallers(kv)).filter((c) =>
+    q.caller === undefined || c.id === q.caller
+  );
+  const matches = (t: TraceRecord) =>
+    (q.model === undefined || t.model === q.model) &&
+    (q.route === undefined || t.route === q.route) &&
+    (q.status === undefined ||
+      (q.status.endsWith("xx")
+        ? String(t.status)[0] === q.status[0]
+        : String(t.status) === q.status));
+  const found: BrowsedTrace[] = [];
+  for (const caller of callers) {
+    // Filters other than the trace id are applied after reading, so read
+    // more than `limit` to still fill the page.
+    const traces = await listTraces(kv, caller.id, {
+      traceId: q.trace_id,
+      limit: MAX_TRACE_LIMIT,
+    });
+    for (const trace of traces) {
+      if (matches(trace)) found.push({ ...trace, callerName: caller.name });
+    }
+  }
+  return found.sort((a, b) => b.time - a.time).slice(0, limit);
+}

@@ -1,0 +1,93 @@
+/**
+ * The operator console (`/console`, admin token) and a caller's own page
+ * (`/activity`, the caller's key): static pages the gateway serves itself,
+ * charts by uPlot included, so they work offline. The pages hold no data:
+ * they sign in within the tab (sessionStorage) and read the admin API or the
+ * caller API with that credential.
+ *
+ * @module
+ */
+import { Hono } from "hono";
+import { UPLOT_CSS, UPLOT_JS } from "./_uplot.ts";
+import activityJs from "./activity.js" with { type: "text" };
+import commonJs from "./common.js" with { type: "text" };
+import consoleJs from "./console.js" with { type: "text" };
+import styleCss from "./style.css" with { type: "text" };
+
+const SECURITY_HEADERS = {
+  // Scripts only from this origin (no inline script), calls only to it, and
+  // no framing: a token typed here cannot be read by another origin's page.
+  "content-security-policy":
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
+    "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; " +
+    "frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
+};
+
+function page(title: string, script: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title}</title>
+<link rel="stylesheet" href="/console/assets/uplot.css">
+<link rel="stylesheet" href="/console/assets/style.css">
+<script src="/console/assets/uplot.js"></script>
+<script type="module" src="${script}"></script>
+</head>
+<body><div id="app"></div></body>
+</html>
+`;
+}
+
+const ASSETS: Record<string, { body: string; type: string }> = {
+  "uplot.js": { body: UPLOT_JS, type: "text/javascript; charset=utf-8" },
+  "uplot.css": { body: UPLOT_CSS, type: "text/css; charset=utf-8" },
+  "style.css": { body: styleCss, type: "text/css; charset=utf-8" },
+  "common.js": { body: commonJs, type: "text/javascript; charset=utf-8" },
+  "console.js": { body: consoleJs, type: "text/javascript; charset=utf-8" },
+  "activity.js": { body: activityJs, type: "text/javascript; charset=utf-8" },
+};
+
+/**
+ * The page routes: `GET /console`, `GET /activity` and their assets under
+ * `/console/assets/`.
+ *
+ * @returns A Hono app to mount at the root.
+ */
+export function consolePages(): Hono {
+  const pages = new Hono();
+  const html = (body: string) =>
+    new Response(body, {
+      headers: {
+        "content-type": "text/html; charset=utf-8",
+        "cache-control": "no-store",
+        ...SECURITY_HEADERS,
+      },
+    });
+  const consoleHtml = page(
+    "mcpkit gateway console",
+    "/console/assets/console.js",
+  );
+  const activityHtml = page(
+    "Your gateway activity",
+    "/console/assets/activity.js",
+  );
+  pages.get("/console", () => html(consoleHtml));
+  pages.get("/activity", () => html(activityHtml));
+  pages.get("/console/assets/:name", (c) => {
+    const asset = ASSETS[c.req.param("name")];
+    if (!asset) return c.notFound();
+    return new Response(asset.body, {
+      headers: {
+        "content-type": asset.type,
+        "cache-control": "public, max-age=300",
+        ...SECURITY_HEADERS,
+      },
+    });
+  });
+  return pages;
+}
