@@ -80,6 +80,13 @@ export interface GatewayApp {
    * @returns A promise that resolves once every queued settlement committed or was logged as failed.
    */
   flush(): Promise<void>;
+  /**
+   * The `/metrics` answer without the admin check, for a listen address of
+   * its own (`GATEWAY_METRICS_ADDR`).
+   *
+   * @returns The Prometheus text exposition.
+   */
+  metricsResponse(): Promise<Response>;
 }
 
 const CALL_ROUTES: readonly [string, RouteName][] = [
@@ -362,6 +369,10 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     flush: async () => {
       await limits.flush();
       await billing.flush();
+    },
+    metricsResponse: async () => {
+      const { body, contentType } = await metrics.render();
+      return new Response(body, { headers: { "content-type": contentType } });
     },
   });
 }

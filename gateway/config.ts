@@ -64,6 +64,10 @@ const configSchema = z.object({
   traceRetentionDays: positiveInt.default(30),
   usageRetentionDays: positiveInt.default(400),
   usageAggregates: z.enum(["on", "off"]).default("on"),
+  metricsAddr: z.string().regex(
+    /^(\[[0-9a-fA-F:]+\]|[\w.-]+):\d{1,5}$/,
+    "must be host:port, e.g. 127.0.0.1:9464",
+  ).optional(),
   drainTimeoutMs: positiveInt.default(30_000),
   // parseConfig fills every provider with its defaults before validation.
   providers: z.object({
@@ -97,6 +101,8 @@ export interface GatewayConfig {
   traceRetentionDays: number;
   /** How long the daily usage aggregates are kept, days (`GATEWAY_USAGE_RETENTION_DAYS`, default 400; minute buckets 48 h, hour buckets 35 days). */
   usageRetentionDays: number;
+  /** A second address serving only `GET /metrics`, without the admin token (`GATEWAY_METRICS_ADDR`, `host:port`; keep it off the internet). */
+  metricsAddr?: string;
   /** Usage aggregates on or off (`GATEWAY_USAGE_AGGREGATES`, default `on`; off only to measure what they cost). */
   usageAggregates: "on" | "off";
   /** How long shutdown waits for in-flight calls, ms (`GATEWAY_DRAIN_TIMEOUT_MS`). */
@@ -162,6 +168,7 @@ export function parseConfig(sources: ConfigSources = {}): GatewayConfig {
   set("drainTimeoutMs", env.GATEWAY_DRAIN_TIMEOUT_MS);
   set("usageRetentionDays", env.GATEWAY_USAGE_RETENTION_DAYS);
   set("usageAggregates", env.GATEWAY_USAGE_AGGREGATES);
+  set("metricsAddr", env.GATEWAY_METRICS_ADDR);
 
   const providers = {
     ...(merged.providers as

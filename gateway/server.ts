@@ -100,6 +100,37 @@ export async function startGateway(
     throw error;
   }
 
+  // Prometheus without the admin token, on an address of its own.
+  let metricsServer: Deno.HttpServer | undefined;
+  if (config.metricsAddr) {
+    const at = config.metricsAddr.lastIndexOf(":");
+    try {
+      metricsServer = Deno.serve(
+        {
+          hostname: config.metricsAddr.slice(0, at).replace(/^\[|\]$/g, ""),
+          port: Number(config.metricsAddr.slice(at + 1)),
+          onListen: () => {},
+        },
+        (request) =>
+          new URL(request.url).pathname === "/metrics" &&
+            request.method === "GET"
+            ? app.metricsResponse()
+            : new Response("Not found: this address serves GET /metrics\n", {
+              status: 404,
+            }),
+      );
+    } catch (error) {
+      await server.shutdown();
+      clearInterval(sweep);
+      if (!options.kv) kv.close();
+      throw new ConfigError(
+        `GATEWAY_METRICS_ADDR ${config.metricsAddr} cannot be served: ${
+          (error as Error).message
+        }`,
+      );
+    }
+  }
+
   let closing: Promise<void> | undefined;
   return {
     get url() {
@@ -111,7 +142,10 @@ export async function startGateway(
       closing ??= (async () => {
         clearInterval(sweep);
         let timer: ReturnType<typeof setTimeout> | undefined;
-        const drained = server.shutdown();
+        const drained = Promise.all([
+          server.shutdown(),
+          metricsServer?.shutdown(),
+        ]);
         const timedOut = new Promise<void>((resolve) => {
           timer = setTimeout(resolve, config.drainTimeoutMs);
         });

@@ -7,8 +7,11 @@
  * They are KV counters (`sum` mutations: commutative, so they need no read
  * and never conflict) added to the same atomic commit as the trace and the
  * ledger entry, and merged within a commit, so a batch of settles adds one
- * mutation per counter it touches. Several gateway processes on one KV add to
- * the same counters: one picture.
+ * mutation per counter it touches: a call adds five to seven per bucket size
+ * (tokens in and out, cost, its latency bucket; cached tokens, its TTFT
+ * bucket and its status class when it has them; requests are the latency
+ * histogram's total). Several gateway processes on one KV add to the same
+ * counters: one picture.
  *
  * | key | value |
  * |---|---|
@@ -60,8 +63,6 @@ export interface UsageCounters {
   cachedTokens: number;
   /** Cost, micro-USD. */
   costMicros: number;
-  /** Sum of latencies, ms. */
-  latencySumMs: number;
   /** Latency histogram: counts per {@linkcode LATENCY_BOUNDS_MS} bucket, plus one open bucket. */
   latency: number[];
   /** TTFT histogram (streams), same buckets. */
@@ -78,7 +79,6 @@ export function emptyCounters(): UsageCounters {
     outputTokens: 0,
     cachedTokens: 0,
     costMicros: 0,
-    latencySumMs: 0,
     latency: new Array(LATENCY_BOUNDS_MS.length + 1).fill(0),
     ttft: new Array(LATENCY_BOUNDS_MS.length + 1).fill(0),
   };
@@ -111,20 +111,16 @@ export function retentionMs(
  * into the batch's atomic commit.
  */
 export class UsageSums {
-  readonly #sums = new Map<string, { key: Deno.KvKey; value: bigint }>();
+  // By bucket and group: the key prefix once, then a number per field
+  // (plain numbers while adding; a KV sum each when written).
+  readonly #groups = new Map<
+    string,
+    { base: Deno.KvKey; fields: Map<string, number> }
+  >();
 
   /** Whether nothing was added. */
   get empty(): boolean {
-    return this.#sums.size === 0;
-  }
-
-  #add(key: Deno.KvKey, value: number): void {
-    if (value <= 0) return;
-    const id = JSON.stringify(key);
-    const entry = this.#sums.get(id);
-    const amount = BigInt(Math.round(value));
-    if (entry) entry.value += amount;
-    else this.#sums.set(id, { key, value: amount });
+    return this.#groups.size === 0;
   }
 
   /**
@@ -135,29 +131,39 @@ export class UsageSums {
   add(trace: TraceRecord): void {
     const model = trace.model ?? "-";
     const provider = trace.provider ?? "-";
+    const status = trace.status >= 500
+      ? "5xx"
+      : trace.status >= 400
+      ? "4xx"
+      : "";
+    const latency = `lat:${histogramIndex(trace.latencyMs)}`;
+    const ttft = trace.ttftMs === undefined
+      ? ""
+      : `ttft:${histogramIndex(trace.ttftMs)}`;
     for (const granularity of ["m", "h", "d"] as const) {
-      const base = [
-        "usage",
-        granularity,
-        bucketStart(trace.time, granularity),
-        trace.callerId,
-        model,
-        provider,
-      ];
-      const add = (field: string, value: number) =>
-        this.#add([...base, field], value);
-      add("requests", 1);
-      if (trace.status >= 500) add("5xx", 1);
-      else if (trace.status >= 400) add("4xx", 1);
+      const start = bucketStart(trace.time, granularity);
+      const id =
+        `${granularity}\u0000${start}\u0000${trace.callerId}\u0000${model}\u0000${provider}`;
+      let group = this.#groups.get(id);
+      if (!group) {
+        group = {
+          base: ["usage", granularity, start, trace.callerId, model, provider],
+          fields: new Map(),
+        };
+        this.#groups.set(id, group);
+      }
+      const fields = group.fields;
+      const add = (field: string, value: number) => {
+        if (value > 0) fields.set(field, (fields.get(field) ?? 0) + value);
+      };
+      // No "requests" counter: every call adds one to the latency histogram.
+      add(latency, 1);
+      if (status) add(status, 1);
+      if (ttft) add(ttft, 1);
       add("in", trace.inputTokens);
       add("out", trace.outputTokens);
       add("cached", trace.cachedTokens);
       add("cost", trace.costMicros);
-      add("lat_sum", trace.latencyMs);
-      add(`lat:${histogramIndex(trace.latencyMs)}`, 1);
-      if (trace.ttftMs !== undefined) {
-        add(`ttft:${histogramIndex(trace.ttftMs)}`, 1);
-      }
     }
   }
 
@@ -168,8 +174,10 @@ export class UsageSums {
    * @returns The same operation.
    */
   writeTo(op: Deno.AtomicOperation): Deno.AtomicOperation {
-    for (const { key, value } of this.#sums.values()) {
-      op.sum(key, value);
+    for (const { base, fields } of this.#groups.values()) {
+      for (const [field, value] of fields) {
+        op.sum([...base, field], BigInt(Math.round(value)));
+      }
     }
     return op;
   }
@@ -236,14 +244,14 @@ export async function readUsage(
     }
     applyField(row.counters, field, Number(value.value));
   }
+  for (const row of rows.values()) {
+    row.counters.requests = row.counters.latency.reduce((a, b) => a + b, 0);
+  }
   return [...rows.values()];
 }
 
 function applyField(c: UsageCounters, field: string, n: number): void {
   switch (field) {
-    case "requests":
-      c.requests += n;
-      return;
     case "4xx":
       c.errors4xx += n;
       return;
@@ -262,9 +270,6 @@ function applyField(c: UsageCounters, field: string, n: number): void {
     case "cost":
       c.costMicros += n;
       return;
-    case "lat_sum":
-      c.latencySumMs += n;
-      return;
   }
   const [histogram, index] = field.split(":");
   const i = Number(index);
@@ -281,7 +286,6 @@ export function mergeCounters(a: UsageCounters, b: UsageCounters): void {
   a.outputTokens += b.outputTokens;
   a.cachedTokens += b.cachedTokens;
   a.costMicros += b.costMicros;
-  a.latencySumMs += b.latencySumMs;
   b.latency.forEach((n, i) => a.latency[i] += n);
   b.ttft.forEach((n, i) => a.ttft[i] += n);
 }

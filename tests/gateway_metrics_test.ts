@@ -68,3 +68,32 @@ Deno.test("GET /metrics answers the admin token with Prometheus text of the call
   );
   assert.match(text, /mcpkit_gateway_kv_commit_seconds_count [1-9]/);
 });
+
+Deno.test("with GATEWAY_METRICS_ADDR, /metrics is also served there without a token, and nothing else is", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  await using h = await startHarness({
+    env: {
+      GATEWAY_ADMIN_TOKEN: TOKEN,
+      GATEWAY_METRICS_ADDR: `127.0.0.1:${port}`,
+    },
+  });
+  const call = await h.post(
+    "/v1/chat/completions",
+    callBody("chat", "gpt-4o-mini", false),
+  );
+  await call.body?.cancel();
+  const scraped = await fetch(`http://127.0.0.1:${port}/metrics`);
+  assert.equal(scraped.status, 200);
+  assert.match(
+    await scraped.text(),
+    /mcpkit_gateway_requests_total\{route="chat"/,
+  );
+  const other = await fetch(`http://127.0.0.1:${port}/admin/keys`);
+  assert.equal(other.status, 404);
+  await other.body?.cancel();
+  const main = await fetch(`${h.url}/metrics`);
+  assert.equal(main.status, 401, "the main address still wants the token");
+  await main.body?.cancel();
+});

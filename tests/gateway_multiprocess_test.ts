@@ -5,6 +5,7 @@
  * and no provider key in any process's log.
  */
 import assert from "node:assert/strict";
+import { usageReport } from "../gateway/usage_report.ts";
 import { join } from "node:path";
 import { createCaller } from "../gateway/callers.ts";
 import {
@@ -144,6 +145,22 @@ Deno.test("three gateway processes on one KV file keep one exact ledger that mat
         (await listTraces(kv, caller.id, { limit: 1000 })).length,
         charges.length,
       );
+      // The usage aggregates the three processes added to: one picture,
+      // equal to the ledger, at every bucket size.
+      for (const range of ["1h", "24h", "30d"]) {
+        const report = await usageReport(kv, range, { callerId: caller.id });
+        assert.equal(report.totals.requests, charges.length, range);
+        assert.equal(
+          Math.round(report.totals.costUsd * 1e6),
+          -ledgerSum(charges),
+          range,
+        );
+        assert.equal(
+          report.totals.inputTokens,
+          charges.reduce((n, c) => n + (c.inputTokens ?? 0), 0),
+          range,
+        );
+      }
     } finally {
       kv.close();
     }

@@ -9,7 +9,8 @@
  * `deno run -A --config <tree>/deno.json bench/gateway/cpu_per_call.ts <tree> [calls]`
  *
  * Run it on a checkout of the old version (`git worktree add /tmp/old <rev>`)
- * and on this one, alternating, a few times each.
+ * and on this one, alternating, a few times each; or on one tree with
+ * `GATEWAY_USAGE_AGGREGATES=off` and `on`, to measure the usage aggregates.
  *
  * @module
  */
@@ -24,6 +25,9 @@ const { startSimulator } = await import(`${tree}/gateway/simulator/mod.ts`);
 
 const sim = await startSimulator();
 const env: Record<string, string> = { ...sim.env() };
+// Passed through, to compare a setting on and off in one tree.
+const aggregates = Deno.env.get("GATEWAY_USAGE_AGGREGATES");
+if (aggregates) env.GATEWAY_USAGE_AGGREGATES = aggregates;
 for (const provider of PROVIDERS as string[]) {
   env[`${provider.toUpperCase()}_API_KEYS`] = `sk-${provider}`;
 }
