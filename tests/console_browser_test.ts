@@ -167,6 +167,12 @@ Deno.test({
     assert.match(models ?? "", /gpt-4o-mini\s*3/);
     assert.match(models ?? "", /claude-haiku-4-5\s*3/);
 
+    // Provider keys: each key by its id, with its last minute's use.
+    await page.click("[data-tab=keys]");
+    const keys = await page.textContent("[data-testid=keys-table]");
+    assert.match(keys ?? "", /openai\s*\S+\s*ready/);
+    assert.match(keys ?? "", /anthropic/);
+
     // Traces: filter by caller, then by status, and open one.
     await page.click("[data-tab=traces]");
     await page.selectOption("[data-filter=caller]", bob.id);
