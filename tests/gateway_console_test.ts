@@ -1,0 +1,102 @@
+/**
+ * The console's data and pages at the HTTP level: who may read what, bad
+ * input, and the security headers of the pages. (The pages themselves are
+ * driven in Chromium by console_browser_test.ts.)
+ */
+import assert from "node:assert/strict";
+import { createCaller } from "../gateway/callers.ts";
+import { usdToMicros } from "../gateway/credits/money.ts";
+import { startHarness } from "./_gateway_harness.ts";
+import { callBody } from "./_gateway_routes.ts";
+
+const TOKEN = "console-admin-token-0123456789";
+
+Deno.test("usage and traces: the admin sees every caller, a caller only themself, a wrong credential nothing, and bad parameters a 400 naming them", async () => {
+  await using h = await startHarness({ env: { GATEWAY_ADMIN_TOKEN: TOKEN } });
+  const other = await createCaller(h.kv, {
+    name: "other",
+    creditsMicros: usdToMicros(5),
+  });
+  for (const key of [h.caller.key, h.caller.key, other.key]) {
+    const response = await fetch(`${h.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${key}`,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify(callBody("chat", "gpt-4o-mini", false)),
+    });
+    await response.body?.cancel();
+  }
+  const get = async (path: string, credential: string) => {
+    const response = await fetch(`${h.url}${path}`, {
+      headers: { authorization: `Bearer ${credential}` },
+    });
+    return { status: response.status, body: await response.json() };
+  };
+
+  const all = await get("/admin/usage?range=1h", TOKEN);
+  assert.equal(all.status, 200);
+  assert.equal(all.body.totals.requests, 3);
+  assert.equal(all.body.byCaller.length, 2);
+  const mine = await get("/v1/usage?range=1h", other.key);
+  assert.equal(mine.body.totals.requests, 1);
+  assert.equal(mine.body.byCaller, undefined);
+  const traces = await get("/admin/traces?limit=10", TOKEN);
+  assert.equal(traces.body.data.length, 3);
+  const byCaller = (id: string) =>
+    traces.body.data.filter((t: { callerId: string }) => t.callerId === id);
+  assert.equal(byCaller(h.caller.id).length, 2);
+  assert.equal(byCaller(other.id).length, 1);
+  assert.equal(byCaller(other.id)[0].callerName, "other");
+  const ownTraces = await get("/v1/traces", other.key);
+  assert.equal(ownTraces.body.data.length, 1);
+
+  // Wrong credentials: 401 and no data.
+  for (
+    const [path, credential] of [
+      ["/admin/usage?range=1h", "wrong-token"],
+      ["/admin/usage?range=1h", other.key], // a caller key is not the admin token
+      ["/admin/traces", "wrong-token"],
+      ["/v1/usage?range=1h", "mk-not-a-key"],
+    ]
+  ) {
+    const refused = await get(path, credential);
+    assert.equal(refused.status, 401, path);
+    assert.equal(refused.body.totals, undefined);
+    assert.equal(refused.body.data, undefined);
+  }
+
+  // Bad parameters: a 400 naming them.
+  const badRange = await get("/admin/usage?range=1y", TOKEN);
+  assert.equal(badRange.status, 400);
+  assert.equal(badRange.body.error.param, "range");
+  const badStatus = await get("/admin/traces?status=teapot", TOKEN);
+  assert.equal(badStatus.status, 400);
+  assert.equal(badStatus.body.error.param, "status");
+  const filtered = await get(
+    `/admin/traces?caller=${other.id}&status=2xx`,
+    TOKEN,
+  );
+  assert.equal(filtered.body.data.length, 1);
+});
+
+Deno.test("the console and activity pages are served with a strict content security policy and hold no data", async () => {
+  await using h = await startHarness();
+  for (const path of ["/console", "/activity"]) {
+    const page = await fetch(`${h.url}${path}`);
+    assert.equal(page.status, 200);
+    const csp = page.headers.get("content-security-policy") ?? "";
+    assert.match(csp, /script-src 'self'/);
+    assert.match(csp, /frame-ancestors 'none'/);
+    assert.equal(page.headers.get("cache-control"), "no-store");
+    const html = await page.text();
+    assert.doesNotMatch(html, /<script>[^<]/, "no inline script");
+    assert.doesNotMatch(html, new RegExp(h.caller.id), "no data in the page");
+  }
+  const uplot = await fetch(`${h.url}/console/assets/uplot.js`);
+  assert.match(await uplot.text(), /uPlot/);
+  const missing = await fetch(`${h.url}/console/assets/nope.js`);
+  assert.equal(missing.status, 404);
+  await missing.body?.cancel();
+});
