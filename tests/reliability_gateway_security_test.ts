@@ -9,12 +9,20 @@ import { createCaller } from "../gateway/callers.ts";
 import { usdToMicros } from "../gateway/credits/money.ts";
 import { type Harness, startHarness } from "./_gateway_harness.ts";
 
+/** KV holds sums (`Deno.KvU64`, a bigint inside): written as text in a dump. */
+function bigints(_key: string, value: unknown): unknown {
+  return typeof value === "bigint" ? value.toString() : value;
+}
+
 const ADMIN_TOKEN = "admin-token-security-suite-0123456789";
 
 async function dumpKv(kv: Deno.Kv): Promise<string> {
   const parts: string[] = [];
   for await (const entry of kv.list({ prefix: [] })) {
-    parts.push(JSON.stringify(entry.key), JSON.stringify(entry.value));
+    parts.push(
+      JSON.stringify(entry.key, bigints),
+      JSON.stringify(entry.value, bigints),
+    );
   }
   return parts.join("\n");
 }
