@@ -381,7 +381,11 @@ const PAGES = {
         onsubmit: (event) => {
           event.preventDefault();
           state.traceFilter = Object.fromEntries(
-            [...new FormData(event.target)].filter(([, v]) => v !== ""),
+            [...new FormData(event.target)].filter(([, v]) => v !== "")
+              // The browser's local time, sent as an instant.
+              .map(([k, v]) =>
+                k === "since" ? [k, new Date(v).toISOString()] : [k, v]
+              ),
           );
           state.trace = undefined;
           render();
@@ -392,6 +396,16 @@ const PAGES = {
       field("route", "route"),
       field("status", "status (200, 5xx)"),
       field("trace_id", "trace id"),
+      h(
+        "label",
+        { class: "muted" },
+        "since ",
+        h("input", {
+          type: "datetime-local",
+          name: "since",
+          "data-filter": "since",
+        }),
+      ),
       h("button", {
         class: "primary",
         type: "submit",

@@ -20,6 +20,8 @@ const querySchema = z.object({
     "must be a status such as 200 or a class such as 5xx",
   ).optional(),
   trace_id: z.string().min(1).max(256).optional(),
+  since: z.iso.datetime({ offset: true, local: true }).optional(),
+  until: z.iso.datetime({ offset: true, local: true }).optional(),
   limit: z.coerce.number().int().min(1).max(MAX_TRACE_LIMIT).optional(),
 });
 
@@ -28,7 +30,8 @@ export type BrowsedTrace = TraceRecord & { callerName?: string };
 
 /**
  * Lists traces across callers, newest first, filtered by caller, model,
- * route, status (`200`, `5xx`) and trace id. Each caller's newest `limit`
+ * route, status (`200`, `5xx`), trace id and time (`since`, `until`: ISO
+ * 8601). Each caller's newest `limit`
  * records are read (the trace-id index when one is given), then merged.
  *
  * @param kv The gateway's KV.
@@ -57,7 +60,10 @@ export async function browseTraces(
   const callers = (await listCallers(kv)).filter((c) =>
     q.caller === undefined || c.id === q.caller
   );
+  const since = q.since === undefined ? -Infinity : Date.parse(q.since);
+  const until = q.until === undefined ? Infinity : Date.parse(q.until);
   const matches = (t: TraceRecord) =>
+    t.time >= since && t.time <= until &&
     (q.model === undefined || t.model === q.model) &&
     (q.route === undefined || t.route === q.route) &&
     (q.status === undefined ||
