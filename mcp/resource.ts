@@ -4,9 +4,16 @@
  *
  * @module
  */
-import { UriTemplate, type Variables } from "./_sdk.ts";
-import type { ReadResourceResult } from "./_sdk.ts";
-import type { ToolExtra } from "./tool.ts";
+import {
+  type McpServer,
+  type ReadResourceResult,
+  type ResourceMetadata,
+  ResourceTemplate,
+  type ServerContext,
+  UriTemplate,
+  type Variables,
+} from "./_sdk.ts";
+import { type ToolExtra, toolExtra } from "./tool.ts";
 
 /** Options of `MCPServer.resource(uri, options, fn)`. */
 export interface ResourceOptions {
@@ -150,4 +157,57 @@ export class LenientUriTemplate extends UriTemplate {
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/**
+ * Registers `fn` as the resource (or, with `{variables}` in the URI, the
+ * resource template) `uri` on `server`: what `MCPServer.resource()` does.
+ *
+ * @param server The server.
+ * @param uri The URI or URI template.
+ * @param options Name, title, description, MIME type.
+ * @param fn The function that produces the content.
+ */
+export function registerResourceFunction(
+  server: McpServer,
+  uri: string,
+  options: ResourceOptions,
+  fn: ResourceFunction,
+): void {
+  const name = options.name ?? (fn.name || uri);
+  const metadata: ResourceMetadata = {
+    title: options.title,
+    description: options.description,
+    mimeType: options.mimeType ?? "application/json",
+  };
+  const read = async (
+    url: URL,
+    variables: Record<string, string>,
+    ctx: ServerContext,
+  ) =>
+    normalizeResourceResult(
+      url,
+      await fn(variables, { uri: url, extra: toolExtra(ctx) }),
+      options.mimeType,
+    );
+  if (uri.includes("{")) {
+    const template = new ResourceTemplate(new LenientUriTemplate(uri), {
+      list: undefined,
+    });
+    server.registerResource(name, template, metadata, (url, variables, ctx) => {
+      const flat = Object.fromEntries(
+        Object.entries(variables).map((
+          [key, value],
+        ) => [key, Array.isArray(value) ? value.join(",") : value]),
+      );
+      return read(url, flat, ctx);
+    });
+  } else {
+    server.registerResource(
+      name,
+      uri,
+      metadata,
+      (url, ctx) => read(url, {}, ctx),
+    );
+  }
 }

@@ -11,11 +11,7 @@ import {
   type McpServerOptions,
   type ProtocolEra,
   type RegisteredPrompt,
-  type RegisteredResource,
-  type RegisteredResourceTemplate,
   type RegisteredTool,
-  type ResourceMetadata,
-  ResourceTemplate,
   type ServerContext,
   type Transport,
 } from "./_sdk.ts";
@@ -23,7 +19,6 @@ import type { Server } from "./_sdk.ts";
 import {
   guardRequestHandlers,
   inFlightRequests,
-  registryOf,
   shareRegistry,
 } from "./_sdk_internals.ts";
 import { harnessAllowed, harnessRefusal } from "./harness.ts";
@@ -33,9 +28,10 @@ import {
   type InitializeHook,
   InitializeHooks,
 } from "./initialize.ts";
+import { type Composition, syncComposition } from "./compose.ts";
 import {
-  LenientUriTemplate,
   normalizeResourceResult,
+  registerResourceFunction,
   type ResourceFunction,
   type ResourceOptions,
 } from "./resource.ts";
@@ -134,13 +130,6 @@ export type ToolMethodDecorator<S extends Shape> = <
     extra: ToolExtra,
   ) => ToolReturn | Promise<ToolReturn>,
 >(value: F, context: ClassMethodDecoratorContext<This, F>) => F;
-
-interface Composition {
-  prefix?: string;
-  tools: RegisteredTool[];
-  resources: Array<RegisteredResource | RegisteredResourceTemplate>;
-  prompts: RegisteredPrompt[];
-}
 
 const DEFAULT_PORT = 8765;
 const DEFAULT_HOST = "127.0.0.1";
@@ -460,100 +449,7 @@ export class MCPServer extends McpServer {
   }
 
   #syncComposition(child: MCPServer, composition: Composition): void {
-    for (
-      const copy of [
-        ...composition.tools,
-        ...composition.resources,
-        ...composition.prompts,
-      ]
-    ) copy.remove();
-    const { prefix } = composition;
-    const name = (original: string) =>
-      prefix ? `${prefix}_${original}` : original;
-    const uri = (original: string) =>
-      prefix
-        ? original.replace(/^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)/, `$1${prefix}/`)
-        : original;
-    const registry = registryOf(child);
-    const register = this.registerTool as (
-      name: string,
-      config: object,
-      cb: unknown,
-    ) => RegisteredTool;
-    composition.tools = Object.entries(
-      registry._registeredTools as Record<string, RegisteredTool>,
-    )
-      .filter(([, tool]) => tool.enabled)
-      .map(([toolName, tool]) =>
-        register.call(this, name(toolName), {
-          title: tool.title,
-          description: tool.description,
-          inputSchema: tool.inputSchema,
-          outputSchema: tool.outputSchema,
-          annotations: tool.annotations,
-          _meta: tool._meta,
-        }, tool.handler)
-      );
-    const resources = Object.entries(
-      registry._registeredResources as Record<string, RegisteredResource>,
-    )
-      .filter(([, resource]) => resource.enabled)
-      .map(([resourceUri, resource]) =>
-        this.registerResource(
-          resource.name,
-          uri(resourceUri),
-          { ...resource.metadata, title: resource.title },
-          resource.readCallback,
-        )
-      );
-    const templates = Object.entries(
-      registry._registeredResourceTemplates as Record<
-        string,
-        RegisteredResourceTemplate
-      >,
-    )
-      .filter(([, template]) => template.enabled)
-      .map(([templateName, template]) =>
-        this.registerResource(
-          name(templateName),
-          new ResourceTemplate(
-            new LenientUriTemplate(
-              uri(template.resourceTemplate.uriTemplate.toString()),
-            ),
-            {
-              list: template.resourceTemplate.listCallback,
-            },
-          ),
-          { ...template.metadata, title: template.title },
-          template.readCallback,
-        )
-      );
-    composition.resources = [...resources, ...templates];
-    const registerPrompt = this.registerPrompt as (
-      name: string,
-      config: object,
-      cb: unknown,
-    ) => RegisteredPrompt;
-    composition.prompts = Object.entries(
-      registry._registeredPrompts as Record<string, RegisteredPrompt>,
-    )
-      .filter(([, prompt]) => prompt.enabled)
-      .map(([promptName, prompt]) =>
-        registerPrompt.call(
-          this,
-          name(promptName),
-          {
-            title: prompt.title,
-            description: prompt.description,
-            argsSchema: prompt.argsSchema,
-          },
-          prompt.argsSchema
-            // The copy validates the arguments; the original again, harmlessly.
-            ? (args: Record<string, unknown>, ctx: ServerContext) =>
-              prompt.handler(args, ctx)
-            : (ctx: ServerContext) => prompt.handler(undefined, ctx),
-        )
-      );
+    syncComposition(this, child, composition);
   }
 
   /**
@@ -589,56 +485,8 @@ export class MCPServer extends McpServer {
         "Cannot register resource: expected resource(uri, fn) or resource(uri, options, fn)",
       );
     }
-    this.#registerResourceFunction(uri, options, fn);
+    registerResourceFunction(this, uri, options, fn);
     return fn;
-  }
-
-  #registerResourceFunction(
-    uri: string,
-    options: ResourceOptions,
-    fn: ResourceFunction,
-  ): void {
-    const name = options.name ?? (fn.name || uri);
-    const metadata: ResourceMetadata = {
-      title: options.title,
-      description: options.description,
-      mimeType: options.mimeType ?? "application/json",
-    };
-    const read = async (
-      url: URL,
-      variables: Record<string, string>,
-      ctx: ServerContext,
-    ) =>
-      normalizeResourceResult(
-        url,
-        await fn(variables, { uri: url, extra: toolExtra(ctx) }),
-        options.mimeType,
-      );
-    if (uri.includes("{")) {
-      const template = new ResourceTemplate(new LenientUriTemplate(uri), {
-        list: undefined,
-      });
-      this.registerResource(
-        name,
-        template,
-        metadata,
-        (url, variables, extra) => {
-          const flat = Object.fromEntries(
-            Object.entries(variables).map((
-              [key, value],
-            ) => [key, Array.isArray(value) ? value.join(",") : value]),
-          );
-          return read(url, flat, extra);
-        },
-      );
-    } else {
-      this.registerResource(
-        name,
-        uri,
-        metadata,
-        (url, extra) => read(url, {}, extra),
-      );
-    }
   }
 
   /**

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { Hono, type MiddlewareHandler } from "hono";
+import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import { streamSSE } from "hono/streaming";
@@ -18,8 +18,7 @@ import {
 } from "./_sdk.ts";
 import type { RunningTransport, SessionHost } from "./run_stdio.ts";
 import { inputError, PARSE_ERROR, validateMessage } from "./_jsonrpc.ts";
-import { createHash, timingSafeEqual } from "node:crypto";
-import type { Buffer } from "node:buffer";
+import { devGuard, dnsRebindingGuard, isLocalHost } from "./http_guards.ts";
 import { DevClient, devRoutes, type DevSource } from "./dev.ts";
 import { SessionEventStore } from "./event_store.ts";
 import { serveResilient } from "../_serve.ts";
@@ -374,86 +373,6 @@ function oversizedClientInfo(body: unknown) {
   return undefined;
 }
 
-const LOCAL_HOSTNAMES = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
-
-function hostnameOf(hostHeader: string): string {
-  try {
-    return new URL(`http://${hostHeader}`).hostname;
-  } catch {
-    return "";
-  }
-}
-
-/**
- * DNS-rebinding protection for servers bound to a loopback address: the
- * `Host` header, and the `Origin` header when present, must name a loopback
- * host. Servers bound elsewhere (`0.0.0.0` in containers) skip the check,
- * since their public names are not known here.
- *
- * @param boundHost The interface the server listens on.
- * @returns The middleware.
- */
-export function dnsRebindingGuard(boundHost: string): MiddlewareHandler {
-  const local = LOCAL_HOSTNAMES.has(boundHost);
-  return async (c, next) => {
-    if (local) {
-      const host = hostnameOf(c.req.header("host") ?? "");
-      if (!LOCAL_HOSTNAMES.has(host)) {
-        return c.json({
-          error: `Host "${c.req.header("host")}" is not allowed`,
-        }, 403);
-      }
-      const origin = c.req.header("origin");
-      // `URL.parse` is null for an opaque origin such as `Origin: null`
-      // (sandboxed and file: pages): not a local host, so refused.
-      if (
-        origin &&
-        !LOCAL_HOSTNAMES.has(hostnameOf(URL.parse(origin)?.host ?? ""))
-      ) {
-        return c.json({ error: `Origin "${origin}" is not allowed` }, 403);
-      }
-    }
-    await next();
-  };
-}
-
-/**
- * Guards `/dev`: a request from a page of another, non-loopback origin gets
- * 403 (CORS alone would still run a simple POST), and with a dev token set,
- * a request without `Authorization: Bearer <token>` gets 401.
- *
- * @param devToken `MCP_DEV_TOKEN`, if set.
- * @returns The middleware.
- */
-export function devGuard(devToken: string | undefined): MiddlewareHandler {
-  const expected = devToken ? sha256(devToken) : undefined;
-  return async (c, next) => {
-    const origin = c.req.header("origin");
-    if (
-      origin &&
-      !LOCAL_HOSTNAMES.has(hostnameOf(URL.parse(origin)?.host ?? ""))
-    ) {
-      return c.json({ error: `Origin "${origin}" may not use /dev` }, 403);
-    }
-    if (expected) {
-      const match = /^Bearer\s+(.+)$/i.exec(
-        c.req.header("authorization") ?? "",
-      );
-      if (!match || !timingSafeEqual(sha256(match[1].trim()), expected)) {
-        return c.json({
-          error:
-            "Missing or wrong dev token: send Authorization: Bearer <MCP_DEV_TOKEN>",
-        }, 401);
-      }
-    }
-    await next();
-  };
-}
-
-function sha256(text: string): Buffer {
-  return createHash("sha256").update(text).digest();
-}
-
 /** Largest body accepted on `/mcp` and `/messages` (the SDK transport's default). */
 export const MAX_BODY_BYTES: number = 4 * 1024 * 1024;
 
@@ -641,7 +560,7 @@ export function startHttp(
     maxSessions: options.maxSessions,
     devToken: options.devToken,
   });
-  if (!LOCAL_HOSTNAMES.has(options.host) && !options.devToken) {
+  if (!isLocalHost(options.host) && !options.devToken) {
     console.error(
       `Warning: /dev is served on ${options.host} without MCP_DEV_TOKEN: anyone who reaches the port can list and call every tool, hub tools included`,
     );

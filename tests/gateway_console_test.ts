@@ -100,3 +100,26 @@ Deno.test("the console and activity pages are served with a strict content secur
   assert.equal(missing.status, 404);
   await missing.body?.cancel();
 });
+
+Deno.test("the trace browser filters by time", async () => {
+  await using h = await startHarness({ env: { GATEWAY_ADMIN_TOKEN: TOKEN } });
+  const response = await h.post(
+    "/v1/chat/completions",
+    callBody("chat", "gpt-4o-mini", false),
+  );
+  await response.body?.cancel();
+  const list = async (query: string) =>
+    (await (await fetch(`${h.url}/admin/traces?${query}`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    })).json()).data;
+  const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
+  const soon = new Date(Date.now() + 60_000).toISOString();
+  assert.equal((await list(`since=${hourAgo}`)).length, 1);
+  assert.equal((await list(`since=${soon}`)).length, 0);
+  assert.equal((await list(`until=${hourAgo}`)).length, 0);
+  const bad = await fetch(`${h.url}/admin/traces?since=yesterday`, {
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
+  assert.equal(bad.status, 400);
+  assert.equal((await bad.json()).error.param, "since");
+});
