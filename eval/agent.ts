@@ -34,6 +34,17 @@ export interface AgentOutcome {
 /** A chat-completions message (`role`, `content`, `tool_calls`, …). */
 export type ChatMessage = Record<string, unknown>;
 
+/** An outcome before any model call. */
+export function emptyOutcome(): AgentOutcome {
+  return {
+    answer: "",
+    steps: 0,
+    tokens: { input: 0, output: 0 },
+    costMicros: 0,
+    stepLimitReached: false,
+  };
+}
+
 /** MCP prompt messages as chat messages. */
 export function chatMessages(messages: PromptMessage[]): ChatMessage[] {
   return messages.map(({ role, content }) => {
@@ -80,13 +91,7 @@ export async function runAgent(
   options: { maxSteps: number; traceId: string; signal?: AbortSignal },
 ): Promise<AgentOutcome> {
   const messages = chatMessages(prompt);
-  const outcome: AgentOutcome = {
-    answer: "",
-    steps: 0,
-    tokens: { input: 0, output: 0 },
-    costMicros: 0,
-    stepLimitReached: false,
-  };
+  const outcome = emptyOutcome();
   const declared = tools.map((tool) => ({
     type: "function",
     function: {

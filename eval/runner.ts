@@ -6,7 +6,12 @@
  *
  * @module
  */
-import { type AgentOutcome, type ModelEndpoint, runAgent } from "./agent.ts";
+import {
+  type AgentOutcome,
+  emptyOutcome,
+  type ModelEndpoint,
+  runAgent,
+} from "./agent.ts";
 import {
   agentTools,
   Environment,
@@ -132,13 +137,7 @@ async function runTask(
   const started = performance.now();
   const runId = crypto.randomUUID();
   const args = task.args ?? {};
-  let agent: AgentOutcome = {
-    answer: "",
-    steps: 0,
-    tokens: { input: 0, output: 0 },
-    costMicros: 0,
-    stepLimitReached: false,
-  };
+  let agent: AgentOutcome = emptyOutcome();
   const base = {
     task: index,
     scenario: task.scenario,

@@ -18,6 +18,22 @@ const ROOT = new URL("../", import.meta.url).pathname;
 const GAME = `${ROOT}examples/text_game/main.ts`;
 const TASKS = `${ROOT}examples/text_game/tasks.jsonl`;
 
+/** A gateway in front of `sim` (OpenAI models) and a caller with $1. */
+async function gatewayWithCaller(sim: { env(): Record<string, string> }) {
+  const env: Record<string, string> = {
+    GATEWAY_KV_PATH: ":memory:",
+    PORT: "0",
+    ...sim.env(),
+    OPENAI_API_KEYS: "sk-test-1",
+  };
+  const gateway = await startGateway(parseConfig({ env }), { log: () => {} });
+  const caller = await createCaller(gateway.kv, {
+    name: "eval",
+    creditsMicros: usdToMicros(1),
+  });
+  return { gateway, caller };
+}
+
 Deno.test("deno task eval on a fresh machine: the demo runs the text game's tasks and prints rewards and a cost the ledger agrees with", async () => {
   const dir = await Deno.makeTempDir({ prefix: "mcpkit-eval-" });
   try {
@@ -65,18 +81,8 @@ Deno.test("deno task eval on a fresh machine: the demo runs the text game's task
 
 Deno.test("runEval against a gateway in front of the simulator: costs equal the ledger's charges and traces carry the run's id", async () => {
   await using sim = await startSimulator();
-  const env: Record<string, string> = {
-    GATEWAY_KV_PATH: ":memory:",
-    PORT: "0",
-    ...sim.env(),
-    OPENAI_API_KEYS: "sk-test-1",
-  };
-  const gateway = await startGateway(parseConfig({ env }), { log: () => {} });
+  const { gateway, caller } = await gatewayWithCaller(sim);
   try {
-    const caller = await createCaller(gateway.kv, {
-      name: "eval",
-      creditsMicros: usdToMicros(1),
-    });
     const balance = async () => {
       const response = await fetch(`${gateway.url}/v1/credits`, {
         headers: { authorization: `Bearer ${caller.key}` },
@@ -124,18 +130,8 @@ Deno.test("runEval against a gateway in front of the simulator: costs equal the 
 
 Deno.test("an eval stopped by its signal keeps the results so far and says it stopped", async () => {
   await using sim = await startSimulator({ behaviour: { latencyMs: 150 } });
-  const env: Record<string, string> = {
-    GATEWAY_KV_PATH: ":memory:",
-    PORT: "0",
-    ...sim.env(),
-    OPENAI_API_KEYS: "sk-test-1",
-  };
-  const gateway = await startGateway(parseConfig({ env }), { log: () => {} });
+  const { gateway, caller } = await gatewayWithCaller(sim);
   try {
-    const caller = await createCaller(gateway.kv, {
-      name: "eval",
-      creditsMicros: usdToMicros(1),
-    });
     const controller = new AbortController();
     const seen: EvalResult[] = [];
     const { results, stopped } = await runEval({

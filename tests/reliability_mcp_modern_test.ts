@@ -8,7 +8,9 @@ import {
 } from "@modelcontextprotocol/client";
 import {
   ChildStdioTransport,
+  markerLines,
   startHttpFixture,
+  waitForLine,
 } from "./fixtures/reliability_process.ts";
 
 const MODERN = "2026-07-28";
@@ -21,18 +23,6 @@ function modernClient(name: string): Client {
 
 function text(result: unknown): string {
   return (result as { content: { text: string }[] }).content[0].text;
-}
-
-async function markerLines(path: string): Promise<string[]> {
-  return (await Deno.readTextFile(path)).split("\n").filter(Boolean);
-}
-
-async function waitForLine(path: string, line: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await markerLines(path)).includes(line)) {
-    if (Date.now() > deadline) throw new Error(`No "${line}" in ${path}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 /** A raw modern request: the envelope in `_meta`, the method and name in headers. */

@@ -2,7 +2,11 @@
 // by the official SDK client (raw bytes go to the same stdin beside it).
 import assert from "node:assert/strict";
 import { Client } from "./_mcp_client.ts";
-import { ChildStdioTransport } from "./fixtures/reliability_process.ts";
+import {
+  ChildStdioTransport,
+  markerLines,
+  waitForLine,
+} from "./fixtures/reliability_process.ts";
 
 async function connect(
   env: Record<string, string> = {},
@@ -30,18 +34,6 @@ async function errorFor(
     transport.received.indexOf(m) >= before && "error" in m && m.id === id
   );
   return response.error as { code: number; message: string };
-}
-
-async function markerLines(path: string): Promise<string[]> {
-  return (await Deno.readTextFile(path)).split("\n").filter(Boolean);
-}
-
-async function waitForLine(path: string, line: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await markerLines(path)).includes(line)) {
-    if (Date.now() > deadline) throw new Error(`No "${line}" in ${path}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 Deno.test("a garbage line over stdio gets a -32700 parse error and the server keeps serving", async () => {

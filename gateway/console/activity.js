@@ -6,74 +6,36 @@ import {
   card,
   chart,
   count,
-  credential,
   h,
   ms,
   percent,
   ranges,
-  signIn,
+  signedInPage,
   table,
   time,
-  Unauthorized,
   usd,
   usdTick,
 } from "./common.js";
 
-const root = document.getElementById("app");
-const key = credential("mcpkit.key");
 const state = { range: "24h" };
 
-function start() {
-  if (!key.get()) {
-    signIn(root, {
-      title: "Your gateway activity",
-      label: "API key",
-      hint: "Sign in with your gateway key. It stays in this tab only.",
-      check: (candidate) => api(candidate, "/v1/credits"),
-      onSignedIn: (value) => {
-        key.set(value);
-        render();
-      },
-    });
-    return;
-  }
-  render();
-}
-
-function signOut() {
-  key.clear();
-  start();
-}
-
-async function render() {
-  const main = h(
-    "main",
-    { "data-testid": "page" },
-    h("p", { class: "muted", text: "Loading…" }),
-  );
-  root.replaceChildren(
-    h(
-      "header",
-      {},
-      h("h1", { text: "Your gateway activity" }),
-      h("button", {
-        type: "button",
-        class: "right",
-        onclick: signOut,
-        "data-testid": "signout",
-      }, "Sign out"),
-    ),
-    main,
-  );
-  try {
-    const get = (path) => api(key.get(), path);
+const render = signedInPage({
+  storageKey: "mcpkit.key",
+  signInOptions: {
+    title: "Your gateway activity",
+    label: "API key",
+    hint: "Sign in with your gateway key. It stays in this tab only.",
+    check: (candidate) => api(candidate, "/v1/credits"),
+  },
+  title: "Your gateway activity",
+  content: async (get) => {
     const [credits, report, traces] = await Promise.all([
       get("/v1/credits"),
       get(`/v1/usage?range=${state.range}`),
       get("/v1/traces?limit=50"),
     ]);
     const t = report.totals;
-    main.replaceChildren(
+    return [
       ranges(state.range, (range) => {
         state.range = range;
         render();
@@ -141,11 +103,6 @@ async function render() {
         traces.data,
         { testid: "traces-table" },
       ),
-    );
-  } catch (error) {
-    if (error instanceof Unauthorized) return signOut();
-    main.replaceChildren(h("p", { class: "error", text: error.message }));
-  }
-}
-
-start();
+    ];
+  },
+});

@@ -92,6 +92,66 @@ export function signIn(root, { title, label, hint, check, onSignedIn }) {
   input.focus();
 }
 
+/**
+ * A signed-in page: the sign-in form until a credential works, then a header
+ * (title, `nav`, sign-out) over what `content(call)` builds, where `call(path,
+ * init)` fetches with the credential. A 401 signs out.
+ *
+ * @returns `render()`, to rebuild the page after a change.
+ */
+export function signedInPage(
+  { storageKey, signInOptions, title, nav, content },
+) {
+  const root = document.getElementById("app");
+  const stored = credential(storageKey);
+  const call = (path, init) => api(stored.get(), path, init);
+  const start = () => {
+    if (stored.get()) return render();
+    signIn(root, {
+      ...signInOptions,
+      onSignedIn: (value) => {
+        stored.set(value);
+        render();
+      },
+    });
+  };
+  const signOut = () => {
+    stored.clear();
+    start();
+  };
+  async function render() {
+    const main = h(
+      "main",
+      { "data-testid": "page" },
+      h("p", { class: "muted", text: "Loading…" }),
+    );
+    root.replaceChildren(
+      h(
+        "header",
+        {},
+        h("h1", { text: title }),
+        nav ? nav() : null,
+        h("button", {
+          type: "button",
+          class: "right",
+          onclick: signOut,
+          "data-testid": "signout",
+        }, "Sign out"),
+      ),
+      main,
+    );
+    try {
+      main.replaceChildren(...await content(call));
+    } catch (error) {
+      if (error instanceof Unauthorized) return signOut();
+      main.replaceChildren(h("p", { class: "error", text: error.message }));
+    }
+  }
+  // After the calling module has finished loading (its pages are defined below the call).
+  queueMicrotask(start);
+  return render;
+}
+
 /** USD with enough digits for small amounts. */
 export function usd(value) {
   if (value === null || value === undefined) return "–";

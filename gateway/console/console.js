@@ -6,22 +6,18 @@ import {
   card,
   chart,
   count,
-  credential,
   h,
   ms,
   percent,
   percentiles,
   ranges,
-  signIn,
+  signedInPage,
   table,
   time,
-  Unauthorized,
   usd,
   usdTick,
 } from "./common.js";
 
-const root = document.getElementById("app");
-const token = credential("mcpkit.admin");
 const state = { tab: "overview", range: "24h", traceFilter: {} };
 const TABS = [
   ["overview", "Overview"],
@@ -31,73 +27,40 @@ const TABS = [
   ["keys", "Provider keys"],
   ["traces", "Traces"],
 ];
+let call;
 
-function start() {
-  if (!token.get()) {
-    signIn(root, {
-      title: "mcpkit gateway console",
-      label: "Admin token",
-      hint: "Sign in with GATEWAY_ADMIN_TOKEN. It stays in this tab only.",
-      check: (candidate) => api(candidate, "/admin/keys"),
-      onSignedIn: (value) => {
-        token.set(value);
-        render();
-      },
-    });
-    return;
-  }
-  render();
-}
-
-function signOut() {
-  token.clear();
-  start();
-}
-
-async function render() {
-  const main = h(
-    "main",
-    { "data-testid": "page" },
-    h("p", { class: "muted", text: "Loading…" }),
-  );
-  root.replaceChildren(
+const render = signedInPage({
+  storageKey: "mcpkit.admin",
+  signInOptions: {
+    title: "mcpkit gateway console",
+    label: "Admin token",
+    hint: "Sign in with GATEWAY_ADMIN_TOKEN. It stays in this tab only.",
+    check: (candidate) => api(candidate, "/admin/keys"),
+  },
+  title: "mcpkit gateway",
+  nav: () =>
     h(
-      "header",
+      "nav",
       {},
-      h("h1", { text: "mcpkit gateway" }),
-      h(
-        "nav",
-        {},
-        TABS.map(([id, label]) =>
-          h("button", {
-            type: "button",
-            "data-tab": id,
-            "aria-current": String(state.tab === id),
-            onclick: () => {
-              state.tab = id;
-              render();
-            },
-          }, label)
-        ),
+      TABS.map(([id, label]) =>
+        h("button", {
+          type: "button",
+          "data-tab": id,
+          "aria-current": String(state.tab === id),
+          onclick: () => {
+            state.tab = id;
+            render();
+          },
+        }, label)
       ),
-      h("button", {
-        type: "button",
-        class: "right",
-        onclick: signOut,
-        "data-testid": "signout",
-      }, "Sign out"),
     ),
-    main,
-  );
-  try {
-    main.replaceChildren(...await PAGES[state.tab]());
-  } catch (error) {
-    if (error instanceof Unauthorized) return signOut();
-    main.replaceChildren(h("p", { class: "error", text: error.message }));
-  }
-}
+  content: (fetcher) => {
+    call = fetcher;
+    return PAGES[state.tab]();
+  },
+});
 
-const get = (path) => api(token.get(), path);
+const get = (path) => call(path);
 
 function rangeBar() {
   return ranges(state.range, (range) => {
@@ -191,7 +154,7 @@ const PAGES = {
         onsubmit: async (event) => {
           event.preventDefault();
           try {
-            const made = await api(token.get(), "/admin/keys", {
+            const made = await call("/admin/keys", {
               method: "POST",
               body: JSON.stringify({
                 name: name.value,
@@ -231,7 +194,7 @@ const PAGES = {
         prompt(`Add how many USD to "${caller.name}"?`, "5"),
       );
       if (!amount) return;
-      await api(token.get(), `/admin/keys/${caller.id}/credits`, {
+      await call(`/admin/keys/${caller.id}/credits`, {
         method: "POST",
         body: JSON.stringify({ amount }),
       });
@@ -241,7 +204,7 @@ const PAGES = {
       if (!confirm(`Revoke "${caller.name}"? Its key stops working at once.`)) {
         return;
       }
-      await api(token.get(), `/admin/keys/${caller.id}`, { method: "DELETE" });
+      await call(`/admin/keys/${caller.id}`, { method: "DELETE" });
       render();
     };
     return [
@@ -486,5 +449,3 @@ function stateOf(key) {
   }
   return "probing";
 }
-
-start();
