@@ -11,10 +11,10 @@ import {
   percent,
   ranges,
   signedInPage,
+  spendChart,
   table,
   time,
   usd,
-  usdTick,
 } from "./common.js";
 
 const state = { range: "24h" };
@@ -52,20 +52,7 @@ const render = signedInPage({
       h(
         "div",
         { class: "charts" },
-        chart(
-          "Spend (USD)",
-          report,
-          [
-            {
-              label: "spend",
-              color: "#2b8a3e",
-              fill: "rgba(43,138,62,0.1)",
-              value: (p) => p.costUsd,
-            },
-          ],
-          "chart-spend",
-          usdTick,
-        ),
+        spendChart(report),
         chart("Requests", report, [
           { label: "requests", color: "#1c7ed6", value: (p) => p.requests },
         ], "chart-requests"),

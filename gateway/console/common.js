@@ -314,3 +314,21 @@ export function chart(
 export function usdTick(value) {
   return value === 0 ? "$0" : `$${Number(value.toPrecision(2))}`;
 }
+
+/** The spend chart both pages show. */
+export function spendChart(report) {
+  return chart(
+    "Spend (USD)",
+    report,
+    [
+      {
+        label: "spend",
+        color: "#2b8a3e",
+        fill: "rgba(43,138,62,0.1)",
+        value: (p) => p.costUsd,
+      },
+    ],
+    "chart-spend",
+    usdTick,
+  );
+}

@@ -12,10 +12,10 @@ import {
   percentiles,
   ranges,
   signedInPage,
+  spendChart,
   table,
   time,
   usd,
-  usdTick,
 } from "./common.js";
 
 const state = { tab: "overview", range: "24h", traceFilter: {} };
@@ -100,20 +100,7 @@ const PAGES = {
             value: (p) => p.errors["4xx"] + p.errors["5xx"],
           },
         ], "chart-requests"),
-        chart(
-          "Spend (USD)",
-          report,
-          [
-            {
-              label: "spend",
-              color: "#2b8a3e",
-              fill: "rgba(43,138,62,0.1)",
-              value: (p) => p.costUsd,
-            },
-          ],
-          "chart-spend",
-          usdTick,
-        ),
+        spendChart(report),
         chart("Latency (ms)", report, [
           { label: "p50", color: "#1c7ed6", value: (p) => p.latencyMs.p50 },
           { label: "p95", color: "#f08c00", value: (p) => p.latencyMs.p95 },
