@@ -154,3 +154,63 @@ Deno.test("an eval stopped by its signal keeps the results so far and says it st
     await gateway.shutdown();
   }
 });
+
+Deno.test("Ctrl-C stops deno task eval cleanly: results so far stay in the file, a summary is printed, exit 130", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mcpkit-eval-" });
+  const tasks = `${dir}/tasks.jsonl`;
+  await Deno.writeTextFile(
+    tasks,
+    Array.from(
+      { length: 40 },
+      () => JSON.stringify({ scenario: "guess", args: { target: 7, max: 10 } }),
+    ).join(
+      "\n",
+    ),
+  );
+  try {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        `${ROOT}eval/main.ts`,
+        GAME,
+        "--tasks",
+        tasks,
+        "--out",
+        `${dir}/results.jsonl`,
+      ],
+      cwd: dir,
+      env: { NO_COLOR: "1" },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const stdout = new Response(child.stdout).text();
+    const reader = child.stderr.pipeThrough(new TextDecoderStream())
+      .getReader();
+    let stderr = "";
+    // Interrupt once two runs have finished.
+    while (!/ 2\/40 runs/.test(stderr)) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      stderr += value;
+    }
+    child.kill("SIGINT");
+    for (let r = await reader.read(); !r.done; r = await reader.read()) {
+      stderr += r.value;
+    }
+    const status = await child.status;
+    assert.equal(status.code, 130, stderr);
+    assert.match(stderr, /Stopping: no new runs; results so far are kept/);
+    const lines = (await Deno.readTextFile(`${dir}/results.jsonl`)).trim()
+      .split("\n");
+    assert.ok(
+      lines.length >= 2 && lines.length < 40,
+      `${lines.length} results`,
+    );
+    for (const line of lines) JSON.parse(line);
+    assert.match(await stdout, new RegExp(`${lines.length} result\\(s\\) in`));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
