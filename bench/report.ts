@@ -7,6 +7,7 @@
  */
 import type { GatewayBenchResults, Target } from "./gateway/run.ts";
 import type { McpBenchResults } from "./mcp/run.ts";
+import type { StreamsRow } from "./gateway/streams.ts";
 import { ms } from "./_stats.ts";
 
 /** Facts about the machine and the run. */
@@ -37,6 +38,8 @@ export interface RunResults {
   gateway: GatewayBenchResults;
   /** MCP benchmark. */
   mcp: McpBenchResults;
+  /** Concurrent streams (absent in runs before it was part of the bench). */
+  streams?: StreamsRow[];
 }
 
 const LABELS: Record<Target, string> = {
@@ -176,6 +179,7 @@ export function checks(
       ok: hubRatio <= 1.1,
     },
     ...coldRows,
+    ...streamChecks(run.streams ?? []),
   ];
 }
 
@@ -311,6 +315,91 @@ function gatewaySection(run: RunResults): string {
     "",
   );
   return out.join("\n");
+}
+
+/** The stream targets of issue-16 shape: ratios to the floor at the most streams all targets held. */
+function streamChecks(rows: StreamsRow[]) {
+  if (rows.length === 0) return [];
+  const at = (target: string, n: number) =>
+    rows.find((r) => r.target === target && r.streams === n);
+  const counts = [...new Set(rows.map((r) => r.streams))].sort((a, b) => a - b);
+  const n = Math.max(...counts.filter((c) => c <= 1000), counts[0]);
+  const floor = at("floor (relay)", n)!;
+  const pass = at("gateway, passthrough", n)!;
+  const trans = at("gateway, translated", n)!;
+  const held = Math.max(
+    0,
+    ...counts.filter((c) =>
+      rows.filter((r) => r.streams === c && r.target.startsWith("gateway"))
+        .every((r) => r.errors === 0)
+    ),
+  );
+  const ratio = (a: number, b: number) => a / b;
+  return [{
+    what: `CPU per streamed chunk, passthrough, gateway / floor (${n} streams)`,
+    goal: "≤ 2×",
+    measured: `${ratio(pass.cpuPerChunkUs, floor.cpuPerChunkUs).toFixed(2)}× (${
+      pass.cpuPerChunkUs.toFixed(0)
+    } vs ${floor.cpuPerChunkUs.toFixed(0)} µs)`,
+    ok: ratio(pass.cpuPerChunkUs, floor.cpuPerChunkUs) <= 2,
+  }, {
+    what: `CPU per streamed chunk, translated, gateway / floor (${n} streams)`,
+    goal: "≤ 3×",
+    measured: `${ratio(trans.cpuPerChunkUs, floor.cpuPerChunkUs).toFixed(2)}×`,
+    ok: ratio(trans.cpuPerChunkUs, floor.cpuPerChunkUs) <= 3,
+  }, {
+    what: `RSS per open stream, gateway passthrough (${n} streams)`,
+    goal: "≤ 64 KiB",
+    measured: `${pass.rssPerStreamKiB.toFixed(0)} KiB (floor ${
+      floor.rssPerStreamKiB.toFixed(0)
+    })`,
+    ok: pass.rssPerStreamKiB <= 64,
+  }, {
+    what: "Concurrent streams held by the gateway with 0 errors",
+    goal: "≥ 2,000",
+    measured: String(held),
+    ok: held >= 2000,
+  }];
+}
+
+function streamsSection(rows: StreamsRow[]): string {
+  if (rows.length === 0) return "";
+  const floorAt = (n: number) =>
+    rows.find((r) => r.target === "floor (relay)" && r.streams === n);
+  return [
+    "### Concurrent streams\n",
+    "N streamed chat calls open at once, 40 chunks each, one every 50 ms from the simulator (`bench/gateway/streams.ts`): the floor relay, then the gateway on the passthrough route (an OpenAI model on `/chat/completions`) and on a translated one (an Anthropic model on `/chat/completions`). CPU per chunk of the target process from `/proc/<pid>/stat`; RSS per open stream is the peak RSS growth over the run divided by N; the added gap is each inter-chunk delay minus the simulator's 50 ms.\n",
+    table(
+      [
+        "streams",
+        "target",
+        "completed",
+        "errors",
+        "CPU µs/chunk",
+        "CPU / floor",
+        "RSS KiB/stream",
+        "RSS / floor",
+        "added gap p50 / p99 ms",
+      ],
+      rows.map((r) => {
+        const floor = floorAt(r.streams);
+        return [
+          String(r.streams),
+          r.target,
+          String(r.completed),
+          String(r.errors),
+          r.cpuPerChunkUs.toFixed(1),
+          floor ? (r.cpuPerChunkUs / floor.cpuPerChunkUs).toFixed(2) : "",
+          r.rssPerStreamKiB.toFixed(0),
+          floor && floor.rssPerStreamKiB > 0
+            ? (r.rssPerStreamKiB / floor.rssPerStreamKiB).toFixed(2)
+            : "",
+          `${r.addedGapP50.toFixed(2)} / ${r.addedGapP99.toFixed(2)}`,
+        ];
+      }),
+    ),
+    "",
+  ].join("\n");
 }
 
 function mcpSection(run: RunResults): string {
@@ -453,6 +542,7 @@ export function renderReport(
     gatewaySection(run),
     "## MCP",
     "",
+    streamsSection(run.streams ?? []),
     mcpSection(run),
     "## Closing note",
     "",

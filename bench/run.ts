@@ -16,6 +16,7 @@ import { runText } from "./_process.ts";
 import { latencyChart, type Series, writeChart } from "./chart.ts";
 import { benchGateway, type Target } from "./gateway/run.ts";
 import { benchMcp } from "./mcp/run.ts";
+import { benchStreams } from "./gateway/streams.ts";
 import { renderReport, type RunResults } from "./report.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
@@ -128,6 +129,11 @@ if (import.meta.main) {
   };
   try {
     const gateway = await benchGateway(gatewayOptions, log);
+    log("streams bench: concurrent streamed calls");
+    const streams = await benchStreams(
+      { counts: quick ? [100] : [100, 1000, 2000] },
+      log,
+    );
     const mcp = await benchMcp(mcpOptions, log);
     const run: RunResults = {
       facts: {
@@ -147,10 +153,14 @@ if (import.meta.main) {
           `Streaming TTFT: ${gatewayOptions.ttftRounds} sequential streamed calls per target, taking turns, timed by a Deno \`fetch\` client to the first SSE event with content.`,
           "Memory: `/proc/<pid>/status` of the gateway process (`deno run` does not fork): VmHWM after the load, VmRSS sampled every 200 ms.",
           "CPU profile: the 0 ms gateway runs with `--inspect=127.0.0.1:0`; `bench/gateway/profile.ts` starts the V8 profiler over the DevTools protocol during a 4 s unpaced wrk run.",
+          `Concurrent streams: ${
+            quick ? "100" : "100, 1,000 and 2,000"
+          } streamed chat calls open at once against the floor relay and the gateway (passthrough: \`gpt-5-mini\`; translated: \`claude-haiku-4-5\`), each its own turn, a second apart (\`bench/gateway/streams.ts\`); the simulator sends 40 chunks 50 ms apart.`,
           `MCP: ${mcpOptions.calls} timed calls per server, transport and protocol era, ${mcpOptions.coldStarts} cold starts per server and era; the client is the official SDK v2 client (\`StdioClientTransport\`, \`StreamableHTTPClientTransport\`) in the bench process, legacy (the \`initialize\` handshake) or pinned to 2026-07-28 (modern).`,
         ],
       },
       gateway,
+      streams,
       mcp,
     };
     await Deno.writeTextFile(

@@ -23,43 +23,25 @@ const ROOT = new URL("../../", import.meta.url).pathname;
 const CHUNKS = 40;
 const CHUNK_MS = 50;
 
-const { values } = parseArgs({
-  args: Deno.args,
-  options: {
-    streams: { type: "string", default: "100,1000,2000" },
-    "cpu-prof": { type: "string" },
-  },
-});
-const counts = values.streams!.split(",").map(Number);
-
-// 40 deltas of three words, then the finish and usage chunks.
-const reply = Array.from({ length: CHUNKS * 3 }, (_, i) => `w${i}`).join(" ");
-const sim = await startSimulatorProcess(0, [
-  "--chunk-delay-ms",
-  String(CHUNK_MS),
-  "--reply",
-  reply,
-  "--max-records",
-  "100",
-]);
-const simBase = sim.openaiBase.replace(/\/openai\/v1$/, "");
-const dir = await Deno.makeTempDir();
-const gateway = await startGatewayProcess(
-  `${simBase}/openai/v1`,
-  `${dir}/gateway.kv`,
-  values["cpu-prof"]
-    ? ["--cpu-prof", `--cpu-prof-dir=${values["cpu-prof"]}`]
-    : [],
-  {
-    ANTHROPIC_BASE_URL: `${simBase}/anthropic`,
-    ANTHROPIC_API_KEYS: "sk-bench-a0,sk-bench-a1,sk-bench-a2,sk-bench-a3",
-  },
-);
-const { child: floor, match: floorMatch } = await spawnChild(Deno.execPath(), {
-  args: ["run", "-A", `${ROOT}bench/gateway/floor.ts`],
-  env: { UPSTREAM: `${simBase}/openai/v1` },
-  ready: /floor relay listening on (\S+)/,
-});
+/** One row of the concurrent-streams benchmark. */
+export interface StreamsRow {
+  /** Streams open at once. */
+  streams: number;
+  /** `floor (relay)`, `gateway, passthrough` or `gateway, translated`. */
+  target: string;
+  /** Streams that delivered every chunk. */
+  completed: number;
+  /** Streams that did not. */
+  errors: number;
+  /** The target process's CPU per relayed chunk, µs. */
+  cpuPerChunkUs: number;
+  /** Peak RSS growth per open stream, KiB. */
+  rssPerStreamKiB: number;
+  /** Delay added to the simulator's 50 ms between chunks, p50, ms. */
+  addedGapP50: number;
+  /** The same, p99. */
+  addedGapP99: number;
+}
 
 interface Target {
   name: string;
@@ -68,29 +50,6 @@ interface Target {
   key: string;
   model: string;
 }
-const targets: Target[] = [
-  {
-    name: "floor (relay)",
-    pid: floor.pid,
-    url: floorMatch[1],
-    key: "sk-floor",
-    model: "gpt-5-mini",
-  },
-  {
-    name: "gateway, passthrough",
-    pid: gateway.child.pid,
-    url: gateway.url,
-    key: gateway.callerKey,
-    model: "gpt-5-mini",
-  },
-  {
-    name: "gateway, translated",
-    pid: gateway.child.pid,
-    url: gateway.url,
-    key: gateway.callerKey,
-    model: "claude-haiku-4-5",
-  },
-];
 
 /** One stream: its status and the gaps between its events, ms. */
 async function stream(
@@ -134,43 +93,141 @@ async function stream(
   }
 }
 
-const rows: string[] = [];
-for (const n of counts) {
-  for (const target of targets) {
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-    const cpuBefore = await readCpuMicros(target.pid);
-    const rssBefore = (await readMemory(target.pid)).rssMiB;
-    let rssPeak = rssBefore;
-    let sampling = true;
-    const sampler = (async () => {
-      while (sampling) {
-        rssPeak = Math.max(rssPeak, (await readMemory(target.pid)).rssMiB);
-        await new Promise((resolve) => setTimeout(resolve, 100));
+/**
+ * Runs the concurrent-streams benchmark: for each count, every target in
+ * turn with that many streams open at once.
+ *
+ * @param options The stream counts; a directory for the gateway's V8 CPU profile.
+ * @param log Progress lines.
+ * @returns One row per count and target.
+ */
+export async function benchStreams(
+  options: { counts: number[]; cpuProfDir?: string },
+  log: (line: string) => void = () => {},
+): Promise<StreamsRow[]> {
+  // 40 deltas of three words, then the finish and usage chunks.
+  const reply = Array.from({ length: CHUNKS * 3 }, (_, i) => `w${i}`).join(" ");
+  const sim = await startSimulatorProcess(0, [
+    "--chunk-delay-ms",
+    String(CHUNK_MS),
+    "--reply",
+    reply,
+    "--max-records",
+    "100",
+  ]);
+  const simBase = sim.openaiBase.replace(/\/openai\/v1$/, "");
+  const dir = await Deno.makeTempDir();
+  const gateway = await startGatewayProcess(
+    `${simBase}/openai/v1`,
+    `${dir}/gateway.kv`,
+    options.cpuProfDir
+      ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfDir}`]
+      : [],
+    {
+      ANTHROPIC_BASE_URL: `${simBase}/anthropic`,
+      ANTHROPIC_API_KEYS: "sk-bench-a0,sk-bench-a1,sk-bench-a2,sk-bench-a3",
+    },
+  );
+  const { child: floor, match: floorMatch } = await spawnChild(
+    Deno.execPath(),
+    {
+      args: ["run", "-A", `${ROOT}bench/gateway/floor.ts`],
+      env: { UPSTREAM: `${simBase}/openai/v1` },
+      ready: /floor relay listening on (\S+)/,
+    },
+  );
+  try {
+    const targets: Target[] = [
+      {
+        name: "floor (relay)",
+        pid: floor.pid,
+        url: floorMatch[1],
+        key: "sk-floor",
+        model: "gpt-5-mini",
+      },
+      {
+        name: "gateway, passthrough",
+        pid: gateway.child.pid,
+        url: gateway.url,
+        key: gateway.callerKey,
+        model: "gpt-5-mini",
+      },
+      {
+        name: "gateway, translated",
+        pid: gateway.child.pid,
+        url: gateway.url,
+        key: gateway.callerKey,
+        model: "claude-haiku-4-5",
+      },
+    ];
+    const rows: StreamsRow[] = [];
+    for (const n of options.counts) {
+      for (const target of targets) {
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        const cpuBefore = await readCpuMicros(target.pid);
+        const rssBefore = (await readMemory(target.pid)).rssMiB;
+        let rssPeak = rssBefore;
+        let sampling = true;
+        const sampler = (async () => {
+          while (sampling) {
+            rssPeak = Math.max(rssPeak, (await readMemory(target.pid)).rssMiB);
+            await new Promise((resolve) => setTimeout(resolve, 100));
+          }
+        })();
+        const results = await Promise.all(
+          Array.from({ length: n }, () => stream(target)),
+        );
+        sampling = false;
+        await sampler;
+        const cpu = await readCpuMicros(target.pid) - cpuBefore;
+        const completed = results.filter((r) => r.ok).length;
+        const gaps = results.flatMap((r) => r.gaps)
+          .map((gap) => gap - CHUNK_MS)
+          .sort((a, b) => a - b);
+        const row: StreamsRow = {
+          streams: n,
+          target: target.name,
+          completed,
+          errors: n - completed,
+          cpuPerChunkUs: completed > 0 ? cpu / (completed * CHUNKS) : NaN,
+          rssPerStreamKiB: ((rssPeak - rssBefore) * 1024) / n,
+          addedGapP50: percentile(gaps, 50),
+          addedGapP99: percentile(gaps, 99),
+        };
+        log(
+          `  ${n} streams, ${row.target}: ${completed} completed, ${
+            row.cpuPerChunkUs.toFixed(1)
+          } µs CPU/chunk, ${row.rssPerStreamKiB.toFixed(0)} KiB/stream`,
+        );
+        rows.push(row);
       }
-    })();
-    const results = await Promise.all(
-      Array.from({ length: n }, () => stream(target)),
-    );
-    sampling = false;
-    await sampler;
-    const cpu = await readCpuMicros(target.pid) - cpuBefore;
-    const completed = results.filter((r) => r.ok).length;
-    const gaps = results.flatMap((r) => r.gaps)
-      .map((gap) => gap - CHUNK_MS)
-      .sort((a, b) => a - b);
-    const row = {
-      streams: n,
-      target: target.name,
-      completed,
-      errors: n - completed,
-      cpuPerChunkUs: completed > 0 ? cpu / (completed * CHUNKS) : NaN,
-      rssPerStreamKiB: ((rssPeak - rssBefore) * 1024) / n,
-      addedGapP50: percentile(gaps, 50),
-      addedGapP99: percentile(gaps, 99),
-    };
-    console.log(JSON.stringify(row));
-    rows.push(
-      `| ${n} | ${row.target} | ${completed} | ${row.errors} | ${
+    }
+    return rows;
+  } finally {
+    await Promise.all([floor.stop(), gateway.child.stop(), sim.child.stop()]);
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: {
+      streams: { type: "string", default: "100,1000,2000" },
+      "cpu-prof": { type: "string" },
+    },
+  });
+  const rows = await benchStreams({
+    counts: values.streams!.split(",").map(Number),
+    cpuProfDir: values["cpu-prof"],
+  }, (line) => console.error(line));
+  console.log(
+    "| streams | target | completed | errors | CPU per chunk (µs) | RSS per open stream (KiB) | added gap p50 / p99 (ms) |",
+  );
+  console.log("| --- | --- | --- | --- | --- | --- | --- |");
+  for (const row of rows) {
+    console.log(
+      `| ${row.streams} | ${row.target} | ${row.completed} | ${row.errors} | ${
         row.cpuPerChunkUs.toFixed(1)
       } | ${row.rssPerStreamKiB.toFixed(0)} | ${row.addedGapP50.toFixed(2)} / ${
         row.addedGapP99.toFixed(2)
@@ -178,10 +235,3 @@ for (const n of counts) {
     );
   }
 }
-console.log(
-  "\n| streams | target | completed | errors | CPU per chunk (µs) | RSS per open stream (KiB) | added gap p50 / p99 (ms) |",
-);
-console.log("| --- | --- | --- | --- | --- | --- | --- |");
-for (const row of rows) console.log(row);
-await Promise.all([floor.stop(), gateway.child.stop(), sim.child.stop()]);
-await Deno.remove(dir, { recursive: true });
