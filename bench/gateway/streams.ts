@@ -4,8 +4,9 @@
  * gateway, on the passthrough route (an OpenAI model on /chat/completions)
  * and a translated one (an Anthropic model on /chat/completions). For each:
  * completed streams, errors, CPU per chunk of the target process (from
- * `/proc/<pid>/stat`), RSS per open stream, and the delay added between
- * chunks (p50/p99, against the simulator's 50 ms).
+ * `/proc/<pid>/stat`), RSS per open stream (peak growth over the run, after
+ * an unmeasured warm-up round of every target at the same N), and the delay
+ * added between chunks (p50/p99, against the simulator's 50 ms).
  *
  * `deno run -A bench/gateway/streams.ts [--streams 100,1000,2000] [--cpu-prof <dir>]`
  * (`--cpu-prof`: the gateway writes a V8 CPU profile there when it stops;
@@ -162,6 +163,13 @@ export async function benchStreams(
     ];
     const rows: StreamsRow[] = [];
     for (const n of options.counts) {
+      // One unmeasured round first: the heap a process grows for N streams
+      // stays grown, so without it whichever target of a process ran first
+      // at this N would carry the growth (passthrough ran before translated
+      // and measured 402 against 18 KiB per stream).
+      for (const target of targets) {
+        await Promise.all(Array.from({ length: n }, () => stream(target)));
+      }
       for (const target of targets) {
         await new Promise((resolve) => setTimeout(resolve, 1_000));
         const cpuBefore = await readCpuMicros(target.pid);
