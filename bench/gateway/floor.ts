@@ -7,6 +7,11 @@
  * `UPSTREAM=http://127.0.0.1:9000/openai/v1 deno run -A bench/gateway/floor.ts`
  * (strips a leading `/v1` from the path, so callers use the gateway's URLs)
  *
+ * With `FLOOR_JS=1` the body goes through JavaScript: each chunk is read from
+ * the upstream and enqueued into the caller's stream, unparsed, the least a
+ * relay that looks at a stream must do. It tells what of the gateway's cost
+ * per streamed chunk is Deno's stream plumbing.
+ *
  * @module
  */
 const upstream = Deno.env.get("UPSTREAM");
@@ -26,8 +31,24 @@ Deno.serve({
     headers: request.headers,
     body: request.body,
   });
-  return new Response(answer.body, {
-    status: answer.status,
-    headers: answer.headers,
-  });
+  return new Response(
+    Deno.env.get("FLOOR_JS") === "1" && answer.body
+      ? throughJs(answer.body)
+      : answer.body,
+    { status: answer.status, headers: answer.headers },
+  );
 });
+
+function throughJs(
+  body: ReadableStream<Uint8Array>,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream({
+    async pull(controller) {
+      const { value, done } = await reader.read();
+      if (done) controller.close();
+      else controller.enqueue(value);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
+}

@@ -28,7 +28,7 @@ const CHUNK_MS = 50;
 export interface StreamsRow {
   /** Streams open at once. */
   streams: number;
-  /** `floor (relay)`, `gateway, passthrough` or `gateway, translated`. */
+  /** `floor (relay)`, `floor, body through JS`, `gateway, passthrough` or `gateway, translated`. */
   target: string;
   /** Streams that delivered every chunk. */
   completed: number;
@@ -137,12 +137,28 @@ export async function benchStreams(
       ready: /floor relay listening on (\S+)/,
     },
   );
+  // The same relay with the body read and enqueued in JavaScript, unparsed.
+  const { child: jsFloor, match: jsFloorMatch } = await spawnChild(
+    Deno.execPath(),
+    {
+      args: ["run", "-A", `${ROOT}bench/gateway/floor.ts`],
+      env: { UPSTREAM: `${simBase}/openai/v1`, FLOOR_JS: "1" },
+      ready: /floor relay listening on (\S+)/,
+    },
+  );
   try {
     const targets: Target[] = [
       {
         name: "floor (relay)",
         pid: floor.pid,
         url: floorMatch[1],
+        key: "sk-floor",
+        model: "gpt-5-mini",
+      },
+      {
+        name: "floor, body through JS",
+        pid: jsFloor.pid,
+        url: jsFloorMatch[1],
         key: "sk-floor",
         model: "gpt-5-mini",
       },
@@ -212,7 +228,12 @@ export async function benchStreams(
     }
     return rows;
   } finally {
-    await Promise.all([floor.stop(), gateway.child.stop(), sim.child.stop()]);
+    await Promise.all([
+      floor.stop(),
+      jsFloor.stop(),
+      gateway.child.stop(),
+      sim.child.stop(),
+    ]);
     await Deno.remove(dir, { recursive: true });
   }
 }
