@@ -13,7 +13,7 @@ import {
   signedInPage,
   spendChart,
   table,
-  time,
+  traceColumns,
   usd,
 } from "./common.js";
 
@@ -74,19 +74,7 @@ const render = signedInPage({
       ),
       h("h2", { text: "Recent calls" }),
       table(
-        [
-          { label: "Time", value: (x) => time(x.time) },
-          { label: "Model", value: (x) => x.model ?? "–" },
-          { label: "Status", num: true, value: (x) => x.status },
-          {
-            label: "Tokens",
-            num: true,
-            value: (x) => count(x.inputTokens + x.outputTokens),
-          },
-          { label: "Cost", num: true, value: (x) => usd(x.costMicros / 1e6) },
-          { label: "Latency", num: true, value: (x) => ms(x.latencyMs) },
-          { label: "Trace id", value: (x) => x.traceId },
-        ],
+        traceColumns(),
         traces.data,
         { testid: "traces-table" },
       ),

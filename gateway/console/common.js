@@ -332,3 +332,24 @@ export function spendChart(report) {
     usdTick,
   );
 }
+
+/**
+ * The columns of a trace table: time, model, status, tokens, cost, latency,
+ * trace id, with `extra` columns inserted after the time.
+ */
+export function traceColumns(extra = []) {
+  return [
+    { label: "Time", value: (t) => time(t.time) },
+    ...extra,
+    { label: "Model", value: (t) => t.model ?? "–" },
+    { label: "Status", num: true, value: (t) => t.status },
+    {
+      label: "Tokens",
+      num: true,
+      value: (t) => count(t.inputTokens + t.outputTokens),
+    },
+    { label: "Cost", num: true, value: (t) => usd(t.costMicros / 1e6) },
+    { label: "Latency", num: true, value: (t) => ms(t.latencyMs) },
+    { label: "Trace id", value: (t) => t.traceId },
+  ];
+}

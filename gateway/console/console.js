@@ -15,6 +15,7 @@ import {
   spendChart,
   table,
   time,
+  traceColumns,
   usd,
 } from "./common.js";
 
@@ -375,21 +376,10 @@ const PAGES = {
       form,
       detail,
       table(
-        [
-          { label: "Time", value: (t) => time(t.time) },
+        traceColumns([
           { label: "Caller", value: (t) => t.callerName ?? t.callerId },
-          { label: "Model", value: (t) => t.model ?? "–" },
           { label: "Route", value: (t) => t.route },
-          { label: "Status", num: true, value: (t) => t.status },
-          {
-            label: "Tokens",
-            num: true,
-            value: (t) => count(t.inputTokens + t.outputTokens),
-          },
-          { label: "Cost", num: true, value: (t) => usd(t.costMicros / 1e6) },
-          { label: "Latency", num: true, value: (t) => ms(t.latencyMs) },
-          { label: "Trace id", value: (t) => t.traceId },
-        ],
+        ]),
         traces,
         {
           testid: "traces-table",
