@@ -35,12 +35,8 @@ import {
   type ResourceFunction,
   type ResourceOptions,
 } from "./resource.ts";
-import {
-  installSignalHandlers,
-  ReloadDetector,
-  runShutdownHooks,
-  type ShutdownHook,
-} from "./signals.ts";
+import { runShutdownHooks, type ShutdownHook } from "./signals.ts";
+import { env, handleStopSignals, startTransport } from "./run.ts";
 import { z } from "zod";
 import type { ScenarioFunction, ScenarioOptions } from "./scenario.ts";
 import { Scenarios } from "./scenario_wire.ts";
@@ -61,7 +57,7 @@ import {
   type ToolOptions,
   type ToolReturn,
 } from "./tool.ts";
-import { type RunningTransport, startStdio } from "./run_stdio.ts";
+import type { RunningTransport } from "./run_stdio.ts";
 
 /** Options of the {@linkcode MCPServer} constructor; the rest goes to the SDK. */
 export interface MCPServerOptions extends McpServerOptions {
@@ -130,31 +126,6 @@ export type ToolMethodDecorator<S extends Shape> = <
     extra: ToolExtra,
   ) => ToolReturn | Promise<ToolReturn>,
 >(value: F, context: ClassMethodDecoratorContext<This, F>) => F;
-
-const DEFAULT_PORT = 8765;
-const DEFAULT_HOST = "127.0.0.1";
-const DEFAULT_SESSION_IDLE_MS = 5 * 60_000;
-const CLOSE_TIMEOUT_MS = 2_000;
-
-/** A positive integer from an environment variable, or `undefined` when unset; anything else stops start-up with one line. */
-function positiveInt(value: string | undefined, name: string) {
-  if (value === undefined || value === "") return undefined;
-  const number = Number(value);
-  if (!Number.isSafeInteger(number) || number < 1) {
-    throw new TypeError(
-      `Invalid ${name} "${value}": expected a positive integer`,
-    );
-  }
-  return number;
-}
-
-function env(name: string): string | undefined {
-  try {
-    return Deno.env.get(name);
-  } catch {
-    return undefined; // no --allow-env: fall back to the defaults
-  }
-}
 
 /**
  * An MCP server for evaluation environments. It is the SDK's `McpServer`
@@ -657,63 +628,21 @@ export class MCPServer extends McpServer {
    * @returns Resolves when the server has stopped.
    */
   async run(options: RunOptions = {}): Promise<void> {
-    const transport = options.transport ?? "stdio";
-    if (transport !== "stdio" && transport !== "http" && transport !== "sse") {
-      throw new TypeError(
-        `Unknown transport "${transport}": expected "stdio", "http" or "sse"`,
-      );
-    }
     if (this.#running) {
       throw new Error(`Server "${this.info.name}" is already running`);
     }
-    const running = transport === "stdio"
-      ? await startStdio(this)
-      // The HTTP stack (Hono, sessions, /dev) loads only when served.
-      : (await import("./transports.ts")).startHttp(this, {
-        transport: transport as "http" | "sse",
-        port: options.port ?? Number(env("MCP_PORT") ?? DEFAULT_PORT),
-        host: options.host ?? env("MCP_HOST") ?? DEFAULT_HOST,
-        sessionIdleMs: options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS,
-        maxSessions: options.maxSessions ??
-          positiveInt(env("MCP_MAX_SESSIONS"), "MCP_MAX_SESSIONS"),
-        devToken: options.devToken ?? (env("MCP_DEV_TOKEN") || undefined),
-        resumable: options.resumable,
-        onListen: options.onListen,
-      });
+    const running = await startTransport(this, options);
     this.#running = running;
-    const reloads = options.handleSignals === false
-      ? undefined
-      : ReloadDetector.start();
     const removeSignals = options.handleSignals === false
       ? () => {}
-      : installSignalHandlers({
-        terminate: async () => {
-          if (reloads?.reloading()) {
-            // `deno run --watch` restarting after an edit: free the port for
-            // the new program; the shutdown hooks are for a real stop only.
-            console.error(
-              `MCP server "${this.info.name}": reloading, shutdown hooks skipped`,
-            );
-            await closeWithin(running, CLOSE_TIMEOUT_MS);
-            return;
-          }
-          // Calls already running get up to half the budget to answer; the
-          // hooks get the rest, so the whole stop fits in shutdownTimeoutMs.
-          const started = Date.now();
-          running.drain();
-          await this.#drain(this.shutdownTimeoutMs / 2);
-          await runShutdownHooks(
-            this.#shutdownHooks,
-            this.shutdownTimeoutMs - (Date.now() - started),
-            this.shutdownTimeoutMs,
-          );
-          await closeWithin(running, CLOSE_TIMEOUT_MS);
-          Deno.exit(0);
-        },
-        interrupt: async () => {
-          await closeWithin(running, CLOSE_TIMEOUT_MS);
-          Deno.exit(130);
-        },
+      : handleStopSignals(running, {
+        name: this.info.name,
+        shutdownTimeoutMs: this.shutdownTimeoutMs,
+        shutdownHooks: this.#shutdownHooks,
+        busy: () =>
+          [...this.#protocols.keys()].some((server) =>
+            inFlightRequests(server) > 0
+          ),
       });
     const abort = () => running.close();
     options.signal?.addEventListener("abort", abort, { once: true });
@@ -723,19 +652,7 @@ export class MCPServer extends McpServer {
     } finally {
       options.signal?.removeEventListener("abort", abort);
       removeSignals();
-      reloads?.close();
       this.#running = undefined;
-    }
-  }
-
-  /** Waits until no session is handling a request, for at most `ms`. */
-  async #drain(ms: number): Promise<void> {
-    const deadline = Date.now() + ms;
-    while (
-      Date.now() < deadline &&
-      [...this.#protocols.keys()].some((server) => inFlightRequests(server) > 0)
-    ) {
-      await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }
 
@@ -750,25 +667,11 @@ export class MCPServer extends McpServer {
 
   /**
    * Connects this server's own protocol instance to a transport (one client,
-   * as in the SDK). Use `createSessionServer()` for further clients.
+   * as in the SDK). Use `createInstance()` for further clients.
    *
    * @param transport The transport.
    */
   override async connect(transport: Transport): Promise<void> {
     await super.connect(transport);
   }
-}
-
-async function closeWithin(
-  running: RunningTransport,
-  ms: number,
-): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([
-    running.close().catch((error) =>
-      console.error("Closing the transport failed:", error)
-    ),
-    new Promise((resolve) => timer = setTimeout(resolve, ms)),
-  ]);
-  clearTimeout(timer);
 }

@@ -1,0 +1,159 @@
+/**
+ * What `MCPServer.run()` does around the transport: pick and start it with
+ * its settings from the options or the environment, and stop it the way a
+ * container runtime expects (SIGTERM: drain, hooks, exit 0; SIGINT: exit 130;
+ * a `deno run --watch` reload: close, no hooks).
+ *
+ * @module
+ */
+import {
+  type RunningTransport,
+  type SessionHost,
+  startStdio,
+} from "./run_stdio.ts";
+import type { RunOptions } from "./server.ts";
+import {
+  installSignalHandlers,
+  ReloadDetector,
+  runShutdownHooks,
+  type ShutdownHook,
+} from "./signals.ts";
+
+const DEFAULT_PORT = 8765;
+const DEFAULT_HOST = "127.0.0.1";
+const DEFAULT_SESSION_IDLE_MS = 5 * 60_000;
+const CLOSE_TIMEOUT_MS = 2_000;
+
+/** A positive integer from an environment variable, or `undefined` when unset; anything else stops start-up with one line. */
+function positiveInt(value: string | undefined, name: string) {
+  if (value === undefined || value === "") return undefined;
+  const number = Number(value);
+  if (!Number.isSafeInteger(number) || number < 1) {
+    throw new TypeError(
+      `Invalid ${name} "${value}": expected a positive integer`,
+    );
+  }
+  return number;
+}
+
+/** An environment variable, or `undefined` without one (or without `--allow-env`). */
+export function env(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined; // no --allow-env: fall back to the defaults
+  }
+}
+
+/**
+ * Starts the transport `options` name with its settings: the options, else
+ * `MCP_PORT`, `MCP_HOST`, `MCP_MAX_SESSIONS`, `MCP_DEV_TOKEN`, else defaults.
+ * The HTTP stack (Hono, sessions, `/dev`) is loaded only for http and sse.
+ *
+ * @param host The server.
+ * @param options `run()`'s options.
+ * @returns The running transport.
+ * @throws {TypeError} For an unknown transport or a bad `MCP_MAX_SESSIONS`.
+ */
+export async function startTransport(
+  host: SessionHost,
+  options: RunOptions,
+): Promise<RunningTransport> {
+  const transport = options.transport ?? "stdio";
+  if (transport !== "stdio" && transport !== "http" && transport !== "sse") {
+    throw new TypeError(
+      `Unknown transport "${transport}": expected "stdio", "http" or "sse"`,
+    );
+  }
+  if (transport === "stdio") return await startStdio(host);
+  return (await import("./transports.ts")).startHttp(host, {
+    transport: transport as "http" | "sse",
+    port: options.port ?? Number(env("MCP_PORT") ?? DEFAULT_PORT),
+    host: options.host ?? env("MCP_HOST") ?? DEFAULT_HOST,
+    sessionIdleMs: options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS,
+    maxSessions: options.maxSessions ??
+      positiveInt(env("MCP_MAX_SESSIONS"), "MCP_MAX_SESSIONS"),
+    devToken: options.devToken ?? (env("MCP_DEV_TOKEN") || undefined),
+    resumable: options.resumable,
+    onListen: options.onListen,
+  });
+}
+
+/** What stopping needs from the server. */
+export interface StopControl {
+  /** The server's name, for the log line. */
+  name: string;
+  /** The whole SIGTERM budget, ms. */
+  shutdownTimeoutMs: number;
+  /** The hooks to run on SIGTERM. */
+  shutdownHooks: readonly ShutdownHook[];
+  /** Whether a request is still being handled. */
+  busy(): boolean;
+}
+
+/**
+ * Installs the stop handling. SIGTERM refuses new requests, lets running
+ * calls answer (half the budget), runs the shutdown hooks once (the rest),
+ * closes and exits 0; SIGINT closes and exits 130; a SIGTERM that is a
+ * `deno run --watch` reload closes without the hooks.
+ *
+ * @param running The transport.
+ * @param control The server's side of it.
+ * @returns A function that removes the handling.
+ */
+export function handleStopSignals(
+  running: RunningTransport,
+  control: StopControl,
+): () => void {
+  const reloads = ReloadDetector.start();
+  const remove = installSignalHandlers({
+    terminate: async () => {
+      if (reloads?.reloading()) {
+        // `deno run --watch` restarting after an edit: free the port for the
+        // new program; the shutdown hooks are for a real stop only.
+        console.error(
+          `MCP server "${control.name}": reloading, shutdown hooks skipped`,
+        );
+        await closeWithin(running, CLOSE_TIMEOUT_MS);
+        return;
+      }
+      // Calls already running get up to half the budget to answer; the
+      // hooks get the rest, so the whole stop fits in shutdownTimeoutMs.
+      const started = Date.now();
+      running.drain();
+      const deadline = started + control.shutdownTimeoutMs / 2;
+      while (Date.now() < deadline && control.busy()) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      await runShutdownHooks(
+        control.shutdownHooks,
+        control.shutdownTimeoutMs - (Date.now() - started),
+        control.shutdownTimeoutMs,
+      );
+      await closeWithin(running, CLOSE_TIMEOUT_MS);
+      Deno.exit(0);
+    },
+    interrupt: async () => {
+      await closeWithin(running, CLOSE_TIMEOUT_MS);
+      Deno.exit(130);
+    },
+  });
+  return () => {
+    remove();
+    reloads?.close();
+  };
+}
+
+async function closeWithin(
+  running: RunningTransport,
+  ms: number,
+): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    running.close().catch((error) =>
+      console.error("Closing the transport failed:", error)
+    ),
+    new Promise((resolve) => timer = setTimeout(resolve, ms)),
+  ]);
+  clearTimeout(timer);
+}
