@@ -22,6 +22,64 @@ import type { ProviderKey, RouteName, Usage } from "./types.ts";
 /** How long an abandoned stream whose content was complete is read on for its usage event, ms. */
 export const USAGE_GRACE_MS = 2_000;
 
+/** A stream waiting on its upstream: its read deadline and what to do past it. */
+interface Watched {
+  deadline: number;
+  expire(): void;
+}
+
+/**
+ * One timer for the idle timeouts of every open stream: each read sets its
+ * stream's deadline, and a sweep expires the streams past theirs. It ticks a
+ * quarter of the shortest timeout (at most 250 ms, at least 10 ms) and stops
+ * when no stream is open.
+ */
+class IdleWatch {
+  readonly #streams = new Set<Watched>();
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #tickMs = 250;
+
+  get size(): number {
+    return this.#streams.size;
+  }
+
+  add(stream: Watched, timeoutMs: number): void {
+    this.#streams.add(stream);
+    const tick = Math.max(10, Math.min(250, Math.floor(timeoutMs / 4)));
+    if (this.#timer !== undefined && tick >= this.#tickMs) return;
+    clearInterval(this.#timer);
+    this.#tickMs = tick;
+    this.#timer = setInterval(() => this.#sweep(), tick);
+    Deno.unrefTimer(this.#timer);
+  }
+
+  delete(stream: Watched): void {
+    this.#streams.delete(stream);
+    if (this.#streams.size === 0 && this.#timer !== undefined) {
+      clearInterval(this.#timer);
+      this.#timer = undefined;
+      this.#tickMs = 250;
+    }
+  }
+
+  #sweep(): void {
+    const now = Date.now();
+    for (const stream of this.#streams) {
+      if (stream.deadline <= now) {
+        this.#streams.delete(stream);
+        stream.expire();
+      }
+    }
+  }
+}
+
+const idleWatch = new IdleWatch();
+
+/** How many streams the idle watch holds now (0 once every stream ended): for tests. */
+export function watchedStreams(): number {
+  return idleWatch.size;
+}
+
 /** Which figures of a settled stream were estimated rather than reported. */
 export type Estimated = ("input" | "output")[];
 
@@ -155,20 +213,23 @@ export function relayStream(options: RelayOptions): Response {
     );
   };
 
-  // One idle timeout per event; a cancellable timer, since AbortSignal.timeout
-  // would leave one pending timer per event for the whole timeout.
+  // The idle timeout: a deadline per read, watched by one shared timer for
+  // every stream of the process (a timer per read cost each chunk a
+  // setTimeout and a clearTimeout).
+  const watched = {
+    deadline: Infinity,
+    expire: () =>
+      upstream.abort.abort(
+        new DOMException("Upstream timed out", "TimeoutError"),
+      ),
+  };
   const readChunk = async (timeoutMs: number) => {
-    const timer = setTimeout(
-      () =>
-        upstream.abort.abort(
-          new DOMException("Upstream timed out", "TimeoutError"),
-        ),
-      timeoutMs,
-    );
+    watched.deadline = Date.now() + timeoutMs;
+    idleWatch.add(watched, timeoutMs);
     try {
       return await reader.read();
     } finally {
-      clearTimeout(timer);
+      watched.deadline = Infinity;
     }
   };
 
@@ -195,6 +256,7 @@ export function relayStream(options: RelayOptions): Response {
         for (;;) {
           const { value, done } = await readChunk(options.idleTimeoutMs);
           if (done) {
+            idleWatch.delete(watched);
             pending += relay.end();
             if (pending) controller.enqueue(frames(pending));
             controller.close();
@@ -210,6 +272,7 @@ export function relayStream(options: RelayOptions): Response {
           }
         }
       } catch (thrown) {
+        idleWatch.delete(watched);
         if (finished) return;
         const error = options.failure(thrown);
         const cut = error.status === 502
@@ -230,6 +293,7 @@ export function relayStream(options: RelayOptions): Response {
       if (relay.contentDone && relay.usage.inputTokens === 0) {
         await readOnForUsage();
       }
+      idleWatch.delete(watched);
       upstream.abort.abort(new DOMException("Caller went away", "AbortError"));
       reader.cancel().catch(() => {});
       await finish(499, "The caller closed the stream");
