@@ -62,78 +62,74 @@ export function syncComposition(
     config: object,
     cb: unknown,
   ) => RegisteredTool;
-  composition.tools = Object.entries(
-    registry._registeredTools as Record<string, RegisteredTool>,
-  )
-    .filter(([, tool]) => tool.enabled)
-    .map(([toolName, tool]) =>
-      register.call(parent, name(toolName), {
-        title: tool.title,
-        description: tool.description,
-        inputSchema: tool.inputSchema,
-        outputSchema: tool.outputSchema,
-        annotations: tool.annotations,
-        _meta: tool._meta,
-      }, tool.handler)
-    );
-  const resources = Object.entries(
-    registry._registeredResources as Record<string, RegisteredResource>,
-  )
-    .filter(([, resource]) => resource.enabled)
-    .map(([resourceUri, resource]) =>
-      parent.registerResource(
-        resource.name,
-        uri(resourceUri),
-        { ...resource.metadata, title: resource.title },
-        resource.readCallback,
-      )
-    );
-  const templates = Object.entries(
-    registry._registeredResourceTemplates as Record<
-      string,
-      RegisteredResourceTemplate
-    >,
-  )
-    .filter(([, template]) => template.enabled)
-    .map(([templateName, template]) =>
-      parent.registerResource(
-        name(templateName),
-        new ResourceTemplate(
-          new LenientUriTemplate(
-            uri(template.resourceTemplate.uriTemplate.toString()),
-          ),
-          {
-            list: template.resourceTemplate.listCallback,
-          },
+  composition.tools = enabled(registry._registeredTools).map((
+    [toolName, tool],
+  ) =>
+    register.call(parent, name(toolName), {
+      title: tool.title,
+      description: tool.description,
+      inputSchema: tool.inputSchema,
+      outputSchema: tool.outputSchema,
+      annotations: tool.annotations,
+      _meta: tool._meta,
+    }, tool.handler)
+  );
+  const resources = enabled(registry._registeredResources).map((
+    [resourceUri, resource],
+  ) =>
+    parent.registerResource(
+      resource.name,
+      uri(resourceUri),
+      { ...resource.metadata, title: resource.title },
+      resource.readCallback,
+    )
+  );
+  const templates = enabled(registry._registeredResourceTemplates).map((
+    [templateName, template],
+  ) =>
+    parent.registerResource(
+      name(templateName),
+      new ResourceTemplate(
+        new LenientUriTemplate(
+          uri(template.resourceTemplate.uriTemplate.toString()),
         ),
-        { ...template.metadata, title: template.title },
-        template.readCallback,
-      )
-    );
+        {
+          list: template.resourceTemplate.listCallback,
+        },
+      ),
+      { ...template.metadata, title: template.title },
+      template.readCallback,
+    )
+  );
   composition.resources = [...resources, ...templates];
   const registerPrompt = parent.registerPrompt as (
     name: string,
     config: object,
     cb: unknown,
   ) => RegisteredPrompt;
-  composition.prompts = Object.entries(
-    registry._registeredPrompts as Record<string, RegisteredPrompt>,
-  )
-    .filter(([, prompt]) => prompt.enabled)
-    .map(([promptName, prompt]) =>
-      registerPrompt.call(
-        parent,
-        name(promptName),
-        {
-          title: prompt.title,
-          description: prompt.description,
-          argsSchema: prompt.argsSchema,
-        },
-        prompt.argsSchema
-          // The copy validates the arguments; the original again, harmlessly.
-          ? (args: Record<string, unknown>, ctx: ServerContext) =>
-            prompt.handler(args, ctx)
-          : (ctx: ServerContext) => prompt.handler(undefined, ctx),
-      )
-    );
+  composition.prompts = enabled(registry._registeredPrompts).map((
+    [promptName, prompt],
+  ) =>
+    registerPrompt.call(
+      parent,
+      name(promptName),
+      {
+        title: prompt.title,
+        description: prompt.description,
+        argsSchema: prompt.argsSchema,
+      },
+      prompt.argsSchema
+        // The copy validates the arguments; the original again, harmlessly.
+        ? (args: Record<string, unknown>, ctx: ServerContext) =>
+          prompt.handler(args, ctx)
+        : (ctx: ServerContext) => prompt.handler(undefined, ctx),
+    )
+  );
+}
+
+/** The entries of a registry that are enabled. */
+function enabled<T extends { enabled: boolean }>(
+  registered: Record<string, T>,
+): [string, T][] {
+  return Object.entries(registered).filter(([, item]) => item.enabled);
 }
