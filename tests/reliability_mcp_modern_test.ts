@@ -7,8 +7,8 @@ import {
   StreamableHTTPClientTransport,
 } from "@modelcontextprotocol/client";
 import {
+  assertStoppedAfterCall,
   ChildStdioTransport,
-  markerLines,
   startHttpFixture,
   waitForLine,
 } from "./fixtures/reliability_process.ts";
@@ -206,13 +206,7 @@ Deno.test("modern: SIGTERM during a call over HTTP lets it answer before the shu
     await waitForLine(marker, "slow-start");
     process.kill("SIGTERM");
     assert.equal(text(await call), "slept 300 ms");
-    assert.equal((await process.status).code, 0);
-    assert.deepEqual(await markerLines(marker), [
-      "init",
-      "slow-start",
-      "slow-done",
-      "shutdown",
-    ]);
+    await assertStoppedAfterCall(marker, process.status);
   } finally {
     await client.close();
     await process.dispose();
@@ -240,13 +234,7 @@ Deno.test("modern: over stdio, garbage gets -32700, and a call in flight at SIGT
     await waitForLine(marker, "slow-start");
     transport.process.kill("SIGTERM");
     assert.equal(text(await call), "slept 300 ms");
-    assert.equal((await transport.process.status).code, 0);
-    assert.deepEqual(await markerLines(marker), [
-      "init",
-      "slow-start",
-      "slow-done",
-      "shutdown",
-    ]);
+    await assertStoppedAfterCall(marker, transport.process.status);
     assert.deepEqual(transport.junk, [], "stdout stays protocol-only");
   } finally {
     await client.close();

@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { Client } from "./_mcp_client.ts";
 import {
+  assertStoppedAfterCall,
   ChildStdioTransport,
   markerLines,
   waitForLine,
@@ -132,13 +133,7 @@ Deno.test("SIGTERM during a short tool call lets it answer before the shutdown h
     transport.process.kill("SIGTERM");
     const result = await call;
     assert.deepEqual(result.content, [{ type: "text", text: "slept 300 ms" }]);
-    assert.equal((await transport.process.status).code, 0);
-    assert.deepEqual(await markerLines(marker), [
-      "init",
-      "slow-start",
-      "slow-done",
-      "shutdown",
-    ]);
+    await assertStoppedAfterCall(marker, transport.process.status);
   } finally {
     await client.close();
     await Deno.remove(marker);
@@ -170,14 +165,8 @@ Deno.test("after SIGTERM a stdio server refuses new requests with a JSON-RPC err
     assert.match(refused.message, /shutting down/);
     const result = await call;
     assert.deepEqual(result.content, [{ type: "text", text: "slept 500 ms" }]);
-    assert.equal((await transport.process.status).code, 0);
     // The late request never ran: no echo, and the hook ran once.
-    assert.deepEqual(await markerLines(marker), [
-      "init",
-      "slow-start",
-      "slow-done",
-      "shutdown",
-    ]);
+    await assertStoppedAfterCall(marker, transport.process.status);
   } finally {
     await client.close();
     await Deno.remove(marker);
