@@ -68,9 +68,11 @@ export function addTraceWrites(
 ): Deno.AtomicOperation {
   const expireIn = options.retentionMs ?? DEFAULT_TRACE_RETENTION_MS;
   const entryId = timeOrderedId(trace.time);
+  // The index holds no copy of the record (the record is most of a commit's
+  // bytes): its key names the record's.
   return op
     .set(traceKey(trace.callerId, entryId), trace, { expireIn })
-    .set(traceByTraceIdKey(trace.callerId, trace.traceId, entryId), trace, {
+    .set(traceByTraceIdKey(trace.callerId, trace.traceId, entryId), null, {
       expireIn,
     });
 }
@@ -114,16 +116,35 @@ export async function listTraces(
   options: ListTracesOptions = {},
 ): Promise<TraceRecord[]> {
   const limit = Math.min(options.limit ?? 50, MAX_TRACE_LIMIT);
-  const prefix = options.traceId === undefined
-    ? tracesPrefix(callerId)
-    : traceByTraceIdPrefix(callerId, options.traceId);
   const traces: TraceRecord[] = [];
-  for await (
-    const entry of kv.list<TraceRecord>({ prefix }, { reverse: true, limit })
-  ) {
-    traces.push(entry.value);
+  if (options.traceId === undefined) {
+    const prefix = tracesPrefix(callerId);
+    for await (
+      const entry of kv.list<TraceRecord>({ prefix }, { reverse: true, limit })
+    ) {
+      traces.push(entry.value);
+    }
+    return traces;
   }
-  return traces;
+  const prefix = traceByTraceIdPrefix(callerId, options.traceId);
+  const entryIds: string[] = [];
+  for await (
+    const entry of kv.list<TraceRecord | null>({ prefix }, {
+      reverse: true,
+      limit,
+    })
+  ) {
+    // Index entries written before it held no copy carry the record itself.
+    if (entry.value) traces.push(entry.value);
+    else entryIds.push(entry.key.at(-1) as string);
+  }
+  for (let i = 0; i < entryIds.length; i += 10) {
+    const records = await kv.getMany<TraceRecord[]>(
+      entryIds.slice(i, i + 10).map((id) => traceKey(callerId, id)),
+    );
+    for (const record of records) if (record.value) traces.push(record.value);
+  }
+  return traces.sort((a, b) => b.time - a.time);
 }
 
 const tracesQuerySchema = z.object({

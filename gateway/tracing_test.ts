@@ -75,6 +75,23 @@ Deno.test("listTraces() filters by trace id through the secondary index", async 
   });
 });
 
+Deno.test("listTraces() reads index entries that still hold a copy of the record", async () => {
+  await withKv(async (kv) => {
+    await recordTrace(kv, traceAt(3_000, { traceId: "agent-run-1" }));
+    // As the index was written before it held only the key.
+    const old = traceAt(1_000, { traceId: "agent-run-1" });
+    await kv.set(
+      ["traces_by_trace_id", "ck_a", "agent-run-1", "00000000zz"],
+      old,
+    );
+    const traces = await listTraces(kv, "ck_a", { traceId: "agent-run-1" });
+    assert.deepEqual(traces.map((trace) => trace.requestId), [
+      "req_3000",
+      "req_1000",
+    ]);
+  });
+});
+
 Deno.test("tracesResponse() answers only the caller's traces and rejects a bad limit", async () => {
   await withKv(async (kv) => {
     await recordTrace(kv, traceAt(1_000, { traceId: "x" }));
