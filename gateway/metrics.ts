@@ -20,6 +20,16 @@ export interface GatewayMetrics {
   render(): Promise<{ body: string; contentType: string }>;
 }
 
+interface CallChildren {
+  requests: Map<number, client.Counter.Internal>;
+  input: client.Counter.Internal;
+  output: client.Counter.Internal;
+  cached: client.Counter.Internal;
+  cost: client.Counter.Internal;
+  latency: client.Histogram.Internal<string>;
+  ttft: client.Histogram.Internal<string>;
+}
+
 const LATENCY_BUCKETS = [
   0.005,
   0.01,
@@ -97,31 +107,49 @@ export function createMetrics(keyHealth: () => KeyHealth[]): GatewayMetrics {
       }
     },
   });
+  // prom-client hashes the labels on every inc and observe; the children of
+  // one route, model and provider are looked up once and kept.
+  const children = new Map<string, CallChildren>();
+  const childrenOf = (route: string, model: string, provider: string) => {
+    const id = `${route}\u0000${model}\u0000${provider}`;
+    let found = children.get(id);
+    if (!found) {
+      found = {
+        requests: new Map(),
+        input: tokens.labels({ model, provider, kind: "input" }),
+        output: tokens.labels({ model, provider, kind: "output" }),
+        cached: tokens.labels({ model, provider, kind: "cached" }),
+        cost: cost.labels({ model, provider }),
+        latency: latency.labels({ route, provider }),
+        ttft: ttft.labels({ route, provider }),
+      };
+      children.set(id, found);
+    }
+    return found;
+  };
   return {
     observe(trace) {
       const model = trace.model ?? "";
       const provider = trace.provider ?? "";
-      requests.inc({
-        route: trace.route,
-        model,
-        provider,
-        status: String(trace.status),
-      });
-      if (trace.inputTokens > 0) {
-        tokens.inc({ model, provider, kind: "input" }, trace.inputTokens);
+      const series = childrenOf(trace.route, model, provider);
+      let counted = series.requests.get(trace.status);
+      if (!counted) {
+        counted = requests.labels({
+          route: trace.route,
+          model,
+          provider,
+          status: String(trace.status),
+        });
+        series.requests.set(trace.status, counted);
       }
-      if (trace.outputTokens > 0) {
-        tokens.inc({ model, provider, kind: "output" }, trace.outputTokens);
-      }
-      if (trace.cachedTokens > 0) {
-        tokens.inc({ model, provider, kind: "cached" }, trace.cachedTokens);
-      }
-      if (trace.costMicros > 0) {
-        cost.inc({ model, provider }, trace.costMicros / 1_000_000);
-      }
-      latency.observe({ route: trace.route, provider }, trace.latencyMs / 1000);
+      counted.inc();
+      if (trace.inputTokens > 0) series.input.inc(trace.inputTokens);
+      if (trace.outputTokens > 0) series.output.inc(trace.outputTokens);
+      if (trace.cachedTokens > 0) series.cached.inc(trace.cachedTokens);
+      if (trace.costMicros > 0) series.cost.inc(trace.costMicros / 1_000_000);
+      series.latency.observe(trace.latencyMs / 1000);
       if (trace.ttftMs !== undefined) {
-        ttft.observe({ route: trace.route, provider }, trace.ttftMs / 1000);
+        series.ttft.observe(trace.ttftMs / 1000);
       }
     },
     observeCommit(seconds) {
