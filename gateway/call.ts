@@ -211,7 +211,7 @@ export async function handleCall(
         }),
       );
     }
-    const { body, usage } = await readAnswer(deps, exchange, upstream);
+    const { body, usage, text } = await readAnswer(deps, exchange, upstream);
     deps.keyPool.recordUsage(
       upstream.key,
       usage.inputTokens + usage.outputTokens,
@@ -222,8 +222,11 @@ export async function handleCall(
     const { availableMicros } = settleBehind(deps, record, held, usage, cost);
     return servedBy(
       record.entry,
-      Response.json(body, {
+      // A body the exchange passed through untouched goes out as it came in,
+      // not serialised again.
+      new Response(body === undefined ? text : JSON.stringify(body), {
         headers: {
+          "content-type": "application/json",
           "x-gateway-cost": formatUsd(cost),
           "x-gateway-credits-remaining": formatUsd(availableMicros),
         },
@@ -807,7 +810,7 @@ async function readAnswer(
   deps: CallDeps,
   exchange: Exchange,
   upstream: Upstream,
-): Promise<{ body: unknown; usage: Usage }> {
+): Promise<{ body?: unknown; usage: Usage; text: string }> {
   let text: string;
   try {
     text = await upstream.response.text();
@@ -833,7 +836,8 @@ async function readAnswer(
     );
   }
   try {
-    return exchange.response(json);
+    const { body, usage } = exchange.response(json);
+    return { body: body === json ? undefined : body, usage, text };
   } catch (error) {
     if (error instanceof UnreadableUsageError) throw unreadableUsage(error);
     throw new GatewayError(
