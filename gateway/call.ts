@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { deadlines } from "./_deadlines.ts";
 import { z } from "zod";
 import { firstIssue } from "./_zod.ts";
 import { errorResponse, GatewayError, toGatewayError } from "./errors.ts";
@@ -658,7 +659,8 @@ async function sendUpstream(
     // upstream request. Neither is AbortSignal.timeout/any: both must stop
     // once the answer is in (a stream then has an idle timeout per event,
     // and a caller who leaves a stream is handled by its relay, which may
-    // read on for the usage event first), and those cannot be detached.
+    // read on for the usage event first), and those cannot be detached. The
+    // timeout is a deadline on the process's one timer, not a timer per call.
     const abort = new AbortController();
     const signal = abort.signal;
     const onCallerGone = () =>
@@ -666,12 +668,14 @@ async function sendUpstream(
     record.request.signal.addEventListener("abort", onCallerGone, {
       once: true,
     });
-    const timer = setTimeout(
-      () => abort.abort(new DOMException("Upstream timed out", "TimeoutError")),
-      deps.upstreamTimeoutMs,
-    );
+    const answer = {
+      deadline: Infinity,
+      expire: () =>
+        abort.abort(new DOMException("Upstream timed out", "TimeoutError")),
+    };
+    deadlines.watch(answer, deps.upstreamTimeoutMs);
     const clear = () => {
-      clearTimeout(timer);
+      deadlines.forget(answer);
       record.request.signal.removeEventListener("abort", onCallerGone);
     };
     let response: Response;

@@ -14,6 +14,7 @@
  */
 import { createParser } from "eventsource-parser";
 import { GatewayError, streamErrorFrame } from "./errors.ts";
+import { deadlines } from "./_deadlines.ts";
 import { outputTextTokens } from "./estimate.ts";
 import type { Exchange } from "./providers/provider.ts";
 import { parseJson } from "./providers/provider.ts";
@@ -21,64 +22,6 @@ import type { ProviderKey, RouteName, Usage } from "./types.ts";
 
 /** How long an abandoned stream whose content was complete is read on for its usage event, ms. */
 export const USAGE_GRACE_MS = 2_000;
-
-/** A stream waiting on its upstream: its read deadline and what to do past it. */
-interface Watched {
-  deadline: number;
-  expire(): void;
-}
-
-/**
- * One timer for the idle timeouts of every open stream: each read sets its
- * stream's deadline, and a sweep expires the streams past theirs. It ticks a
- * quarter of the shortest timeout (at most 250 ms, at least 10 ms) and stops
- * when no stream is open.
- */
-class IdleWatch {
-  readonly #streams = new Set<Watched>();
-  #timer: ReturnType<typeof setInterval> | undefined;
-  #tickMs = 250;
-
-  get size(): number {
-    return this.#streams.size;
-  }
-
-  add(stream: Watched, timeoutMs: number): void {
-    this.#streams.add(stream);
-    const tick = Math.max(10, Math.min(250, Math.floor(timeoutMs / 4)));
-    if (this.#timer !== undefined && tick >= this.#tickMs) return;
-    clearInterval(this.#timer);
-    this.#tickMs = tick;
-    this.#timer = setInterval(() => this.#sweep(), tick);
-    Deno.unrefTimer(this.#timer);
-  }
-
-  delete(stream: Watched): void {
-    this.#streams.delete(stream);
-    if (this.#streams.size === 0 && this.#timer !== undefined) {
-      clearInterval(this.#timer);
-      this.#timer = undefined;
-      this.#tickMs = 250;
-    }
-  }
-
-  #sweep(): void {
-    const now = Date.now();
-    for (const stream of this.#streams) {
-      if (stream.deadline <= now) {
-        this.#streams.delete(stream);
-        stream.expire();
-      }
-    }
-  }
-}
-
-const idleWatch = new IdleWatch();
-
-/** How many streams the idle watch holds now (0 once every stream ended): for tests. */
-export function watchedStreams(): number {
-  return idleWatch.size;
-}
 
 /** Which figures of a settled stream were estimated rather than reported. */
 export type Estimated = ("input" | "output")[];
@@ -213,9 +156,9 @@ export function relayStream(options: RelayOptions): Response {
     );
   };
 
-  // The idle timeout: a deadline per read, watched by one shared timer for
-  // every stream of the process (a timer per read cost each chunk a
-  // setTimeout and a clearTimeout).
+  // The idle timeout: a deadline per read, watched by the process's one
+  // timer (a timer per read cost each chunk a setTimeout and a
+  // clearTimeout). Between reads the stream stays in the set, deadline-less.
   const watched = {
     deadline: Infinity,
     expire: () =>
@@ -224,8 +167,7 @@ export function relayStream(options: RelayOptions): Response {
       ),
   };
   const readChunk = async (timeoutMs: number) => {
-    watched.deadline = Date.now() + timeoutMs;
-    idleWatch.add(watched, timeoutMs);
+    deadlines.watch(watched, timeoutMs);
     try {
       return await reader.read();
     } finally {
@@ -256,7 +198,7 @@ export function relayStream(options: RelayOptions): Response {
         for (;;) {
           const { value, done } = await readChunk(options.idleTimeoutMs);
           if (done) {
-            idleWatch.delete(watched);
+            deadlines.forget(watched);
             pending += relay.end();
             if (pending) controller.enqueue(frames(pending));
             controller.close();
@@ -272,7 +214,7 @@ export function relayStream(options: RelayOptions): Response {
           }
         }
       } catch (thrown) {
-        idleWatch.delete(watched);
+        deadlines.forget(watched);
         if (finished) return;
         const error = options.failure(thrown);
         const cut = error.status === 502
@@ -293,7 +235,7 @@ export function relayStream(options: RelayOptions): Response {
       if (relay.contentDone && relay.usage.inputTokens === 0) {
         await readOnForUsage();
       }
-      idleWatch.delete(watched);
+      deadlines.forget(watched);
       upstream.abort.abort(new DOMException("Caller went away", "AbortError"));
       reader.cancel().catch(() => {});
       await finish(499, "The caller closed the stream");

@@ -7,7 +7,7 @@
  * Test sanitizers stay on: a leaked timer, socket or stream fails the test.
  */
 import assert from "node:assert/strict";
-import { watchedStreams } from "../gateway/stream.ts";
+import { deadlines } from "../gateway/_deadlines.ts";
 import { DEFAULT_CATALOG } from "../gateway/catalog.ts";
 import { errorMessageOf, readSse } from "./_gateway_routes.ts";
 import { startHarness } from "./_gateway_harness.ts";
@@ -382,5 +382,5 @@ Deno.test("a caller that disconnects mid-stream cancels the upstream, is billed 
     );
   }
   // Every stream left the shared idle watch (it holds none after its end).
-  assert.equal(watchedStreams(), 0);
+  assert.equal(deadlines.size, 0);
 });
