@@ -1,8 +1,9 @@
 /**
  * CPU per non-streamed call of the gateway as a ratio to the floor relay,
- * quickly: one simulator (0 ms), the floor (`floor.ts`) and the gateway as
+ * quickly: one simulator (0 ms), the floor (`floor.ts`), the floor with its
+ * bodies through JavaScript (`FLOOR_JS=1`) and the gateway as
  * `deno task start` runs it (KV file on disk), each in its own process; then
- * `rounds` rounds in which the two take turns under unpaced wrk (64
+ * `rounds` rounds in which the three take turns under unpaced wrk (64
  * connections, `seconds` each), CPU from `/proc/<pid>/stat`. The figure to
  * compare two versions of the hot path by, without the whole `deno task bench`.
  *
@@ -41,6 +42,11 @@ const floor = await spawnChild(Deno.execPath(), {
   env: { UPSTREAM: sim.openaiBase },
   ready: /floor relay listening on (\S+)/,
 });
+const floorJs = await spawnChild(Deno.execPath(), {
+  args: ["run", "-A", new URL("./floor.ts", import.meta.url).pathname],
+  env: { UPSTREAM: sim.openaiBase, FLOOR_JS: "1" },
+  ready: /floor relay listening on (\S+)/,
+});
 const profileFlags = [
   ...values["cpu-prof"]
     ? ["--cpu-prof", `--cpu-prof-dir=${values["cpu-prof"]}`]
@@ -62,6 +68,14 @@ const targets = {
       body: chatBody(false),
     },
   },
+  floorJs: {
+    pid: floorJs.child.pid,
+    request: {
+      url: `${floorJs.match[1]}/v1/chat/completions`,
+      headers: { ...json, authorization: "Bearer sk-bench-direct" },
+      body: chatBody(false),
+    },
+  },
   gateway: {
     pid: gateway.child.pid,
     request: {
@@ -79,7 +93,9 @@ try {
   for (let round = 1; round <= rounds; round++) {
     const perCall: Record<string, number> = {};
     const rps: Record<string, number> = {};
+    let threadsBefore = new Map<string, number>();
     for (const [name, target] of Object.entries(targets)) {
+      if (name === "gateway") threadsBefore = await threadCpu(target.pid);
       const before = await readCpuMicros(target.pid);
       const result = await runWrk(
         target.request,
@@ -92,13 +108,29 @@ try {
       perCall[name] = (await readCpuMicros(target.pid) - before) /
         result.requests;
       rps[name] = result.rps;
+      if (name === "gateway") {
+        const after = await threadCpu(target.pid);
+        const spent = [...after].map(([thread, micros]) =>
+          [
+            thread,
+            (micros - (threadsBefore.get(thread) ?? 0)) / result.requests,
+          ] as const
+        ).filter(([, perCall]) => perCall >= 1).sort((a, b) => b[1] - a[1]);
+        console.log(
+          `  gateway threads, µs/call: ${
+            spent.map(([t, v]) => `${t} ${v.toFixed(0)}`).join(", ")
+          }`,
+        );
+      }
     }
+    const figure = (name: string) =>
+      `${perCall[name].toFixed(0)} µs/call (${rps[name].toFixed(0)} req/s)`;
     console.log(
-      `round ${round}: floor ${perCall.floor.toFixed(0)} µs/call (${
-        rps.floor.toFixed(0)
-      } req/s), gateway ${perCall.gateway.toFixed(0)} µs/call (${
-        rps.gateway.toFixed(0)
-      } req/s), ratio ${(perCall.gateway / perCall.floor).toFixed(2)}×`,
+      `round ${round}: floor ${figure("floor")}, floor with bodies through JS ${
+        figure("floorJs")
+      }, gateway ${figure("gateway")}; gateway / floor ${
+        (perCall.gateway / perCall.floor).toFixed(2)
+      }×, / JS floor ${(perCall.gateway / perCall.floorJs).toFixed(2)}×`,
     );
   }
   const memory = await readMemory(gateway.child.pid);
@@ -110,6 +142,22 @@ try {
 } finally {
   await gateway.child.stop();
   await floor.child.stop();
+  await floorJs.child.stop();
   await sim.child.stop();
   await Deno.remove(work, { recursive: true });
+}
+
+/** CPU so far of each thread name of a process, µs (threads of one name summed). */
+async function threadCpu(pid: number): Promise<Map<string, number>> {
+  const byName = new Map<string, number>();
+  for await (const entry of Deno.readDir(`/proc/${pid}/task`)) {
+    const stat = await Deno.readTextFile(`/proc/${pid}/task/${entry.name}/stat`)
+      .catch(() => "");
+    if (!stat) continue;
+    const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const micros = (Number(fields[11]) + Number(fields[12])) * 10_000;
+    byName.set(name, (byName.get(name) ?? 0) + micros);
+  }
+  return byName;
 }

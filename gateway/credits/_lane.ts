@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { ReserveResult, Settlement } from "../types.ts";
+import type { ReserveResult, Settlement, TraceRecord } from "../types.ts";
 import type { LeaseRecord } from "./ledger.ts";
 
 // Deno KV allows 100 checks, 1000 mutations and 819 200 bytes of mutations
@@ -17,7 +17,23 @@ import type { LeaseRecord } from "./ledger.ts";
 export const MAX_BATCH_OPERATIONS = 96;
 const MAX_BATCH_BYTES = 512 * 1024;
 /** A generous estimate of a settle's writes beside its trace, bytes. */
-export const SETTLE_BYTES = 2_048;
+const SETTLE_BYTES = 2_048;
+
+/**
+ * An upper bound of what a settle writes, bytes, without serialising its
+ * trace: the fixed fields of the trace and the ledger entry fit in
+ * {@linkcode SETTLE_BYTES} and 1 KiB; the text a caller or provider can
+ * lengthen (the trace id, in both; the error; the attempts) counts 3 bytes a
+ * character, UTF-8's most for a UTF-16 unit.
+ *
+ * @param trace The settle's trace.
+ * @returns Bytes.
+ */
+export function settleBytes(trace: TraceRecord): number {
+  const text = 2 * trace.traceId.length + (trace.error?.length ?? 0) +
+    (trace.attempts ? JSON.stringify(trace.attempts).length : 0);
+  return SETTLE_BYTES + 1_024 + 3 * text;
+}
 
 /** A job's result: a value, or an error; `final` errors are not worth retrying. */
 export type Outcome<T> =

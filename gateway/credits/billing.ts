@@ -61,7 +61,7 @@ import {
   newLane,
   type OpenReservation,
   type Outcome,
-  SETTLE_BYTES,
+  settleBytes,
   takeBatch,
   unwrap,
 } from "./_lane.ts";
@@ -419,7 +419,7 @@ class KvBilling implements Billing {
     settlement: Settlement,
     open: OpenReservation,
   ): Promise<Outcome<{ availableMicros: number }>> {
-    const bytes = SETTLE_BYTES + 2 * JSON.stringify(settlement.trace).length;
+    const bytes = settleBytes(settlement.trace);
     return this.#submit(
       open.callerId,
       (done) => ({ kind: "settle", settlement, open, bytes, done }),

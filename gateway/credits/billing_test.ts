@@ -433,8 +433,8 @@ Deno.test("settle() spreads concurrent settles too large for one atomic over sev
     const held = await Promise.all(
       Array.from({ length: 40 }, () => billing.reserve(caller.id, 1_000)),
     );
-    // Each settle writes its 40 KB trace twice: 40 of them are about 3.2 MB,
-    // four times what one atomic may write.
+    // Each settle writes its 40 KB trace: 40 of them are about 1.6 MB, twice
+    // what one atomic may write.
     const bulky = "x".repeat(40_000);
     await Promise.all(held.map((result, i) => {
       assert.ok(result.ok);
