@@ -10,12 +10,8 @@ import { createAdminRoutes } from "./admin.ts";
 import { consolePages } from "./console/pages.ts";
 import { usageReport } from "./usage_report.ts";
 import { adminAuth, callerAuth, type CallerEnv } from "./auth.ts";
-import {
-  type CallDeps,
-  type CallRequest,
-  handleCall,
-  jsonObject,
-} from "./call.ts";
+import { type CallDeps, type CallRequest, handleCall } from "./call.ts";
+import { jsonObject } from "./call_input.ts";
 import { countTokens } from "./count_tokens.ts";
 import { LimitCounters } from "./limits/counters.ts";
 import { LiveCatalog } from "./live_catalog.ts";

@@ -6,7 +6,8 @@
  *
  * @module
  */
-import { type CallDeps, resolveModel } from "./call.ts";
+import type { CallDeps } from "./call.ts";
+import { resolveModel } from "./call_input.ts";
 import { GatewayError } from "./errors.ts";
 import { parseJson } from "./providers/provider.ts";
 import type { RouteName } from "./types.ts";
