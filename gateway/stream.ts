@@ -135,8 +135,31 @@ export function relayStream(options: RelayOptions): Response {
       pending += out;
     },
   });
-  const reader = upstream.response.body!.pipeThrough(new TextDecoderStream())
-    .getReader();
+  const reader = upstream.response.body!.getReader();
+  const decoder = new TextDecoder();
+  // Whether the decoder holds the start of a character split across reads.
+  let carried = false;
+  /**
+   * Parses one upstream read. `whole` says its bytes decode to its text on
+   * their own: no character straddles either end of the read.
+   */
+  const feed = (bytes: Uint8Array) => {
+    const text = decoder.decode(bytes, { stream: true });
+    const carriedIn = carried;
+    carried = bytes.length > 0 && bytes[bytes.length - 1] >= 0x80;
+    parser.feed(text);
+    return { text, whole: !carriedIn && !carried };
+  };
+  /**
+   * The bytes to send for what a read relayed: the upstream's own bytes when
+   * the relay passed the read's text through unchanged (a new buffer per
+   * chunk costs more than the rest of the relay's work on it), else the
+   * relayed text, encoded.
+   */
+  const output = (bytes: Uint8Array, read: { text: string; whole: boolean }) =>
+    read.whole && pending === read.text && !pending.includes(secret)
+      ? bytes
+      : frames(pending);
   let finished = false;
 
   const finish = async (status: number, error?: string) => {
@@ -184,7 +207,7 @@ export function relayStream(options: RelayOptions): Response {
         if (left <= 0) return;
         const { value, done } = await readChunk(left);
         if (done) return;
-        parser.feed(value);
+        feed(value);
         pending = "";
       }
     } catch {
@@ -192,23 +215,26 @@ export function relayStream(options: RelayOptions): Response {
     }
   };
 
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
+  // A byte stream: it takes the upstream's buffers over without a copy.
+  const body = new ReadableStream({
+    type: "bytes",
+    async pull(controller: ReadableByteStreamController) {
       try {
         for (;;) {
           const { value, done } = await readChunk(options.idleTimeoutMs);
           if (done) {
             deadlines.forget(watched);
+            parser.feed(decoder.decode());
             pending += relay.end();
             if (pending) controller.enqueue(frames(pending));
             controller.close();
             await finish(relay.failure ? 502 : 200, relay.failure);
             return;
           }
-          parser.feed(value);
+          const read = feed(value);
           if (pending) {
             options.onFirstEvent();
-            controller.enqueue(frames(pending));
+            controller.enqueue(output(value, read));
             pending = "";
             return;
           }

@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { billableUsage } from "./stream.ts";
+import type { GatewayError } from "./errors.ts";
+import type { CallInput } from "./providers/provider.ts";
+import { chatPassthrough } from "./providers/openai.ts";
+import { billableUsage, relayStream } from "./stream.ts";
+import type { CatalogEntry } from "./types.ts";
 
 const NONE = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0 };
 
@@ -35,4 +39,85 @@ Deno.test("billableUsage() charges an upstream that failed before any content on
     usage: { inputTokens: 500, outputTokens: 12, cachedInputTokens: 0 },
     estimated: ["input", "output"],
   });
+});
+
+/** Relays `reads` (each one upstream read) on the OpenAI passthrough and returns the caller's bytes. */
+async function relayReads(reads: Uint8Array[]): Promise<Uint8Array> {
+  const call: CallInput = {
+    route: "chat",
+    entry: { id: "m", upstream: "m", provider: "openai" } as CatalogEntry,
+    body: { messages: [] },
+    stream: true,
+    maxOutputTokens: 100,
+    query: {},
+    headers: new Headers(),
+  };
+  let settled = 0;
+  const response = relayStream({
+    route: "chat",
+    exchange: chatPassthrough(call),
+    upstream: {
+      response: new Response(ReadableStream.from(reads)),
+      key: { provider: "openai", keyId: "k1", secret: "sk-secret-1" },
+      abort: new AbortController(),
+    },
+    idleTimeoutMs: 1_000,
+    inputEstimate: 10,
+    onFirstEvent: () => {},
+    failure: (thrown) => thrown as GatewayError,
+    settle: () => {
+      settled++;
+      return Promise.resolve();
+    },
+  });
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  assert.equal(settled, 1);
+  return bytes;
+}
+
+const chunk = (content: string) =>
+  `data: ${
+    JSON.stringify({ choices: [{ index: 0, delta: { content } }] })
+  }\n\n`;
+
+Deno.test("relayStream() relays a character split across two reads whole", async () => {
+  const text = chunk("héllo wörld ") + chunk("👋 done") + "data: [DONE]\n\n";
+  const bytes = new TextEncoder().encode(text);
+  // Cut inside "é" (two bytes) and inside the emoji (four).
+  const e = text.indexOf("é");
+  const cutA = new TextEncoder().encode(text.slice(0, e)).length + 1;
+  const wave = text.indexOf("👋");
+  const cutB = new TextEncoder().encode(text.slice(0, wave)).length + 2;
+  const out = await relayReads([
+    bytes.slice(0, cutA),
+    bytes.slice(cutA, cutB),
+    bytes.slice(cutB),
+  ]);
+  assert.equal(new TextDecoder().decode(out), text);
+});
+
+Deno.test("relayStream() names the key instead of relaying its secret, in a read it would pass on as it came", async () => {
+  const text = chunk("the key is sk-secret-1") + "data: [DONE]\n\n";
+  const out = await relayReads([new TextEncoder().encode(text)]);
+  assert.equal(
+    new TextDecoder().decode(out),
+    chunk("the key is [key k1]") + "data: [DONE]\n\n",
+  );
+});
+
+Deno.test("relayStream() drops the usage chunk the caller did not ask for from a read it otherwise passes on", async () => {
+  const usage = `data: ${
+    JSON.stringify({
+      choices: [],
+      usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
+    })
+  }\n\n`;
+  const out = await relayReads([
+    new TextEncoder().encode(chunk("hi")),
+    new TextEncoder().encode(usage + "data: [DONE]\n\n"),
+  ]);
+  assert.equal(
+    new TextDecoder().decode(out),
+    chunk("hi") + "data: [DONE]\n\n",
+  );
 });
