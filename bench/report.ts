@@ -344,6 +344,21 @@ function gatewaySection(run: RunResults): string {
     ),
     "",
   );
+  if (run.gateway.ownProfile?.length) {
+    out.push(
+      "Our own code in the same profile (functions under `gateway/`), as shares of the busy samples (idle left out): self time, and time on the stack, which is what a step and everything it calls synchronously cost.\n",
+      table(
+        ["function", "where", "self %", "on the stack %"],
+        run.gateway.ownProfile.map((h) => [
+          `\`${h.name}\``,
+          `\`${h.where}\``,
+          h.selfPercent.toFixed(1),
+          h.totalPercent.toFixed(1),
+        ]),
+      ),
+      "",
+    );
+  }
   return out.join("\n");
 }
 

@@ -12,7 +12,13 @@
  */
 import { readCpuMicros, readMemory, spawnChild } from "../_process.ts";
 import type { Percentiles } from "../_stats.ts";
-import { type CpuProfile, type HotSpot, hotSpots } from "./profile.ts";
+import {
+  type CpuProfile,
+  type HotSpot,
+  hotSpots,
+  type OwnHotSpot,
+  ownHotSpots,
+} from "./profile.ts";
 import {
   freePort,
   startGatewayProcess,
@@ -85,6 +91,8 @@ export interface GatewayBenchResults {
   >;
   /** Self-time hot spots of our gateway at saturation (0 ms upstream). */
   profile: HotSpot[];
+  /** Our own functions in that profile, by time on the stack (absent from older results). */
+  ownProfile?: OwnHotSpot[];
   /** Throughput while profiled (V8's sampling profiler slows it a little). */
   profiledRps: number;
 }
@@ -124,6 +132,7 @@ export async function benchGateway(
   let ttft: Record<string, Percentiles> = {};
   const ttftNotes: string[] = [];
   let profile: HotSpot[] = [];
+  let ownProfile: OwnHotSpot[] = [];
   let profiledRps = 0;
 
   for (const upstreamMs of [0, 50]) {
@@ -281,6 +290,7 @@ export async function benchGateway(
         if (!file) throw new Error("The profiled gateway wrote no profile");
         const raw = await Deno.readTextFile(`${profileDir}/${file.name}`);
         profile = hotSpots(JSON.parse(raw) as CpuProfile, 15);
+        ownProfile = ownHotSpots(JSON.parse(raw) as CpuProfile, 15);
         await Deno.writeTextFile(options.profilePath, raw);
       }
       for (const name of ["gateway", "portkey"] as const) {
@@ -296,5 +306,13 @@ export async function benchGateway(
       await sim.child.stop();
     }
   }
-  return { byLatency, ttft, ttftNotes, memory, profile, profiledRps };
+  return {
+    byLatency,
+    ttft,
+    ttftNotes,
+    memory,
+    profile,
+    ownProfile,
+    profiledRps,
+  };
 }
