@@ -413,7 +413,7 @@ function streamsSection(rows: StreamsRow[]): string {
     rows.find((r) => r.target === "floor (relay)" && r.streams === n);
   return [
     "### Concurrent streams\n",
-    "N streamed chat calls open at once, 40 chunks each, one every 50 ms from the simulator (`bench/gateway/streams.ts`): the floor relay, then the gateway on the passthrough route (an OpenAI model on `/chat/completions`) and on a translated one (an Anthropic model on `/chat/completions`). CPU per chunk of the target process from `/proc/<pid>/stat`; RSS per open stream is the peak RSS growth over the run divided by N, after an unmeasured round of every target at the same N (without it, the heap the first gateway run grew was charged to it alone); the added gap is each inter-chunk delay minus the simulator's 50 ms.\n",
+    "N streamed chat calls open at once, 40 chunks each, one every 50 ms from the simulator (`bench/gateway/streams.ts`): the floor relay; the floor with each chunk passed through JavaScript (`FLOOR_JS=1`: read from the upstream and handed on through a byte stream, unparsed, the cheapest JavaScript relay found); then the gateway on the passthrough route (an OpenAI model on `/chat/completions`) and on a translated one (an Anthropic model on `/chat/completions`). CPU per chunk of the target process from `/proc/<pid>/stat`; RSS per open stream is the peak RSS growth over the run divided by N, after an unmeasured round of every target at the same N (without it, the heap the first gateway run grew was charged to it alone); the added gap is each inter-chunk delay minus the simulator's 50 ms.\n",
     table(
       [
         "streams",
@@ -585,9 +585,9 @@ export function renderReport(
     `![Latency against offered load](${chartPath})`,
     "",
     gatewaySection(run),
+    streamsSection(run.streams ?? []),
     "## MCP",
     "",
-    streamsSection(run.streams ?? []),
     mcpSection(run),
     "## Closing note",
     "",

@@ -152,10 +152,10 @@ if (import.meta.main) {
           `Saturation: \`wrk -t1 -c64|256 -d${gatewayOptions.saturationS}s\` unpaced; throughput counts only completed requests, and errors (non-2xx, socket errors, timeouts) are reported.`,
           `Streaming TTFT: ${gatewayOptions.ttftRounds} sequential streamed calls per target, taking turns, timed by a Deno \`fetch\` client to the first SSE event with content.`,
           "Memory: `/proc/<pid>/status` of the gateway process (`deno run` does not fork): VmHWM after the load, VmRSS sampled every 200 ms.",
-          "CPU profile: the 0 ms gateway runs with `--inspect=127.0.0.1:0`; `bench/gateway/profile.ts` starts the V8 profiler over the DevTools protocol during a 4 s unpaced wrk run.",
+          "CPU profile: a separate gateway (0 ms upstream) runs under V8's sampling profiler (`--cpu-prof`, no inspector attached, so the profile holds nothing of the instrument) through a 6 s unpaced wrk run; `bench/gateway/profile.ts` sums self time per function, and our own functions' time on the stack.",
           `Concurrent streams: ${
             quick ? "100" : "100, 1,000 and 2,000"
-          } streamed chat calls open at once against the floor relay and the gateway (passthrough: \`gpt-5-mini\`; translated: \`claude-haiku-4-5\`), each its own turn, a second apart (\`bench/gateway/streams.ts\`); the simulator sends 40 chunks 50 ms apart.`,
+          } streamed chat calls open at once against the floor relay, the floor with each chunk passed through JavaScript, and the gateway (passthrough: \`gpt-5-mini\`; translated: \`claude-haiku-4-5\`), each its own turn, a second apart (\`bench/gateway/streams.ts\`); the simulator sends 40 chunks 50 ms apart.`,
           `MCP: ${mcpOptions.calls} timed calls per server, transport and protocol era, ${mcpOptions.coldStarts} cold starts per server and era; the client is the official SDK v2 client (\`StdioClientTransport\`, \`StreamableHTTPClientTransport\`) in the bench process, legacy (the \`initialize\` handshake) or pinned to 2026-07-28 (modern).`,
         ],
       },

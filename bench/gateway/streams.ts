@@ -137,7 +137,7 @@ export async function benchStreams(
       ready: /floor relay listening on (\S+)/,
     },
   );
-  // The same relay with the body read and enqueued in JavaScript, unparsed.
+  // The same relay with each chunk passed through JavaScript, unparsed.
   const { child: jsFloor, match: jsFloorMatch } = await spawnChild(
     Deno.execPath(),
     {
