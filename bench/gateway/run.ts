@@ -235,7 +235,14 @@ export async function benchGateway(
         log("gateway bench: streaming time to first token");
         const streamed = targetRequests(sim, gateway, portkey, true);
         ttft = await measureTtft(
-          { direct: streamed.direct, gateway: streamed.gateway },
+          {
+            direct: streamed.direct,
+            floor: {
+              ...streamed.direct,
+              url: `${floor.url}/v1/chat/completions`,
+            },
+            gateway: streamed.gateway,
+          },
           options.ttftRounds,
         );
         try {
