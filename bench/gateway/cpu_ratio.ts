@@ -37,16 +37,14 @@ const seconds = Number(positionals[1] ?? 4);
 const work = await Deno.makeTempDir({ prefix: "mcpkit_cpu_ratio_" });
 
 const sim = await startSimulatorProcess(0);
-const floor = await spawnChild(Deno.execPath(), {
-  args: ["run", "-A", new URL("./floor.ts", import.meta.url).pathname],
-  env: { UPSTREAM: sim.openaiBase },
-  ready: /floor relay listening on (\S+)/,
-});
-const floorJs = await spawnChild(Deno.execPath(), {
-  args: ["run", "-A", new URL("./floor.ts", import.meta.url).pathname],
-  env: { UPSTREAM: sim.openaiBase, FLOOR_JS: "1" },
-  ready: /floor relay listening on (\S+)/,
-});
+const startFloor = (env: Record<string, string> = {}) =>
+  spawnChild(Deno.execPath(), {
+    args: ["run", "-A", new URL("./floor.ts", import.meta.url).pathname],
+    env: { UPSTREAM: sim.openaiBase, ...env },
+    ready: /floor relay listening on (\S+)/,
+  });
+const floor = await startFloor();
+const floorJs = await startFloor({ FLOOR_JS: "1" });
 const profileFlags = [
   ...values["cpu-prof"]
     ? ["--cpu-prof", `--cpu-prof-dir=${values["cpu-prof"]}`]
@@ -58,32 +56,22 @@ const gateway = await startGatewayProcess(
   `${work}/gateway.kv`,
   profileFlags,
 );
-const json = { "content-type": "application/json" };
+/** A target: its process and the non-streamed chat call it answers. */
+const target = (pid: number, base: string, key: string) => ({
+  pid,
+  request: {
+    url: `${base}/v1/chat/completions`,
+    headers: {
+      "content-type": "application/json",
+      authorization: `Bearer ${key}`,
+    },
+    body: chatBody(false),
+  },
+});
 const targets = {
-  floor: {
-    pid: floor.child.pid,
-    request: {
-      url: `${floor.match[1]}/v1/chat/completions`,
-      headers: { ...json, authorization: "Bearer sk-bench-direct" },
-      body: chatBody(false),
-    },
-  },
-  floorJs: {
-    pid: floorJs.child.pid,
-    request: {
-      url: `${floorJs.match[1]}/v1/chat/completions`,
-      headers: { ...json, authorization: "Bearer sk-bench-direct" },
-      body: chatBody(false),
-    },
-  },
-  gateway: {
-    pid: gateway.child.pid,
-    request: {
-      url: `${gateway.url}/v1/chat/completions`,
-      headers: { ...json, authorization: `Bearer ${gateway.callerKey}` },
-      body: chatBody(false),
-    },
-  },
+  floor: target(floor.child.pid, floor.match[1], "sk-bench-direct"),
+  floorJs: target(floorJs.child.pid, floorJs.match[1], "sk-bench-direct"),
+  gateway: target(gateway.child.pid, gateway.url, gateway.callerKey),
 };
 
 try {

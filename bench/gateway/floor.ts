@@ -45,17 +45,6 @@ Deno.serve({
 
 async function relayThroughJs(request: Request, url: URL): Promise<Response> {
   const body = JSON.parse(await request.text());
-  if (body.stream) {
-    const answer = await fetch(upstream + url.pathname.replace(/^\/v1/, ""), {
-      method: "POST",
-      headers: request.headers,
-      body: JSON.stringify(body),
-    });
-    return new Response(throughJs(answer.body!), {
-      status: answer.status,
-      headers: answer.headers,
-    });
-  }
   const answer = await fetch(upstream + url.pathname.replace(/^\/v1/, ""), {
     method: "POST",
     headers: {
@@ -64,6 +53,12 @@ async function relayThroughJs(request: Request, url: URL): Promise<Response> {
     },
     body: JSON.stringify({ ...body, model: body.model }),
   });
+  if (body.stream) {
+    return new Response(throughJs(answer.body!), {
+      status: answer.status,
+      headers: answer.headers,
+    });
+  }
   const text = await answer.text();
   if (typeof JSON.parse(text).usage !== "object") {
     return new Response("no usage", { status: 502 });
