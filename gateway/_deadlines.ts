@@ -17,6 +17,21 @@ export interface Deadline {
 }
 
 /**
+ * A waiter that aborts `abort` with a `TimeoutError` past its deadline: an
+ * upstream request that took too long to answer or to send its next event.
+ *
+ * @param abort The upstream request's controller.
+ * @returns The waiter, not yet watched.
+ */
+export function upstreamTimeout(abort: AbortController): Deadline {
+  return {
+    deadline: Infinity,
+    expire: () =>
+      abort.abort(new DOMException("Upstream timed out", "TimeoutError")),
+  };
+}
+
+/**
  * The waiting set and its timer. The timer ticks a quarter of the shortest
  * timeout it was given (at most 250 ms, at least 10 ms), so a deadline fires
  * at most a tick late; it stops at the first sweep that finds nothing

@@ -14,7 +14,7 @@
  */
 import { createParser } from "eventsource-parser";
 import { GatewayError, streamErrorFrame } from "./errors.ts";
-import { deadlines } from "./_deadlines.ts";
+import { deadlines, upstreamTimeout } from "./_deadlines.ts";
 import { outputTextTokens } from "./estimate.ts";
 import type { Exchange } from "./providers/provider.ts";
 import { parseJson } from "./providers/provider.ts";
@@ -182,13 +182,7 @@ export function relayStream(options: RelayOptions): Response {
   // The idle timeout: a deadline per read, watched by the process's one
   // timer (a timer per read cost each chunk a setTimeout and a
   // clearTimeout). Between reads the stream stays in the set, deadline-less.
-  const watched = {
-    deadline: Infinity,
-    expire: () =>
-      upstream.abort.abort(
-        new DOMException("Upstream timed out", "TimeoutError"),
-      ),
-  };
+  const watched = upstreamTimeout(upstream.abort);
   const readChunk = async (timeoutMs: number) => {
     deadlines.watch(watched, timeoutMs);
     try {

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { deadlines } from "./_deadlines.ts";
+import { deadlines, upstreamTimeout } from "./_deadlines.ts";
 import type { CallDeps } from "./call.ts";
 import { GatewayError } from "./errors.ts";
 import type { Exchange, Provider } from "./providers/provider.ts";
@@ -125,11 +125,7 @@ export async function sendUpstream(
     record.request.signal.addEventListener("abort", onCallerGone, {
       once: true,
     });
-    const answer = {
-      deadline: Infinity,
-      expire: () =>
-        abort.abort(new DOMException("Upstream timed out", "TimeoutError")),
-    };
+    const answer = upstreamTimeout(abort);
     deadlines.watch(answer, deps.upstreamTimeoutMs);
     const clear = () => {
       deadlines.forget(answer);
