@@ -16,7 +16,12 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { readCpuMicros, readMemory, spawnChild } from "../_process.ts";
+import {
+  readCpuMicros,
+  readMemory,
+  readThreadCpuMicros,
+  spawnChild,
+} from "../_process.ts";
 import {
   chatBody,
   startGatewayProcess,
@@ -83,7 +88,9 @@ try {
     const rps: Record<string, number> = {};
     let threadsBefore = new Map<string, number>();
     for (const [name, target] of Object.entries(targets)) {
-      if (name === "gateway") threadsBefore = await threadCpu(target.pid);
+      if (name === "gateway") {
+        threadsBefore = await readThreadCpuMicros(target.pid);
+      }
       const before = await readCpuMicros(target.pid);
       const result = await runWrk(
         target.request,
@@ -97,7 +104,7 @@ try {
         result.requests;
       rps[name] = result.rps;
       if (name === "gateway") {
-        const after = await threadCpu(target.pid);
+        const after = await readThreadCpuMicros(target.pid);
         const spent = [...after].map(([thread, micros]) =>
           [
             thread,
@@ -133,19 +140,4 @@ try {
   await floorJs.child.stop();
   await sim.child.stop();
   await Deno.remove(work, { recursive: true });
-}
-
-/** CPU so far of each thread name of a process, µs (threads of one name summed). */
-async function threadCpu(pid: number): Promise<Map<string, number>> {
-  const byName = new Map<string, number>();
-  for await (const entry of Deno.readDir(`/proc/${pid}/task`)) {
-    const stat = await Deno.readTextFile(`/proc/${pid}/task/${entry.name}/stat`)
-      .catch(() => "");
-    if (!stat) continue;
-    const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const micros = (Number(fields[11]) + Number(fields[12])) * 10_000;
-    byName.set(name, (byName.get(name) ?? 0) + micros);
-  }
-  return byName;
 }
