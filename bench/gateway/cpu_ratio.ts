@@ -16,14 +16,10 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import {
-  readCpuMicros,
-  readMemory,
-  readThreadCpuMicros,
-  spawnChild,
-} from "../_process.ts";
+import { readCpuMicros, readMemory, readThreadCpuMicros } from "../_process.ts";
 import {
   chatBody,
+  startFloorProcess,
   startGatewayProcess,
   startSimulatorProcess,
 } from "./targets.ts";
@@ -42,14 +38,10 @@ const seconds = Number(positionals[1] ?? 4);
 const work = await Deno.makeTempDir({ prefix: "mcpkit_cpu_ratio_" });
 
 const sim = await startSimulatorProcess(0);
-const startFloor = (env: Record<string, string> = {}) =>
-  spawnChild(Deno.execPath(), {
-    args: ["run", "-A", new URL("./floor.ts", import.meta.url).pathname],
-    env: { UPSTREAM: sim.openaiBase, ...env },
-    ready: /floor relay listening on (\S+)/,
-  });
-const floor = await startFloor();
-const floorJs = await startFloor({ FLOOR_JS: "1" });
+const floor = await startFloorProcess(sim.openaiBase);
+const floorJs = await startFloorProcess(sim.openaiBase, {
+  bodiesThroughJs: true,
+});
 const profileFlags = [
   ...values["cpu-prof"]
     ? ["--cpu-prof", `--cpu-prof-dir=${values["cpu-prof"]}`]
@@ -74,8 +66,8 @@ const target = (pid: number, base: string, key: string) => ({
   },
 });
 const targets = {
-  floor: target(floor.child.pid, floor.match[1], "sk-bench-direct"),
-  floorJs: target(floorJs.child.pid, floorJs.match[1], "sk-bench-direct"),
+  floor: target(floor.child.pid, floor.url, "sk-bench-direct"),
+  floorJs: target(floorJs.child.pid, floorJs.url, "sk-bench-direct"),
   gateway: target(gateway.child.pid, gateway.url, gateway.callerKey),
 };
 

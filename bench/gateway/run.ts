@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { readCpuMicros, readMemory, spawnChild } from "../_process.ts";
+import { readCpuMicros, readMemory } from "../_process.ts";
 import type { Percentiles } from "../_stats.ts";
 import {
   type CpuProfile,
@@ -21,6 +21,7 @@ import {
 } from "./profile.ts";
 import {
   freePort,
+  startFloorProcess,
   startGatewayProcess,
   startPortkeyProcess,
   startSimulatorProcess,
@@ -98,20 +99,6 @@ export interface GatewayBenchResults {
 }
 
 const PACED_CONNECTIONS = 64;
-
-/** Starts the floor relay (`floor.ts`) in front of the simulator's OpenAI base. */
-async function startFloorProcess(
-  openaiBase: string,
-): Promise<
-  { child: Awaited<ReturnType<typeof spawnChild>>["child"]; url: string }
-> {
-  const { child, match } = await spawnChild(Deno.execPath(), {
-    args: ["run", "-A", new URL("./floor.ts", import.meta.url).pathname],
-    env: { UPSTREAM: openaiBase },
-    ready: /floor relay listening on (\S+)/,
-  });
-  return { child, url: match[1] };
-}
 
 /**
  * Runs the gateway benchmark.

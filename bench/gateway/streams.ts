@@ -16,11 +16,14 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { readCpuMicros, readMemory, spawnChild } from "../_process.ts";
+import { readCpuMicros, readMemory } from "../_process.ts";
 import { percentile } from "../_stats.ts";
-import { startGatewayProcess, startSimulatorProcess } from "./targets.ts";
+import {
+  startFloorProcess,
+  startGatewayProcess,
+  startSimulatorProcess,
+} from "./targets.ts";
 
-const ROOT = new URL("../../", import.meta.url).pathname;
 const CHUNKS = 40;
 const CHUNK_MS = 50;
 
@@ -129,36 +132,24 @@ export async function benchStreams(
       ANTHROPIC_API_KEYS: "sk-bench-a0,sk-bench-a1,sk-bench-a2,sk-bench-a3",
     },
   );
-  const { child: floor, match: floorMatch } = await spawnChild(
-    Deno.execPath(),
-    {
-      args: ["run", "-A", `${ROOT}bench/gateway/floor.ts`],
-      env: { UPSTREAM: `${simBase}/openai/v1` },
-      ready: /floor relay listening on (\S+)/,
-    },
-  );
+  const floor = await startFloorProcess(`${simBase}/openai/v1`);
   // The same relay with each chunk passed through JavaScript, unparsed.
-  const { child: jsFloor, match: jsFloorMatch } = await spawnChild(
-    Deno.execPath(),
-    {
-      args: ["run", "-A", `${ROOT}bench/gateway/floor.ts`],
-      env: { UPSTREAM: `${simBase}/openai/v1`, FLOOR_JS: "1" },
-      ready: /floor relay listening on (\S+)/,
-    },
-  );
+  const jsFloor = await startFloorProcess(`${simBase}/openai/v1`, {
+    bodiesThroughJs: true,
+  });
   try {
     const targets: Target[] = [
       {
         name: "floor (relay)",
-        pid: floor.pid,
-        url: floorMatch[1],
+        pid: floor.child.pid,
+        url: floor.url,
         key: "sk-floor",
         model: "gpt-5-mini",
       },
       {
         name: "floor, body through JS",
-        pid: jsFloor.pid,
-        url: jsFloorMatch[1],
+        pid: jsFloor.child.pid,
+        url: jsFloor.url,
         key: "sk-floor",
         model: "gpt-5-mini",
       },
@@ -229,8 +220,8 @@ export async function benchStreams(
     return rows;
   } finally {
     await Promise.all([
-      floor.stop(),
-      jsFloor.stop(),
+      floor.child.stop(),
+      jsFloor.child.stop(),
       gateway.child.stop(),
       sim.child.stop(),
     ]);

@@ -67,6 +67,37 @@ export async function startSimulatorProcess(
   return { child, openaiBase: line!.slice("OPENAI_BASE_URL=".length) };
 }
 
+/** A started floor relay (`floor.ts`). */
+export interface FloorProcess {
+  /** The process. */
+  child: Child;
+  /** Its base URL (it takes the gateway's paths). */
+  url: string;
+}
+
+/**
+ * Starts the floor relay (`floor.ts`) in front of an OpenAI base URL.
+ *
+ * @param openaiBase The upstream's OpenAI base URL.
+ * @param options `bodiesThroughJs`: the floor that reads its bodies in
+ *   JavaScript (`FLOOR_JS=1`).
+ * @returns The process and its URL.
+ */
+export async function startFloorProcess(
+  openaiBase: string,
+  options: { bodiesThroughJs?: boolean } = {},
+): Promise<FloorProcess> {
+  const { child, match } = await spawnChild(Deno.execPath(), {
+    args: ["run", "-A", `${ROOT}bench/gateway/floor.ts`],
+    env: {
+      UPSTREAM: openaiBase,
+      ...options.bodiesThroughJs ? { FLOOR_JS: "1" } : {},
+    },
+    ready: /floor relay listening on (\S+)/,
+  });
+  return { child, url: match[1] };
+}
+
 /** A started gateway and the caller whose key the load presents. */
 export interface GatewayProcess {
   /** The process (its pid is the gateway's: `deno run` does not fork). */
