@@ -39,6 +39,16 @@ function shortUrl(url: string): string {
   return url.replace(/^.*\/(deno|ext):?/, "$1:");
 }
 
+/** The profile's nodes by id, and each node's parent. */
+function callTree(profile: CpuProfile) {
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const parentOf = new Map<number, number>();
+  for (const node of profile.nodes) {
+    for (const child of node.children ?? []) parentOf.set(child, node.id);
+  }
+  return { byId, parentOf };
+}
+
 /**
  * Summarises a profile as self time per function, largest first.
  *
@@ -47,11 +57,7 @@ function shortUrl(url: string): string {
  * @returns The hot spots.
  */
 export function hotSpots(profile: CpuProfile, top: number): HotSpot[] {
-  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-  const parentOf = new Map<number, number>();
-  for (const node of profile.nodes) {
-    for (const child of node.children ?? []) parentOf.set(child, node.id);
-  }
+  const { byId, parentOf } = callTree(profile);
   const describe = (id: number | undefined) => {
     const frame = id === undefined ? undefined : byId.get(id)?.callFrame;
     if (!frame) return { name: "(root)", where: "" };
@@ -118,11 +124,7 @@ export interface OwnHotSpot {
  * @returns Our functions, most time on the stack first.
  */
 export function ownHotSpots(profile: CpuProfile, top: number): OwnHotSpot[] {
-  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-  const parentOf = new Map<number, number>();
-  for (const node of profile.nodes) {
-    for (const child of node.children ?? []) parentOf.set(child, node.id);
-  }
+  const { byId, parentOf } = callTree(profile);
   const ours = (id: number) => {
     const frame = byId.get(id)!.callFrame;
     const where = shortUrl(frame.url);
