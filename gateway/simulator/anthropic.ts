@@ -19,6 +19,7 @@ import {
   type Wire,
 } from "./exchange.ts";
 import {
+  type OutputFormat,
   type Prompt,
   PromptMeter,
   type Reply,
@@ -111,6 +112,35 @@ function measureBlocks(meter: PromptMeter, content: unknown): void {
   }
 }
 
+/**
+ * The structured output asked for: `output_config.format` (GA) or the beta's
+ * `output_format` (header `structured-outputs-2025-11-13`), both
+ * `{type: "json_schema", schema}`.
+ */
+function outputFormatOf(
+  body: Json,
+  meter: PromptMeter,
+): OutputFormat | undefined {
+  const config = body.output_config;
+  if (config !== undefined && config !== null && !isObject(config)) {
+    throw new BadRequestError("output_config: Input should be an object");
+  }
+  const [where, format] = isObject(config) && config.format != null
+    ? ["output_config.format", config.format]
+    : ["output_format", body.output_format];
+  if (format === undefined || format === null) return undefined;
+  if (!isObject(format) || format.type !== "json_schema") {
+    throw new BadRequestError(
+      `${where}.type: Input should be 'json_schema'`,
+    );
+  }
+  if (!isObject(format.schema)) {
+    throw new BadRequestError(`${where}.schema: Field required`);
+  }
+  meter.json(format.schema);
+  return { kind: "json", schema: format.schema };
+}
+
 function parseMessages(body: Json): { prompt: Prompt; model: string } {
   if (typeof body.model !== "string" || body.model === "") {
     throw new BadRequestError("model: Field required");
@@ -172,6 +202,7 @@ function parseMessages(body: Json): { prompt: Prompt; model: string } {
       tools.push({ name: tool.name, schema: tool.input_schema });
     }
   }
+  const outputFormat = outputFormatOf(body, meter);
   const choice = isObject(body.tool_choice) ? body.tool_choice : {};
   const forcedTool = choice.type === "any"
     ? tools[0]?.name
@@ -189,6 +220,7 @@ function parseMessages(body: Json): { prompt: Prompt; model: string } {
       forcedTool,
       toolsDisabled: choice.type === "none",
       maxOutputTokens: body.max_tokens,
+      outputFormat,
     },
   };
 }

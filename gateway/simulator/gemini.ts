@@ -21,6 +21,7 @@ import {
   type Wire,
 } from "./exchange.ts";
 import {
+  type OutputFormat,
   type Prompt,
   PromptMeter,
   type Reply,
@@ -124,6 +125,38 @@ function lastFunctionResponse(content: Json): Json | undefined {
   return undefined;
 }
 
+/**
+ * The structured output `generationConfig` asks for: `responseMimeType`
+ * `application/json` (with `responseSchema`, OpenAPI subset, or
+ * `responseJsonSchema`, JSON Schema) or `text/x.enum` with an enum schema.
+ */
+function outputFormatOf(
+  config: Json,
+  meter: PromptMeter,
+): OutputFormat | undefined {
+  const mime = field(config, "responseMimeType", "response_mime_type");
+  const schema = field(config, "responseSchema", "response_schema") ??
+    field(config, "responseJsonSchema", "response_json_schema");
+  if (schema !== undefined) meter.json(schema);
+  if (mime === undefined || mime === "text/plain") {
+    if (schema !== undefined) {
+      throw new BadRequestError(
+        "* GenerateContentRequest.generation_config.response_mime_type: must be application/json or text/x.enum when a response schema is set",
+      );
+    }
+    return undefined;
+  }
+  if (mime === "application/json") return { kind: "json", schema };
+  if (mime === "text/x.enum" && isObject(schema)) {
+    return { kind: "enum", schema };
+  }
+  throw new BadRequestError(
+    `* GenerateContentRequest.generation_config.response_mime_type: unsupported value "${
+      String(mime)
+    }"`,
+  );
+}
+
 function parseGenerate(
   body: Json,
   url: URL,
@@ -200,6 +233,9 @@ function parseGenerate(
       `* GenerateContentRequest.generation_config.max_output_tokens: must be a positive integer, got "${limit}"`,
     );
   }
+  const outputFormat = isObject(config)
+    ? outputFormatOf(config, meter)
+    : undefined;
   const stream = match[2] === "streamGenerateContent";
   return {
     model: match[1],
@@ -216,6 +252,7 @@ function parseGenerate(
         : undefined,
       toolsDisabled: mode === "NONE",
       maxOutputTokens: limit as number | undefined,
+      outputFormat,
     },
   };
 }

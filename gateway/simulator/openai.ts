@@ -19,6 +19,7 @@ import {
   type Wire,
 } from "./exchange.ts";
 import {
+  type OutputFormat,
   type Prompt,
   PromptMeter,
   type Reply,
@@ -141,6 +142,54 @@ function usageNumbers(reply: Reply) {
   };
 }
 
+const FORMAT_TYPES =
+  "Supported values are: 'text', 'json_object', and 'json_schema'.";
+
+/**
+ * The structured output a `format` object asks for: chat's `response_format`
+ * (the schema under `json_schema`) or Responses' `text.format` (the schema beside `type`).
+ */
+function openaiOutputFormat(
+  format: unknown,
+  where: string,
+  meter: PromptMeter,
+): OutputFormat | undefined {
+  if (format === undefined || format === null) return undefined;
+  if (!isObject(format)) {
+    throw new BadRequestError(
+      `Invalid type for '${where}': expected an object`,
+    );
+  }
+  meter.json(format);
+  switch (format.type) {
+    case "text":
+      return undefined;
+    case "json_object":
+      return { kind: "json" };
+    case "json_schema": {
+      const holder = where === "response_format" ? format.json_schema : format;
+      if (!isObject(holder)) {
+        throw new BadRequestError(
+          `Missing required parameter: '${where}.json_schema'.`,
+        );
+      }
+      if (typeof holder.name !== "string" || holder.name === "") {
+        const path = where === "response_format"
+          ? `${where}.json_schema`
+          : where;
+        throw new BadRequestError(
+          `Missing required parameter: '${path}.name'.`,
+        );
+      }
+      return { kind: "json", schema: holder.schema ?? {} };
+    }
+    default:
+      throw new BadRequestError(
+        `Invalid value: '${String(format.type)}'. ${FORMAT_TYPES}`,
+      );
+  }
+}
+
 // ---------------------------------------------------------------- chat completions
 
 function chatTools(body: Json, meter: PromptMeter): ToolDeclaration[] {
@@ -218,6 +267,11 @@ function parseChat(
   const maxOutputTokens =
     optionalLimit(body.max_completion_tokens, "max_completion_tokens") ??
       optionalLimit(body.max_tokens, "max_tokens");
+  const outputFormat = openaiOutputFormat(
+    body.response_format,
+    "response_format",
+    meter,
+  );
   const streamOptions = isObject(body.stream_options)
     ? body.stream_options
     : {};
@@ -235,6 +289,7 @@ function parseChat(
       maxOutputTokens,
       script: scriptOf(firstUserText ?? "", tools),
       calledTools: [...toolNames.values()],
+      outputFormat,
     },
   };
 }
@@ -427,6 +482,11 @@ function parseResponses(body: Json): ResponsesInput {
     throw new BadRequestError("Missing required parameter: 'input'");
   }
   const tools = responsesTools(body, meter);
+  const outputFormat = openaiOutputFormat(
+    isObject(body.text) ? body.text.format : undefined,
+    "text.format",
+    meter,
+  );
   const choice = body.tool_choice;
   const forcedTool = choice === "required"
     ? tools[0]?.name
@@ -448,6 +508,7 @@ function parseResponses(body: Json): ResponsesInput {
         body.max_output_tokens,
         "max_output_tokens",
       ),
+      outputFormat,
     },
   };
 }

@@ -14,7 +14,10 @@
  *   user text contains `call tool <name>` naming a declared tool: reply with a
  *   call of that tool, arguments generated from its parameter schema.
  * - Otherwise: the behaviour's `reply`, else `Echo: <last user text>` (first
- *   200 characters).
+ *   200 characters), or the tool-result sentence above. When the request asks
+ *   for structured output ({@linkcode OutputFormat}), that text is replaced by
+ *   JSON generated from the schema (`{"reply": <text>}` without one), which
+ *   validates against it.
  * - Input tokens: ceil(characters of all prompt text, tool definitions and
  *   tool arguments / 4) + 258 per image. Cached tokens: see
  *   {@linkcode defaultCachedTokens}. Output tokens: ceil(reply characters / 4);
@@ -25,12 +28,8 @@
  */
 
 import type { Behaviour } from "./behaviour.ts";
-import {
-  argumentsFromSchema,
-  defaultCachedTokens,
-  IMAGE_TOKENS,
-  tokensForChars,
-} from "./tokens.ts";
+import { argumentsFromSchema, valueFromSchema } from "./schema.ts";
+import { defaultCachedTokens, IMAGE_TOKENS, tokensForChars } from "./tokens.ts";
 
 /** A tool the request declares. */
 export interface ToolDeclaration {
@@ -62,6 +61,43 @@ export interface Prompt {
   script?: string[];
   /** Tools the conversation already called, in order. */
   calledTools?: string[];
+  /** Structured output the request asks for: every text reply follows it. */
+  outputFormat?: OutputFormat;
+}
+
+/**
+ * Structured output a request asks for: JSON (against a schema, or any JSON
+ * object without one), or Gemini's `text/x.enum` (one value of the schema's enum).
+ */
+export type OutputFormat =
+  | { kind: "json"; schema?: unknown }
+  | { kind: "enum"; schema: unknown };
+
+/**
+ * The text of a structured reply: JSON generated from the schema (see
+ * {@linkcode valueFromSchema}), `{"reply": <fallback>}` for JSON without a
+ * schema, or the first enum value.
+ *
+ * @example
+ * ```ts
+ * import { structuredText } from "./reply.ts";
+ * structuredText({ kind: "json" }, "Echo: hi"); // '{"reply":"Echo: hi"}'
+ * ```
+ *
+ * @param format The format asked for.
+ * @param fallback The text the reply would have had without it.
+ * @returns The reply text.
+ */
+export function structuredText(format: OutputFormat, fallback: string): string {
+  if (format.kind === "enum") {
+    const value = valueFromSchema(format.schema);
+    return typeof value === "string" ? value : JSON.stringify(value);
+  }
+  return JSON.stringify(
+    format.schema === undefined
+      ? { reply: fallback }
+      : valueFromSchema(format.schema),
+  );
 }
 
 /**
@@ -208,12 +244,15 @@ export function decideReply(prompt: Prompt, behaviour: Behaviour): Reply {
     };
   }
 
+  const natural = prompt.toolResult
+    ? `Tool ${prompt.toolResult.name ?? "call"} returned: ${
+      truncate(prompt.toolResult.text, ECHO_LIMIT)
+    }`
+    : `Echo: ${truncate(prompt.lastUserText, ECHO_LIMIT)}`;
   let text = behaviour.reply ??
-    (prompt.toolResult
-      ? `Tool ${prompt.toolResult.name ?? "call"} returned: ${
-        truncate(prompt.toolResult.text, ECHO_LIMIT)
-      }`
-      : `Echo: ${truncate(prompt.lastUserText, ECHO_LIMIT)}`);
+    (prompt.outputFormat
+      ? structuredText(prompt.outputFormat, natural)
+      : natural);
   let stop: Reply["stop"] = "end";
   const limit = prompt.maxOutputTokens;
   if (limit !== undefined && tokensForChars(text.length) > limit) {

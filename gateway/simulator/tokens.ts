@@ -1,7 +1,7 @@
 /**
  * Deterministic, cheap token arithmetic for the provider simulator: token
- * counts from character counts, the cached-token rule, splitting replies into
- * stream deltas, and tool-call arguments generated from a JSON schema.
+ * counts from character counts, the cached-token rule, and splitting replies into
+ * stream deltas.
  *
  * @module
  */
@@ -93,94 +93,4 @@ export function splitEvenly(value: string, pieces: number): string[] {
     parts.push(value.slice(i, i + size));
   }
   return parts.length > 0 ? parts : [""];
-}
-
-/** A JSON schema, loosely: the simulator reads only what it needs. */
-type Schema = Record<string, unknown>;
-
-function isSchema(value: unknown): value is Schema {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** Gemini spells types in capitals (`OBJECT`); JSON Schema allows a list of types. */
-function schemaType(schema: Schema): string | undefined {
-  const type = Array.isArray(schema.type)
-    ? schema.type.find((t) => t !== "null")
-    : schema.type;
-  if (typeof type === "string") return type.toLowerCase();
-  if (isSchema(schema.properties)) return "object";
-  if (schema.items !== undefined) return "array";
-  return undefined;
-}
-
-function sampleValue(schema: unknown, name: string, depth: number): unknown {
-  if (!isSchema(schema)) return `${name} value`;
-  if (Array.isArray(schema.enum) && schema.enum.length > 0) {
-    return schema.enum[0];
-  }
-  if ("const" in schema) return schema.const;
-  const variants = schema.anyOf ?? schema.oneOf;
-  if (Array.isArray(variants) && variants.length > 0) {
-    return sampleValue(variants[0], name, depth);
-  }
-  switch (schemaType(schema)) {
-    case "object":
-      return depth > 4 ? {} : sampleObject(schema, depth + 1);
-    case "array":
-      return depth > 4 ? [] : [
-        sampleValue(schema.items, name, depth + 1),
-        sampleValue(schema.items, name, depth + 1),
-      ];
-    // A minimum as low as the safe integers (zod's `int()` writes one) is no bound.
-    case "integer":
-      return typeof schema.minimum === "number" && schema.minimum > -1e9
-        ? Math.ceil(schema.minimum)
-        : Math.min(7, maximumOf(schema));
-    case "number":
-      return typeof schema.minimum === "number" && schema.minimum > -1e9
-        ? schema.minimum
-        : Math.min(42.5, maximumOf(schema));
-    case "boolean":
-      return true;
-    case "null":
-      return null;
-    default:
-      return schema.format === "date" ? "2026-01-01" : `${name} value`;
-  }
-}
-
-function maximumOf(schema: Schema): number {
-  return typeof schema.maximum === "number" ? schema.maximum : Infinity;
-}
-
-function sampleObject(schema: Schema, depth: number): Record<string, unknown> {
-  const properties = isSchema(schema.properties) ? schema.properties : {};
-  const result: Record<string, unknown> = {};
-  for (const [key, propertySchema] of Object.entries(properties)) {
-    result[key] = sampleValue(propertySchema, key, depth);
-  }
-  return result;
-}
-
-/**
- * Builds tool-call arguments from a tool's parameter schema: every declared
- * property gets a sample of its type (enum's first value, `"<name> value"` for
- * strings, 7 for integers, two items for arrays). A schema without properties
- * gets `{"input": "simulated input", "count": 2}` so arguments are never trivial.
- *
- * @example
- * ```ts
- * import { argumentsFromSchema } from "./tokens.ts";
- * argumentsFromSchema({ type: "object", properties: { city: { type: "string" } } });
- * // { city: "city value" }
- * ```
- *
- * @param schema The tool's parameter schema (JSON Schema, or Gemini's capitalised variant).
- * @returns A JSON object matching the schema.
- */
-export function argumentsFromSchema(schema: unknown): Record<string, unknown> {
-  const args = isSchema(schema) ? sampleObject(schema, 0) : {};
-  return Object.keys(args).length > 0
-    ? args
-    : { input: "simulated input", count: 2 };
 }
