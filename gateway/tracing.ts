@@ -34,7 +34,7 @@ import {
   traceKey,
   tracesPrefix,
 } from "./kv_keys.ts";
-import type { Caller, ProviderName, TraceRecord } from "./types.ts";
+import type { Caller, ProviderName, TraceRecord, Usage } from "./types.ts";
 import { firstIssue } from "./_zod.ts";
 import { GatewayError } from "./errors.ts";
 
@@ -48,6 +48,63 @@ export const MAX_TRACE_LIMIT = 1000;
 export interface TraceStoreOptions {
   /** How long a trace is kept, ms (KV `expireIn`); default {@linkcode DEFAULT_TRACE_RETENTION_MS}. */
   retentionMs?: number;
+}
+
+/**
+ * The token classes a charge priced, each at its own price of the model:
+ * the cost is these counts times those prices, rounded up once. They add up
+ * to the trace's `inputTokens` and `outputTokens`.
+ */
+export interface ChargedTokens {
+  /** Prompt tokens at the input price: neither read from a cache nor written to one. */
+  input: number;
+  /** Prompt tokens read from a cache, at the cached-input price. */
+  cacheRead: number;
+  /** Prompt tokens written to a 5-minute cache, at the cache-write price. */
+  cacheWrite5m: number;
+  /** Prompt tokens written to a 1-hour cache, at the 1-hour cache-write price. */
+  cacheWrite1h: number;
+  /** Output tokens at the output price, reasoning included. */
+  output: number;
+  /** The part of `output` that was reasoning. */
+  reasoning: number;
+}
+
+/** A trace record of a settled call, with the token classes its charge priced. */
+export interface ChargedTraceRecord extends TraceRecord {
+  /** The split of the tokens the cost was worked out from. */
+  charged?: ChargedTokens;
+}
+
+/**
+ * The token classes a charge for `usage` prices, as a trace records them.
+ *
+ * @example
+ * ```ts
+ * import { chargedTokens } from "./tracing.ts";
+ *
+ * chargedTokens({
+ *   inputTokens: 4_000, outputTokens: 50, cachedInputTokens: 500,
+ *   cacheWriteTokens: 3_337,
+ * });
+ * // { input: 163, cacheRead: 500, cacheWrite5m: 3_337, cacheWrite1h: 0, output: 50, reasoning: 0 }
+ * ```
+ *
+ * @param usage The usage the cost was worked out from.
+ * @returns Its classes.
+ */
+export function chargedTokens(usage: Usage): ChargedTokens {
+  const cacheWrite5m = usage.cacheWriteTokens ?? 0;
+  const cacheWrite1h = usage.cacheWrite1hTokens ?? 0;
+  return {
+    input: usage.inputTokens - usage.cachedInputTokens - cacheWrite5m -
+      cacheWrite1h,
+    cacheRead: usage.cachedInputTokens,
+    cacheWrite5m,
+    cacheWrite1h,
+    output: usage.outputTokens,
+    reasoning: usage.reasoningTokens ?? 0,
+  };
 }
 
 /**
@@ -108,19 +165,22 @@ export interface ListTracesOptions {
  * @param kv The gateway's KV.
  * @param callerId Whose traces.
  * @param options Trace id filter and limit.
- * @returns The records, newest first.
+ * @returns The records, newest first (a settled call's with its {@linkcode ChargedTokens}).
  */
 export async function listTraces(
   kv: Deno.Kv,
   callerId: string,
   options: ListTracesOptions = {},
-): Promise<TraceRecord[]> {
+): Promise<ChargedTraceRecord[]> {
   const limit = Math.min(options.limit ?? 50, MAX_TRACE_LIMIT);
-  const traces: TraceRecord[] = [];
+  const traces: ChargedTraceRecord[] = [];
   if (options.traceId === undefined) {
     const prefix = tracesPrefix(callerId);
     for await (
-      const entry of kv.list<TraceRecord>({ prefix }, { reverse: true, limit })
+      const entry of kv.list<ChargedTraceRecord>({ prefix }, {
+        reverse: true,
+        limit,
+      })
     ) {
       traces.push(entry.value);
     }
@@ -129,7 +189,7 @@ export async function listTraces(
   const prefix = traceByTraceIdPrefix(callerId, options.traceId);
   const entryIds: string[] = [];
   for await (
-    const entry of kv.list<TraceRecord | null>({ prefix }, {
+    const entry of kv.list<ChargedTraceRecord | null>({ prefix }, {
       reverse: true,
       limit,
     })
@@ -139,7 +199,7 @@ export async function listTraces(
     else entryIds.push(entry.key.at(-1) as string);
   }
   for (let i = 0; i < entryIds.length; i += 10) {
-    const records = await kv.getMany<TraceRecord[]>(
+    const records = await kv.getMany<ChargedTraceRecord[]>(
       entryIds.slice(i, i + 10).map((id) => traceKey(callerId, id)),
     );
     for (const record of records) if (record.value) traces.push(record.value);
@@ -157,7 +217,7 @@ export interface TracesResponse {
   /** Always `"list"`. */
   object: "list";
   /** The caller's own trace records, newest first. */
-  data: TraceRecord[];
+  data: ChargedTraceRecord[];
 }
 
 /**

@@ -5,7 +5,8 @@
  * reservations the lease covers in memory, and commits everything else in
  * batches: the operations of one caller that waited while a commit ran share
  * the next commit (group commit). Settling is one commit: the charge to the
- * lease and the unleased credits, its ledger entry and the call's trace.
+ * lease and the unleased credits, its ledger entry and the call's trace (with
+ * the token classes the charge priced).
  *
  * On the request path there is at most one commit before forwarding (none
  * while the lease covers the call) and one after, which `settleSoon` takes
@@ -40,7 +41,11 @@
  */
 import { randomId } from "../_ids.ts";
 import { commitWithRetry } from "../_kv_retry.ts";
-import { addTraceWrites } from "../tracing.ts";
+import {
+  addTraceWrites,
+  chargedTokens,
+  type ChargedTraceRecord,
+} from "../tracing.ts";
 import { UsageSums } from "../usage_buckets.ts";
 import type {
   Billing,
@@ -166,17 +171,19 @@ class KvBilling implements Billing {
   }
 
   async settle(
-    settlement: Settlement,
+    charge: Settlement,
   ): Promise<{ availableMicros: number }> {
-    assertMicros("cost", settlement.costMicros);
+    assertMicros("cost", charge.costMicros);
+    const settlement = withChargedTokens(charge);
     const open = this.#claim(settlement);
     const outcome = await this.#submitSettle(settlement, open);
     if (!outcome.ok) this.#abandon(open, settlement);
     return unwrap(outcome);
   }
 
-  settleSoon(settlement: Settlement): { availableMicros: number } {
-    assertMicros("cost", settlement.costMicros);
+  settleSoon(charge: Settlement): { availableMicros: number } {
+    assertMicros("cost", charge.costMicros);
+    const settlement = withChargedTokens(charge);
     const lane = this.#lane(settlement.reservation.callerId);
     let open: OpenReservation;
     try {
@@ -455,6 +462,15 @@ class KvBilling implements Billing {
     }
     lane.draining = undefined;
   }
+}
+
+/** The settlement with its trace recording the token classes the cost priced. */
+function withChargedTokens(settlement: Settlement): Settlement {
+  const trace: ChargedTraceRecord = {
+    ...settlement.trace,
+    charged: chargedTokens(settlement.usage),
+  };
+  return { ...settlement, trace };
 }
 
 /**

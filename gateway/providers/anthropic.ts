@@ -2,6 +2,13 @@
  * Anthropic: the Messages API passed through on the `messages` route, and
  * reached from the `chat` route through `translate/chat_anthropic.ts`.
  *
+ * Usage: `input_tokens` excludes cache reads and writes, so the prompt is
+ * the three summed. Cache writes are priced by lifetime: the split in
+ * `cache_creation` where one is given, and the rest of
+ * `cache_creation_input_tokens` (a streamed `message_delta` repeats a larger
+ * total without the split) at the 5-minute price, or the 1-hour price when
+ * every `cache_control` of the request asked for 1-hour caching.
+ *
  * @module
  */
 import {
@@ -10,20 +17,21 @@ import {
   type AnthropicUsage,
   fromAnthropicResponse,
   toAnthropicRequest,
-  usageFromAnthropic,
 } from "../translate/chat_anthropic.ts";
 import type { Usage } from "../types.ts";
+import { normalUsage, tokenCount } from "../usage.ts";
 import {
   type CallInput,
   chatRequest,
   type Exchange,
   nestedErrorMessage,
-  NO_USAGE,
   passthroughEnd,
   type Provider,
   type SseEvent,
   sseFrame,
   type StreamRelay,
+  StreamUsage,
+  type StreamUsageFormat,
   translatedChatRelay,
 } from "./provider.ts";
 
@@ -37,54 +45,169 @@ function passedHeaders(call: CallInput): Record<string, string> {
   };
 }
 
+/** A cache lifetime Anthropic prices writes by. */
+export type CacheTtl = "5m" | "1h";
+
+/**
+ * The lifetime of the cache writes Anthropic reports without a split: `1h`
+ * when the request marks something for caching and every `cache_control` in
+ * it (top level, system blocks, tools, message content and tool results)
+ * asks for `ttl: "1h"`; otherwise `5m`, Anthropic's default.
+ *
+ * @example
+ * ```ts
+ * import { unsplitCacheTtl } from "./anthropic.ts";
+ *
+ * unsplitCacheTtl({
+ *   system: [{ type: "text", text: "…", cache_control: { type: "ephemeral", ttl: "1h" } }],
+ *   messages: [],
+ * }); // "1h"
+ * ```
+ *
+ * @param body The request body sent upstream (Messages or chat convention).
+ * @returns The lifetime to price unsplit writes at.
+ */
+export function unsplitCacheTtl(body: unknown): CacheTtl {
+  const marks = cacheControls(body);
+  return marks.length > 0 &&
+      marks.every((mark) => field(mark, "ttl") === "1h")
+    ? "1h"
+    : "5m";
+}
+
+function field(value: unknown, name: string): unknown {
+  return typeof value === "object" && value !== null
+    ? (value as Record<string, unknown>)[name]
+    : undefined;
+}
+
+function list(value: unknown): unknown[] {
+  return Array.isArray(value) ? value : [];
+}
+
+/** Every `cache_control` where a request can place one. */
+function cacheControls(body: unknown): unknown[] {
+  const holders: unknown[] = [body];
+  holders.push(...list(field(body, "system")), ...list(field(body, "tools")));
+  for (const message of list(field(body, "messages"))) {
+    for (const block of list(field(message, "content"))) {
+      holders.push(block, ...list(field(block, "content")));
+    }
+  }
+  return holders.map((holder) => field(holder, "cache_control"))
+    .filter((mark) => mark !== undefined && mark !== null);
+}
+
+/**
+ * Reads Anthropic usage (a message's, or a stream's events folded) for
+ * billing: the prompt is `input_tokens` plus cache reads plus cache writes;
+ * every cache write is priced at a cache-write price, the split in
+ * `cache_creation` where given and the unsplit rest at `unsplitTtl`'s.
+ *
+ * @example A stream's totals above the split it gave in message_start
+ * ```ts
+ * import { anthropicUsage } from "./anthropic.ts";
+ *
+ * anthropicUsage({
+ *   input_tokens: 5, output_tokens: 40, cache_creation_input_tokens: 3_337,
+ *   cache_creation: { ephemeral_5m_input_tokens: 3_068, ephemeral_1h_input_tokens: 0 },
+ * }, "5m");
+ * // { inputTokens: 3_342, outputTokens: 40, cachedInputTokens: 0, cacheWriteTokens: 3_337 }
+ * ```
+ *
+ * @param usage Anthropic's `usage`.
+ * @param unsplitTtl The lifetime of writes reported without a split ({@linkcode unsplitCacheTtl}).
+ * @returns The gateway's usage.
+ * @throws {UnreadableUsageError} For a count that cannot be read.
+ */
+export function anthropicUsage(
+  usage: AnthropicUsage | null | undefined,
+  unsplitTtl: CacheTtl,
+): Usage {
+  const count = (value: unknown, name: string) =>
+    tokenCount(value, `usage.${name}`);
+  const split = usage?.cache_creation;
+  const split5m = count(
+    split?.ephemeral_5m_input_tokens,
+    "cache_creation.ephemeral_5m_input_tokens",
+  );
+  const split1h = count(
+    split?.ephemeral_1h_input_tokens,
+    "cache_creation.ephemeral_1h_input_tokens",
+  );
+  const written = count(
+    usage?.cache_creation_input_tokens,
+    "cache_creation_input_tokens",
+  );
+  const unsplit = Math.max(0, written - split5m - split1h);
+  const read = count(usage?.cache_read_input_tokens, "cache_read_input_tokens");
+  return normalUsage({
+    inputTokens: count(usage?.input_tokens, "input_tokens") + read +
+      split5m + split1h + unsplit,
+    outputTokens: count(usage?.output_tokens, "output_tokens"),
+    cachedInputTokens: read,
+    cacheWriteTokens: split5m + (unsplitTtl === "5m" ? unsplit : 0),
+    cacheWrite1hTokens: split1h + (unsplitTtl === "1h" ? unsplit : 0),
+  });
+}
+
+/** Usage in Anthropic's stream: `message_start`'s message, then each `message_delta`'s cumulative counts. */
+function streamUsageFormat(unsplitTtl: CacheTtl): StreamUsageFormat {
+  return {
+    countsIn({ event }, data) {
+      const type = field(data, "type") ?? event;
+      if (type === "message_start") {
+        return field(field(data, "message"), "usage");
+      }
+      if (type === "message_delta") return field(data, "usage");
+      return undefined;
+    },
+    read: (counts) => anthropicUsage(counts as AnthropicUsage, unsplitTtl),
+  };
+}
+
 function messagesPassthrough(call: CallInput): Exchange {
+  const body = { ...call.body, model: call.entry.upstream };
+  const ttl = unsplitCacheTtl(body);
   return {
     path: "/v1/messages",
-    body: { ...call.body, model: call.entry.upstream },
+    body,
     headers: passedHeaders(call),
     response(upstream) {
       return {
         body: upstream,
-        usage: usageFromAnthropic((upstream as AnthropicResponse).usage),
+        usage: anthropicUsage((upstream as AnthropicResponse).usage, ttl),
       };
     },
-    relay: () => new MessagesRelay(call),
+    relay: () => new MessagesRelay(ttl),
   };
 }
 
 class MessagesRelay implements StreamRelay {
-  #usage: AnthropicUsage = {};
+  readonly #usage: StreamUsage;
   #complete = false;
   failure?: string;
 
-  constructor(readonly call: CallInput) {}
+  constructor(unsplitTtl: CacheTtl) {
+    this.#usage = new StreamUsage(streamUsageFormat(unsplitTtl));
+  }
 
-  /** Read when the counts arrive, so an unreadable count fails the stream there. */
-  usage: Usage = NO_USAGE;
+  get usage(): Usage {
+    return this.#usage.usage;
+  }
 
-  event({ event, data }: SseEvent, parsed: unknown): string {
-    const message = parsed as {
-      message?: { usage?: AnthropicUsage };
-      usage?: AnthropicUsage;
-      error?: { message?: string };
-    };
-    if (event === "message_start" || event === "message_delta") {
-      // message_delta's counts are cumulative and may repeat the input counts.
-      const counts = message.message?.usage ?? message.usage ?? {};
-      for (const [field, value] of Object.entries(counts)) {
-        // message_delta sends nulls for counts it does not repeat.
-        if (value !== null && value !== undefined) {
-          (this.#usage as Record<string, unknown>)[field] = value;
-        }
-      }
-      this.usage = usageFromAnthropic(this.#usage);
-    } else if (event === "message_stop") {
+  event(event: SseEvent, parsed: unknown): string {
+    this.#usage.event(event, parsed);
+    if (event.event === "message_stop") {
       this.#complete = true;
-    } else if (event === "error") {
+    } else if (event.event === "error") {
       this.#complete = true;
-      this.failure = message.error?.message ?? "The provider reported an error";
+      const message = field(field(parsed, "error"), "message");
+      this.failure = typeof message === "string"
+        ? message
+        : "The provider reported an error";
     }
-    return sseFrame(data, event);
+    return sseFrame(event.data, event.event);
   }
 
   end(): string {
@@ -101,6 +224,7 @@ function chatTranslated(call: CallInput): Exchange {
     call.entry.upstream,
     call.maxOutputTokens,
   );
+  const ttl = unsplitCacheTtl(body);
   return {
     path: "/v1/messages",
     body,
@@ -109,7 +233,7 @@ function chatTranslated(call: CallInput): Exchange {
       const message = upstream as AnthropicResponse;
       return {
         body: fromAnthropicResponse(message, call.entry.id),
-        usage: usageFromAnthropic(message.usage),
+        usage: anthropicUsage(message.usage, ttl),
       };
     },
     relay: () =>
@@ -118,6 +242,7 @@ function chatTranslated(call: CallInput): Exchange {
           model: call.entry.id,
           includeUsage: chat.stream_options?.include_usage === true,
         }),
+        streamUsageFormat(ttl),
       ),
   };
 }

@@ -4,29 +4,74 @@
  * through `translate/chat_gemini.ts`. The key travels in the
  * `x-goog-api-key` header, never in the URL.
  *
+ * Usage: `usageMetadata` is cumulative on every chunk of a stream, and a
+ * later chunk may leave out a count an earlier one gave, so the chunks are
+ * folded count by count (the larger reading wins). The prompt is
+ * `promptTokenCount` (cache reads, `cachedContentTokenCount`, included) plus
+ * `toolUsePromptTokenCount`; the output is `candidatesTokenCount` plus
+ * `thoughtsTokenCount`, and whatever `totalTokenCount` holds beyond those.
+ *
  * @module
  */
 import {
   fromGeminiResponse,
   GeminiChatStream,
   type GeminiResponse,
+  type GeminiUsageMetadata,
   toGeminiRequest,
   usageFromGemini,
 } from "../translate/chat_gemini.ts";
 import type { Usage } from "../types.ts";
+import { coveringTotal, tokenCount } from "../usage.ts";
 import {
   type CallInput,
   chatRequest,
   type Exchange,
   nestedErrorMessage,
-  NO_USAGE,
   passthroughEnd,
   type Provider,
   type SseEvent,
   sseFrame,
   type StreamRelay,
+  StreamUsage,
+  type StreamUsageFormat,
   translatedChatRelay,
 } from "./provider.ts";
+
+/**
+ * Reads Gemini's `usageMetadata` (an answer's, or a stream's chunks folded)
+ * for billing: thinking tokens and any part of `totalTokenCount` no other
+ * count holds are output; tool-use prompt tokens are input.
+ *
+ * @example A total that holds thinking tokens the last chunk left out
+ * ```ts
+ * import { geminiUsage } from "./gemini.ts";
+ *
+ * geminiUsage({ promptTokenCount: 20, candidatesTokenCount: 68, totalTokenCount: 909 });
+ * // { inputTokens: 20, outputTokens: 889, cachedInputTokens: 0 }
+ * ```
+ *
+ * @param usage Gemini's `usageMetadata`.
+ * @returns The gateway's usage.
+ * @throws {UnreadableUsageError} For a count that cannot be read.
+ */
+export function geminiUsage(
+  usage: GeminiUsageMetadata | null | undefined,
+): Usage {
+  return coveringTotal(
+    usageFromGemini(usage),
+    tokenCount(usage?.totalTokenCount, "usageMetadata.totalTokenCount"),
+  );
+}
+
+/** Usage in a Gemini stream: every chunk's cumulative `usageMetadata`. */
+const STREAM_USAGE: StreamUsageFormat = {
+  countsIn: (_event, data) =>
+    typeof data === "object" && data !== null
+      ? (data as GeminiResponse).usageMetadata
+      : undefined,
+  read: (counts) => geminiUsage(counts as GeminiUsageMetadata),
+};
 
 function methodPath(upstreamModel: string, stream: boolean): string {
   const model = encodeURIComponent(upstreamModel);
@@ -45,7 +90,7 @@ function geminiPassthrough(call: CallInput): Exchange {
     response(upstream) {
       return {
         body: upstream,
-        usage: usageFromGemini((upstream as GeminiResponse).usageMetadata),
+        usage: geminiUsage((upstream as GeminiResponse).usageMetadata),
       };
     },
     relay: () => new GeminiRelay(asArray),
@@ -56,16 +101,19 @@ function geminiPassthrough(call: CallInput): Exchange {
 class GeminiRelay implements StreamRelay {
   #complete = false;
   #sent = 0;
+  readonly #usage = new StreamUsage(STREAM_USAGE);
   failure?: string;
 
   constructor(readonly asArray: boolean) {}
 
-  /** Read when the counts arrive, so an unreadable count fails the stream there. */
-  usage: Usage = NO_USAGE;
+  get usage(): Usage {
+    return this.#usage.usage;
+  }
 
-  event({ data }: SseEvent, parsed: unknown): string {
+  event(event: SseEvent, parsed: unknown): string {
+    const { data } = event;
+    this.#usage.event(event, parsed);
     const chunk = parsed as GeminiResponse & { error?: { message?: string } };
-    if (chunk?.usageMetadata) this.usage = usageFromGemini(chunk.usageMetadata);
     if (chunk?.candidates?.some((c) => c.finishReason)) this.#complete = true;
     if (chunk?.error) {
       this.#complete = true;
@@ -95,7 +143,7 @@ function chatTranslated(call: CallInput): Exchange {
       const answer = upstream as GeminiResponse;
       return {
         body: fromGeminiResponse(answer, call.entry.id),
-        usage: usageFromGemini(answer.usageMetadata),
+        usage: geminiUsage(answer.usageMetadata),
       };
     },
     relay: () =>
@@ -104,6 +152,7 @@ function chatTranslated(call: CallInput): Exchange {
           model: call.entry.id,
           includeUsage: chat.stream_options?.include_usage === true,
         }),
+        STREAM_USAGE,
       ),
   };
 }

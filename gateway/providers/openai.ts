@@ -2,22 +2,100 @@
  * OpenAI: Chat Completions and Responses, both passed through. xAI and
  * OpenRouter speak the same chat convention and reuse {@linkcode chatPassthrough}.
  *
+ * Usage: `prompt_tokens` / `input_tokens` hold the cache reads
+ * (`*_tokens_details.cached_tokens`) and OpenRouter's cache writes
+ * (`prompt_tokens_details.cache_write_tokens`); `completion_tokens` /
+ * `output_tokens` hold reasoning (xAI reports its reasoning beside them), and
+ * whatever `total_tokens` holds beyond prompt and output is output too. A
+ * stream's usage objects are folded count by count (the larger reading wins).
+ *
  * @module
  */
 import { type ChatUsage, usageFromChat } from "../translate/chat_types.ts";
 import type { ProviderName, Usage } from "../types.ts";
-import { normalUsage, tokenCount } from "../usage.ts";
+import { coveringTotal, normalUsage, tokenCount } from "../usage.ts";
+import { type CacheTtl, unsplitCacheTtl } from "./anthropic.ts";
 import {
   type CallInput,
   type Exchange,
   nestedErrorMessage,
-  NO_USAGE,
   passthroughEnd,
   type Provider,
   type SseEvent,
   sseFrame,
   type StreamRelay,
+  StreamUsage,
+  type StreamUsageFormat,
 } from "./provider.ts";
+
+/** How a chat-convention provider reports its token classes. */
+export interface ChatUsageOptions {
+  /** The provider reports reasoning tokens beside `completion_tokens`, not inside them (xAI). */
+  reasoningOutsideCompletion?: boolean;
+  /** The lifetime of cache writes (OpenRouter's `cache_write_tokens`, for Anthropic models) ({@linkcode unsplitCacheTtl}); default `5m`. */
+  cacheWriteTtl?: CacheTtl;
+}
+
+/** A chat-convention `usage` object as it arrives, with the counts some providers add. */
+interface ChatWireUsage {
+  prompt_tokens?: unknown;
+  completion_tokens?: unknown;
+  total_tokens?: unknown;
+  prompt_tokens_details?: {
+    cached_tokens?: unknown;
+    cache_write_tokens?: unknown;
+  } | null;
+  completion_tokens_details?: { reasoning_tokens?: unknown } | null;
+}
+
+/**
+ * Reads chat-convention usage (a completion's, or a stream's chunks folded)
+ * for billing: cache reads at the cached price, OpenRouter's cache writes at
+ * the cache-write price of `cacheWriteTtl`, reasoning as output (added to
+ * `completion_tokens` where the provider reports it beside them), and any
+ * part of `total_tokens` beyond prompt and output as output.
+ *
+ * @example xAI: reasoning beside completion_tokens
+ * ```ts
+ * import { chatUsageOf } from "./openai.ts";
+ *
+ * chatUsageOf({
+ *   prompt_tokens: 11, completion_tokens: 1, total_tokens: 240,
+ *   completion_tokens_details: { reasoning_tokens: 228 },
+ * }, { reasoningOutsideCompletion: true });
+ * // { inputTokens: 11, outputTokens: 229, cachedInputTokens: 0, reasoningTokens: 228 }
+ * ```
+ *
+ * @param usage The `usage` object.
+ * @param options How the provider reports its classes.
+ * @returns The gateway's usage.
+ * @throws {UnreadableUsageError} For a count that cannot be read.
+ */
+export function chatUsageOf(
+  usage: ChatWireUsage | null | undefined,
+  options: ChatUsageOptions = {},
+): Usage {
+  const read = usageFromChat(usage, options);
+  const written = tokenCount(
+    usage?.prompt_tokens_details?.cache_write_tokens,
+    "usage.prompt_tokens_details.cache_write_tokens",
+  );
+  const oneHour = options.cacheWriteTtl === "1h";
+  return coveringTotal(
+    normalUsage({
+      ...read,
+      cacheWriteTokens: oneHour ? 0 : written,
+      cacheWrite1hTokens: oneHour ? written : 0,
+    }),
+    tokenCount(usage?.total_tokens, "usage.total_tokens"),
+  );
+}
+
+function usageObject(value: unknown): unknown {
+  return typeof value === "object" && value !== null
+    ? (value as { usage?: unknown }).usage
+    : undefined;
+}
 
 /**
  * The chat-completions exchange shared by every OpenAI-convention provider:
@@ -26,16 +104,18 @@ import {
  * passed on only to callers who asked for it.
  *
  * @param call The call.
+ * @param options How the provider reports its token classes.
  * @returns The exchange.
  */
 export function chatPassthrough(
   call: CallInput,
-  options: { reasoningOutsideCompletion?: boolean } = {},
+  options: Omit<ChatUsageOptions, "cacheWriteTtl"> = {},
 ): Exchange {
   const body: Record<string, unknown> = {
     ...call.body,
     model: call.entry.upstream,
   };
+  const usageOptions = { ...options, cacheWriteTtl: unsplitCacheTtl(body) };
   const callerOptions = call.body.stream_options as
     | { include_usage?: boolean }
     | undefined;
@@ -49,42 +129,51 @@ export function chatPassthrough(
     response(upstream) {
       return {
         body: upstream,
-        usage: usageFromChat(
-          (upstream as { usage?: ChatUsage }).usage,
-          options,
+        usage: chatUsageOf(
+          (upstream as { usage?: ChatWireUsage }).usage,
+          usageOptions,
         ),
       };
     },
-    relay: () => new ChatRelay(callerWantsUsage, call.entry.provider, options),
+    relay: () =>
+      new ChatRelay(callerWantsUsage, call.entry.provider, usageOptions),
   };
 }
 
 // A stream is complete once its terminal event arrives; one that ends before
 // ends with the route's in-stream error instead.
 class ChatRelay implements StreamRelay {
-  usage: Usage = NO_USAGE;
   failure?: string;
   contentDone = false;
   #complete = false;
   readonly #callerWantsUsage: boolean;
   readonly #provider: ProviderName;
-  readonly #options: { reasoningOutsideCompletion?: boolean };
+  readonly #usage: StreamUsage;
 
   constructor(
     callerWantsUsage: boolean,
     provider: ProviderName,
-    options: { reasoningOutsideCompletion?: boolean },
+    options: ChatUsageOptions,
   ) {
     this.#callerWantsUsage = callerWantsUsage;
     this.#provider = provider;
-    this.#options = options;
+    this.#usage = new StreamUsage({
+      countsIn: (_event, data) => usageObject(data),
+      read: (counts) => chatUsageOf(counts as ChatWireUsage, options),
+    });
   }
 
-  event({ data }: SseEvent, parsed: unknown): string {
+  get usage(): Usage {
+    return this.#usage.usage;
+  }
+
+  event(event: SseEvent, parsed: unknown): string {
+    const { data } = event;
     if (data === "[DONE]") {
       this.#complete = true;
       return sseFrame(data);
     }
+    this.#usage.event(event, parsed);
     const chunk = parsed as {
       usage?: ChatUsage | null;
       choices?: unknown[];
@@ -101,7 +190,6 @@ class ChatRelay implements StreamRelay {
       this.contentDone = true;
     }
     if (chunk?.usage) {
-      this.usage = usageFromChat(chunk.usage, this.#options);
       const usageOnly = Array.isArray(chunk.choices) &&
         chunk.choices.length === 0;
       if (usageOnly && !this.#callerWantsUsage) return "";
@@ -125,32 +213,62 @@ class ChatRelay implements StreamRelay {
 interface ResponsesUsage {
   input_tokens?: unknown;
   output_tokens?: unknown;
+  total_tokens?: unknown;
   input_tokens_details?: { cached_tokens?: unknown } | null;
   output_tokens_details?: { reasoning_tokens?: unknown } | null;
 }
 
 /**
- * Normalises Responses-convention usage.
+ * Normalises Responses-convention usage: cache reads
+ * (`input_tokens_details.cached_tokens`) are part of `input_tokens`,
+ * reasoning (`output_tokens_details.reasoning_tokens`) part of
+ * `output_tokens`, and any part of `total_tokens` beyond the two is output.
+ *
+ * @example
+ * ```ts
+ * import { usageFromResponses } from "./openai.ts";
+ *
+ * usageFromResponses({
+ *   input_tokens: 100, output_tokens: 20, total_tokens: 120,
+ *   input_tokens_details: { cached_tokens: 60 },
+ * });
+ * // { inputTokens: 100, outputTokens: 20, cachedInputTokens: 60 }
+ * ```
  *
  * @param usage The `usage` of a response.
  * @returns The gateway's usage.
+ * @throws {UnreadableUsageError} For a count that cannot be read.
  */
 export function usageFromResponses(
   usage: ResponsesUsage | null | undefined,
 ): Usage {
-  return normalUsage({
-    inputTokens: tokenCount(usage?.input_tokens, "usage.input_tokens"),
-    outputTokens: tokenCount(usage?.output_tokens, "usage.output_tokens"),
-    cachedInputTokens: tokenCount(
-      usage?.input_tokens_details?.cached_tokens,
-      "usage.input_tokens_details.cached_tokens",
-    ),
-    reasoningTokens: tokenCount(
-      usage?.output_tokens_details?.reasoning_tokens,
-      "usage.output_tokens_details.reasoning_tokens",
-    ),
-  });
+  return coveringTotal(
+    normalUsage({
+      inputTokens: tokenCount(usage?.input_tokens, "usage.input_tokens"),
+      outputTokens: tokenCount(usage?.output_tokens, "usage.output_tokens"),
+      cachedInputTokens: tokenCount(
+        usage?.input_tokens_details?.cached_tokens,
+        "usage.input_tokens_details.cached_tokens",
+      ),
+      reasoningTokens: tokenCount(
+        usage?.output_tokens_details?.reasoning_tokens,
+        "usage.output_tokens_details.reasoning_tokens",
+      ),
+    }),
+    tokenCount(usage?.total_tokens, "usage.total_tokens"),
+  );
 }
+
+/** Usage in a Responses stream: the `response` an event carries (the terminal event's). */
+const RESPONSES_STREAM_USAGE: StreamUsageFormat = {
+  countsIn: (_event, data) =>
+    usageObject(
+      typeof data === "object" && data !== null
+        ? (data as { response?: unknown }).response
+        : undefined,
+    ),
+  read: (counts) => usageFromResponses(counts),
+};
 
 function responsesPassthrough(call: CallInput): Exchange {
   return {
@@ -169,29 +287,35 @@ function responsesPassthrough(call: CallInput): Exchange {
 }
 
 class ResponsesRelay implements StreamRelay {
-  usage: Usage = NO_USAGE;
   failure?: string;
   #complete = false;
+  readonly #usage = new StreamUsage(RESPONSES_STREAM_USAGE);
 
-  event({ event, data }: SseEvent, parsed: unknown): string {
+  get usage(): Usage {
+    return this.#usage.usage;
+  }
+
+  event(event: SseEvent, parsed: unknown): string {
+    const { data } = event;
+    this.#usage.event(event, parsed);
     const body = parsed as {
-      response?: { usage?: ResponsesUsage; error?: { message?: string } };
+      response?: { error?: { message?: string } };
       message?: string;
     };
-    // Usage arrives once, on the terminal event (completed, incomplete or failed).
+    // Usage arrives on the terminal event (completed, incomplete or failed).
     if (
-      event === "response.completed" || event === "response.incomplete" ||
-      event === "response.failed"
+      event.event === "response.completed" ||
+      event.event === "response.incomplete" ||
+      event.event === "response.failed"
     ) {
       this.#complete = true;
-      this.usage = usageFromResponses(body?.response?.usage);
-      if (event === "response.failed") {
+      if (event.event === "response.failed") {
         this.failure = body?.response?.error?.message ?? "The response failed";
       }
-    } else if (event === "error") {
+    } else if (event.event === "error") {
       this.failure = body?.message ?? "The provider reported an error";
     }
-    return sseFrame(data, event);
+    return sseFrame(data, event.event);
   }
 
   end(): string {

@@ -9,6 +9,7 @@ import { GatewayError, streamErrorFrame } from "../errors.ts";
 import type { ChatStreamBase } from "../translate/_shared.ts";
 import type { ChatRequest } from "../translate/chat_types.ts";
 import type { CatalogEntry, ProviderName, RouteName, Usage } from "../types.ts";
+import { mergeUsageCounts } from "../usage.ts";
 
 /** One server-sent event as read from an upstream (`eventsource-parser`). */
 export interface SseEvent {
@@ -157,26 +158,109 @@ export function chatRequest(call: CallInput): ChatRequest {
   return call.body as unknown as ChatRequest;
 }
 
+/** Where a provider's stream events carry usage, and how the provider's usage object is read. */
+export interface StreamUsageFormat {
+  /**
+   * The usage object one event carries, if any.
+   *
+   * @param event The event, for its name.
+   * @param data The event's parsed JSON (or the string `"[DONE]"`).
+   * @returns The usage object, or `undefined`.
+   */
+  countsIn(event: SseEvent, data: unknown): unknown;
+  /**
+   * Reads the stream's usage objects, folded into one, as the gateway's usage.
+   *
+   * @param counts The folded usage object.
+   * @returns The usage.
+   * @throws {UnreadableUsageError} For a count that cannot be read.
+   */
+  read(counts: Record<string, unknown>): Usage;
+}
+
+/**
+ * The usage of one stream, whatever event reported which part of it: each
+ * event's usage object is folded into the earlier ones with
+ * {@linkcode mergeUsageCounts} (the larger totals, the detail kept from the
+ * event that gave it) and read again, so an unreadable count fails the
+ * stream where it arrives.
+ *
+ * @example Anthropic's split from message_start, its larger total from message_delta
+ * ```ts
+ * import { StreamUsage } from "./provider.ts";
+ *
+ * const usage = new StreamUsage({
+ *   countsIn: (_event, data) => (data as { usage?: unknown }).usage,
+ *   read: (counts) => ({
+ *     inputTokens: Number(counts.input ?? 0),
+ *     outputTokens: Number(counts.output ?? 0),
+ *     cachedInputTokens: 0,
+ *   }),
+ * });
+ * usage.event({ data: "" }, { usage: { input: 10, output: 1 } });
+ * usage.event({ data: "" }, { usage: { input: null, output: 12 } });
+ * usage.usage; // { inputTokens: 10, outputTokens: 12, cachedInputTokens: 0 }
+ * ```
+ */
+export class StreamUsage {
+  #counts: Record<string, unknown> = {};
+  #usage: Usage = NO_USAGE;
+
+  /**
+   * Starts a stream's usage.
+   *
+   * @param format Where the provider's events carry usage, and how it is read.
+   */
+  constructor(readonly format: StreamUsageFormat) {}
+
+  /** Usage reported so far. */
+  get usage(): Usage {
+    return this.#usage;
+  }
+
+  /**
+   * Folds in the usage one event carries, if any.
+   *
+   * @param event The event.
+   * @param data The event's parsed JSON.
+   * @throws {UnreadableUsageError} For a count that cannot be read.
+   */
+  event(event: SseEvent, data: unknown): void {
+    const counts = this.format.countsIn(event, data);
+    if (counts === undefined || counts === null) return;
+    this.#counts = mergeUsageCounts(this.#counts, counts);
+    this.#usage = this.format.read(this.#counts);
+  }
+}
+
 /**
  * A relay for a chat stream translated from another convention: each piece
  * becomes a `data:` frame, and `[DONE]` closes a stream that did not fail.
+ * The call is billed the usage read from the upstream's own events in the
+ * provider's format, every token class at its price.
  *
  * @param translator The convention pair's stream translator.
+ * @param usageFormat Where the upstream's events carry usage, and how it is read.
  * @returns The relay.
  */
 export function translatedChatRelay(
   translator: ChatStreamBase,
+  usageFormat: StreamUsageFormat,
 ): StreamRelay {
   const frames = (pieces: unknown[]) =>
     pieces.map((piece) => sseFrame(JSON.stringify(piece))).join("");
+  const usage = new StreamUsage(usageFormat);
   return {
-    event: (event, data) => frames(translator.pushParsed(data, event)),
+    event: (event, data) => {
+      usage.event(event, data);
+      return frames(translator.pushParsed(data, event));
+    },
     end: () => {
       const tail = frames(translator.finish());
       return translator.failed ? tail : tail + sseFrame("[DONE]");
     },
     get usage() {
-      return translator.usage;
+      return usage.usage;
     },
     get failure() {
       return translator.failed ? "The provider's stream failed" : undefined;
