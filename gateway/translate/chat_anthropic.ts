@@ -7,6 +7,8 @@
  */
 
 import { openAIErrorType } from "../errors.ts";
+import { checkChatFields } from "./_chat_fields.ts";
+import { targetSchema, withDescription } from "./_json_schema.ts";
 import type { Usage } from "../types.ts";
 import { normalUsage, tokenCount } from "../usage.ts";
 import {
@@ -54,7 +56,7 @@ export type AnthropicSource =
 export type AnthropicRequestBlock =
   | AnthropicTextBlock
   | { type: "image"; source: AnthropicSource }
-  | { type: "document"; source: AnthropicSource }
+  | { type: "document"; source: AnthropicSource; title?: string }
   | {
     type: "tool_use";
     id: string;
@@ -83,6 +85,8 @@ export interface AnthropicTool {
   description?: string;
   /** JSON schema of the input object. */
   input_schema: Record<string, unknown>;
+  /** Constrain the call's input to the schema (structured outputs' strict tool use). */
+  strict?: boolean;
 }
 
 /** Anthropic's `tool_choice`. */
@@ -115,6 +119,10 @@ export interface AnthropicRequest {
   tool_choice?: AnthropicToolChoice;
   /** End-user id. */
   metadata?: { user_id: string };
+  /** Structured output: the answer's text is JSON matching the schema. */
+  output_config?: {
+    format: { type: "json_schema"; schema: Record<string, unknown> };
+  };
 }
 
 /** Anthropic usage, as in a message and in `message_start` / `message_delta` events. */
@@ -173,6 +181,9 @@ const imageMediaTypes = new Set([
  * `system` and `developer` messages, wherever they are, become the top-level
  * `system`; `tool` messages become `tool_result` blocks in a user turn; turns of
  * the same role are merged, since Anthropic wants them alternating.
+ * `response_format` with a JSON schema becomes `output_config.format` (the
+ * answer comes back as the message's JSON text). Every other field is
+ * translated or refused as `_chat_fields.ts` records.
  *
  * @param chat The validated chat request.
  * @param upstreamModel The model id Anthropic knows.
@@ -196,6 +207,7 @@ export function toAnthropicRequest(
   upstreamModel: string,
   defaultMaxTokens: number,
 ): AnthropicRequest {
+  checkChatFields(chat, "anthropic");
   requireSingleChoice(chat);
   const request: AnthropicRequest = {
     model: upstreamModel,
@@ -204,32 +216,98 @@ export function toAnthropicRequest(
   };
   const system = anthropicSystem(chat);
   if (system !== undefined) request.system = system;
-  // Anthropic accepts temperature 0 to 1 where OpenAI accepts 0 to 2: clamp
-  // rather than fail a request every OpenAI client may send.
-  if (chat.temperature != null) {
-    request.temperature = Math.min(chat.temperature, 1);
-  }
-  // Recent Claude models reject temperature and top_p together; temperature wins.
-  if (chat.top_p != null && chat.temperature == null) {
-    request.top_p = chat.top_p;
-  }
+  Object.assign(request, anthropicSampling(chat));
   const stop = stopSequences(chat.stop);
   if (stop) request.stop_sequences = stop;
   if (chat.stream) request.stream = true;
-  if (chat.user) request.metadata = { user_id: chat.user };
+  const userId = chat.safety_identifier ?? chat.user;
+  if (userId) request.metadata = { user_id: userId };
   if (chat.tools && chat.tools.length > 0) {
-    request.tools = chat.tools.map((tool) => ({
-      name: tool.function.name,
-      ...(tool.function.description
-        ? { description: tool.function.description }
-        : {}),
-      input_schema: tool.function.parameters ??
-        { type: "object", properties: {} },
-    }));
+    request.tools = chat.tools.map((tool, i) => anthropicTool(tool, i));
     const choice = anthropicToolChoice(chat);
     if (choice) request.tool_choice = choice;
   }
+  const format = anthropicOutputFormat(chat);
+  if (format) request.output_config = { format };
   return request;
+}
+
+/**
+ * Temperature and top_p. Anthropic takes temperature 0 to 1 (OpenAI 0 to 2),
+ * and recent Claude models refuse it beside top_p; a value Anthropic cannot
+ * take is refused rather than changed, except top_p 1, which samples from
+ * the whole distribution and so changes nothing.
+ */
+function anthropicSampling(
+  chat: ChatRequest,
+): Pick<AnthropicRequest, "temperature" | "top_p"> {
+  const sampling: Pick<AnthropicRequest, "temperature" | "top_p"> = {};
+  if (chat.temperature != null) {
+    if (chat.temperature > 1) {
+      throw new TranslationError(
+        `Cannot use temperature "${chat.temperature}" with this model: Anthropic takes 0 to 1`,
+        "temperature",
+      );
+    }
+    sampling.temperature = chat.temperature;
+  }
+  if (chat.top_p != null && chat.top_p !== 1) {
+    if (chat.temperature != null) {
+      throw new TranslationError(
+        "Cannot use top_p beside temperature with this model: Anthropic takes one of them",
+        "top_p",
+      );
+    }
+    sampling.top_p = chat.top_p;
+  }
+  return sampling;
+}
+
+function anthropicTool(
+  tool: NonNullable<ChatRequest["tools"]>[number],
+  i: number,
+): AnthropicTool {
+  const parameters = tool.function.parameters ??
+    { type: "object", properties: {} };
+  const strict = tool.function.strict === true;
+  return {
+    name: tool.function.name,
+    ...(tool.function.description
+      ? { description: tool.function.description }
+      : {}),
+    input_schema: strict
+      ? targetSchema(parameters, "anthropic", `tools[${i}].function.parameters`)
+      : parameters,
+    ...(strict ? { strict: true } : {}),
+  };
+}
+
+/** `response_format` as Anthropic's `output_config.format`, or nothing for text. */
+function anthropicOutputFormat(
+  chat: ChatRequest,
+): NonNullable<AnthropicRequest["output_config"]>["format"] | undefined {
+  const format = chat.response_format;
+  if (!format || format.type === "text") return undefined;
+  if (format.type === "json_object") {
+    throw new TranslationError(
+      'Cannot use response_format "json_object" with this model: Anthropic only constrains output to a JSON schema; send response_format "json_schema"',
+      "response_format.type",
+    );
+  }
+  const { schema, description } = format.json_schema;
+  if (!schema) {
+    throw new TranslationError(
+      "Cannot use response_format json_schema without a schema with this model: Anthropic needs one",
+      "response_format.json_schema.schema",
+    );
+  }
+  return {
+    type: "json_schema",
+    schema: withDescription(
+      targetSchema(schema, "anthropic", "response_format.json_schema.schema"),
+      description,
+    ),
+  };
 }
 
 function anthropicSystem(
@@ -340,6 +418,7 @@ function userBlocks(
         return [{
           type: "document",
           source: pdfSource(part.file.file_data, partParam),
+          ...(part.file.filename ? { title: part.file.filename } : {}),
         }];
       case "input_audio":
         throw new TranslationError(
@@ -396,6 +475,8 @@ function assistantBlocks(
       if (text) blocks.push({ type: "text", text });
     }
   }
+  // An earlier refusal is what the model said; it reads as its text.
+  if (message.refusal) blocks.push({ type: "text", text: message.refusal });
   (message.tool_calls ?? []).forEach((call, k) => {
     blocks.push({
       type: "tool_use",

@@ -236,6 +236,7 @@ Deno.test("toAnthropicRequest() sends data URL images as base64 and http URLs as
         media_type: "application/pdf",
         data: "JVBERi0=",
       },
+      title: "a.pdf",
     },
   ]);
 });
@@ -443,8 +444,8 @@ Deno.test("toAnthropicRequest() maps token caps, sampling, stop sequences, strea
       messages,
       max_tokens: 100,
       max_completion_tokens: 200,
-      temperature: 1.6,
-      top_p: 0.9,
+      temperature: 0.6,
+      top_p: 1,
       stop: "END",
       stream: true,
       stream_options: { include_usage: true },
@@ -454,7 +455,8 @@ Deno.test("toAnthropicRequest() maps token caps, sampling, stop sequences, strea
     4096,
   );
   assert.equal(request.max_tokens, 200);
-  assert.equal(request.temperature, 1);
+  assert.equal(request.temperature, 0.6);
+  // top_p 1 samples from the whole distribution: it changes nothing.
   assert.equal(request.top_p, undefined);
   assert.deepEqual(request.stop_sequences, ["END"]);
   assert.equal(request.stream, true);

@@ -8,6 +8,8 @@
  */
 
 import { openAIErrorType } from "../errors.ts";
+import { checkChatFields } from "./_chat_fields.ts";
+import { targetSchema, withDescription } from "./_json_schema.ts";
 import type { Usage } from "../types.ts";
 import { normalUsage, tokenCount } from "../usage.ts";
 import {
@@ -86,7 +88,7 @@ export interface GeminiRequest {
   /** How the model may call functions. */
   toolConfig?: {
     functionCallingConfig: {
-      mode: "AUTO" | "ANY" | "NONE";
+      mode: "AUTO" | "ANY" | "NONE" | "VALIDATED";
       allowedFunctionNames?: string[];
     };
   };
@@ -101,6 +103,7 @@ export interface GeminiRequest {
     frequencyPenalty?: number;
     responseMimeType?: string;
     responseJsonSchema?: unknown;
+    thinkingConfig?: { thinkingLevel?: string; thinkingBudget?: number };
   };
 }
 
@@ -166,9 +169,11 @@ const imageTypesByExtension: Record<string, string> = {
  * named after the call they answer; turns of the same role are merged. Tool
  * parameters go as `parametersJsonSchema`, which takes full JSON Schema
  * (`additionalProperties` included), unlike the OpenAPI subset of `parameters`.
+ * `response_format` becomes `responseMimeType` and `responseJsonSchema`.
+ * Every other field is translated or refused as `_chat_fields.ts` records.
  *
  * @param chat The validated chat request.
- * @param _upstreamModel The model id Gemini knows (it goes in the URL; kept for symmetry with Anthropic).
+ * @param upstreamModel The model id Gemini knows (it goes in the URL; it decides how reasoning effort is expressed).
  * @returns The request body and whether to call the streaming method.
  * @throws {TranslationError} When the request holds something Gemini cannot take.
  *
@@ -184,8 +189,9 @@ const imageTypesByExtension: Record<string, string> = {
  */
 export function toGeminiRequest(
   chat: ChatRequest,
-  _upstreamModel: string,
+  upstreamModel: string,
 ): { body: GeminiRequest; stream: boolean } {
+  checkChatFields(chat, "gemini");
   requireSingleChoice(chat);
   const body: GeminiRequest = { contents: geminiContents(chat) };
   const system = chat.messages.flatMap((message) =>
@@ -198,22 +204,32 @@ export function toGeminiRequest(
   }
   if (chat.tools && chat.tools.length > 0) {
     body.tools = [{
-      functionDeclarations: chat.tools.map((tool) => ({
+      functionDeclarations: chat.tools.map((tool, i) => ({
         name: tool.function.name,
         ...(tool.function.description
           ? { description: tool.function.description }
           : {}),
         ...(tool.function.parameters
           ? {
-            parametersJsonSchema: withoutSchemaKeyword(
-              tool.function.parameters,
-            ),
+            parametersJsonSchema: tool.function.strict === true
+              ? targetSchema(
+                tool.function.parameters,
+                "gemini",
+                `tools[${i}].function.parameters`,
+              )
+              : withoutSchemaKeyword(tool.function.parameters),
           }
           : {}),
       })),
     }];
     const choice = chat.tool_choice;
-    if (choice === "auto") {
+    // A strict tool's calls must match its schema: VALIDATED mode decodes
+    // them constrained to it, as ANY does for calls it forces.
+    const strict = chat.tools.some((tool) => tool.function.strict === true);
+    if (strict && (choice === undefined || choice === "auto")) {
+      body.toolConfig = { functionCallingConfig: { mode: "VALIDATED" } };
+    }
+    if (choice === "auto" && !strict) {
       body.toolConfig = { functionCallingConfig: { mode: "AUTO" } };
     }
     if (choice === "none") {
@@ -231,7 +247,7 @@ export function toGeminiRequest(
       };
     }
   }
-  const config = generationConfig(chat);
+  const config = generationConfig(chat, upstreamModel);
   if (Object.keys(config).length > 0) body.generationConfig = config;
   return { body, stream: chat.stream === true };
 }
@@ -246,6 +262,7 @@ function withoutSchemaKeyword(
 
 function generationConfig(
   chat: ChatRequest,
+  upstreamModel: string,
 ): NonNullable<GeminiRequest["generationConfig"]> {
   const config: NonNullable<GeminiRequest["generationConfig"]> = {};
   const max = maxOutputTokens(chat);
@@ -267,13 +284,50 @@ function generationConfig(
   }
   if (format?.type === "json_schema") {
     config.responseMimeType = "application/json";
-    if (format.json_schema.schema) {
-      config.responseJsonSchema = withoutSchemaKeyword(
-        format.json_schema.schema,
+    const { schema, description } = format.json_schema;
+    if (schema) {
+      config.responseJsonSchema = withDescription(
+        targetSchema(schema, "gemini", "response_format.json_schema.schema"),
+        description,
       );
     }
   }
+  const thinking = thinkingConfig(chat.reasoning_effort, upstreamModel);
+  if (thinking) config.thinkingConfig = thinking;
   return config;
+}
+
+/** Thinking budgets Google documents for OpenAI's reasoning efforts on Gemini 2.5. */
+const thinkingBudgets: Record<string, number> = {
+  none: 0,
+  low: 1024,
+  medium: 8192,
+  high: 24576,
+};
+
+/**
+ * `reasoning_effort` as Gemini's thinking setting: Gemini 3 models take a
+ * level of the same name (an upstream that lacks a level refuses it
+ * itself), Gemini 2.5 a token budget.
+ */
+function thinkingConfig(
+  effort: string | null | undefined,
+  upstreamModel: string,
+): { thinkingLevel?: string; thinkingBudget?: number } | undefined {
+  if (effort == null) return undefined;
+  const levels = /^gemini-[3-9]/.test(upstreamModel);
+  if (levels && ["minimal", "low", "medium", "high"].includes(effort)) {
+    return { thinkingLevel: effort };
+  }
+  if (!levels && effort in thinkingBudgets) {
+    return { thinkingBudget: thinkingBudgets[effort] };
+  }
+  throw new TranslationError(
+    `Cannot use reasoning_effort "${effort}" with this model: Gemini takes ${
+      levels ? "minimal, low, medium or high" : "none, low, medium or high"
+    }`,
+    "reasoning_effort",
+  );
 }
 
 function geminiContents(chat: ChatRequest): GeminiContent[] {
@@ -395,6 +449,8 @@ function modelParts(
       if (text) parts.push({ text });
     }
   }
+  // An earlier refusal is what the model said; it reads as its text.
+  if (message.refusal) parts.push({ text: message.refusal });
   (message.tool_calls ?? []).forEach((call, k) => {
     const signature = call.extra_content?.google?.thought_signature ??
       (k === 0 ? skipSignature : undefined);

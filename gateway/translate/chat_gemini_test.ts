@@ -236,12 +236,28 @@ Deno.test("toGeminiRequest() declares tools with full JSON schema and maps every
       { name: "now" },
     ],
   }]);
-  assert.equal(body.toolConfig, undefined);
+  // A strict tool: Gemini decodes calls constrained to their schemas.
+  assert.deepEqual(body.toolConfig, {
+    functionCallingConfig: { mode: "VALIDATED" },
+  });
   const configOf = (tool_choice: unknown) =>
     toGeminiRequest(chat({ ...base, tool_choice }), "m").body.toolConfig;
   assert.deepEqual(configOf("auto"), {
-    functionCallingConfig: { mode: "AUTO" },
+    functionCallingConfig: { mode: "VALIDATED" },
   });
+  const loose = {
+    ...base,
+    tools: base.tools.map((tool) => ({
+      ...tool,
+      function: { ...tool.function, strict: false },
+    })),
+  };
+  assert.equal(toGeminiRequest(chat(loose), "m").body.toolConfig, undefined);
+  assert.deepEqual(
+    toGeminiRequest(chat({ ...loose, tool_choice: "auto" }), "m").body
+      .toolConfig,
+    { functionCallingConfig: { mode: "AUTO" } },
+  );
   assert.deepEqual(configOf("none"), {
     functionCallingConfig: { mode: "NONE" },
   });

@@ -180,8 +180,17 @@ export interface ChatRequest {
     | { type: "json_object" }
     | {
       type: "json_schema";
-      json_schema: { name: string; schema?: Record<string, unknown> };
+      json_schema: {
+        name: string;
+        description?: string;
+        schema?: Record<string, unknown>;
+        strict?: boolean | null;
+      };
     };
+  /** How much the model may reason: `none`, `minimal`, `low`, `medium`, `high`, … */
+  reasoning_effort?: string | null;
+  /** A stable id of the end user, for abuse reports (replaces `user`). */
+  safety_identifier?: string | null;
   /** Seed for deterministic sampling. */
   seed?: number | null;
   /** Presence penalty. */
@@ -337,7 +346,9 @@ export const chatRequestSchema: ChatRequestValidator = z.looseObject({
       type: z.literal("json_schema"),
       json_schema: z.looseObject({
         name: z.string(),
+        description: z.string().optional(),
         schema: z.record(z.string(), z.unknown()).optional(),
+        strict: z.boolean().nullish(),
       }),
     }),
   ]).optional(),
@@ -345,6 +356,8 @@ export const chatRequestSchema: ChatRequestValidator = z.looseObject({
   presence_penalty: nullableNumber,
   frequency_penalty: nullableNumber,
   user: z.string().optional(),
+  reasoning_effort: z.string().nullish(),
+  safety_identifier: z.string().nullish(),
 });
 
 /** Why the model stopped, in the chat convention. */
