@@ -314,6 +314,9 @@ export function createGateway(options: GatewayOptions): GatewayApp {
       model: body.model,
       body,
       headers: c.req.raw.headers,
+      caller: c.get("caller"),
+      signal: c.req.raw.signal,
+      requestId: c.get("requestId"),
     });
   });
   // Gemini SDKs call `{base}/{apiVersion}/models/{model}:{method}`; with the
@@ -329,6 +332,9 @@ export function createGateway(options: GatewayOptions): GatewayApp {
         model: target.slice(0, colon),
         body: jsonObject(await c.req.text()),
         headers: c.req.raw.headers,
+        caller: c.get("caller"),
+        signal: c.req.raw.signal,
+        requestId: c.get("requestId"),
       });
     }
     if (

@@ -1,9 +1,17 @@
 /**
  * One inference call, in the order it happens:
- * (the caller is authenticated by middleware) parse → resolve the model → reserve credits → pick a key and
- * send upstream → translate the answer → settle → trace.
- * Each step is a named function; `handleCall` runs them in order. Reading the
- * body and resolving the model are in `call_input.ts`, sending upstream and
+ * (the caller is authenticated by middleware) parse → resolve the model →
+ * reserve credits → take the limits' share → pick a key and send upstream →
+ * translate the answer → settle → trace.
+ *
+ * A call is one object, {@linkcode Call}, that owns what it takes: the
+ * credit reservation, the limit ticket and the provider key serving it. It
+ * gives each back exactly once, in one place ({@linkcode Call}'s close), on
+ * every path: an answer, an upstream error, an answer in an unexpected
+ * shape, a timeout, the caller gone, a throw. `handleCall` holds it with
+ * `await using`, so whatever happens the call closes when the handler ends,
+ * or, for a stream, when the relay says the stream ended. Reading the body
+ * and resolving the model are in `call_input.ts`, sending upstream and
  * reading the answer in `upstream.ts`, the stream relay in `stream.ts`.
  *
  * @module
@@ -23,52 +31,46 @@ import type {
   CallAttempt,
   Caller,
   CatalogEntry,
-  KeyPool,
-  ProviderKey,
   ProviderName,
   Reservation,
   RouteName,
+  Settlement,
   TraceRecord,
   Usage,
 } from "./types.ts";
-import { costMicros, formatUsd, maxCostMicros } from "./credits/money.ts";
+import {
+  costMicros,
+  formatUsd,
+  MAX_BALANCE_MICROS,
+  maxCostMicros,
+} from "./credits/money.ts";
 import { estimateInputTokens } from "./estimate.ts";
 import type { GatewayMetrics } from "./metrics.ts";
 import type { LimitCounters, LimitTicket } from "./limits/counters.ts";
 import { checkStaticLimits } from "./limits/limits.ts";
-import { type Estimated, relayStream } from "./stream.ts";
+import { type Estimated, relayStream, type StreamEnd } from "./stream.ts";
 import { recordSpan } from "./tracing.ts";
 import {
   readAnswer,
   sendUpstream,
-  unreadableUsage,
   type Upstream,
-  upstreamFailure,
+  type UpstreamSettings,
 } from "./upstream.ts";
-import { UnreadableUsageError } from "./usage.ts";
 
-/** What a call needs from the rest of the gateway. */
-export interface CallDeps {
+/** What a call needs from the rest of the gateway; each stage takes only its part (the sender its {@linkcode UpstreamSettings}). */
+export interface CallDeps extends UpstreamSettings {
   /** Credits, ledger and trace storage. */
   billing: Billing;
   /** The callers' counted limits (requests and tokens per minute, spend per period). */
   limits: LimitCounters;
   /** The process's Prometheus metrics, when the app keeps them. */
   metrics?: GatewayMetrics;
-  /** Provider keys. */
-  keyPool: KeyPool;
   /** Model lookup. */
   model(id: string): CatalogEntry | undefined;
   /** The ids of the models a route serves, for the message of a model on the wrong route. */
   modelsOn(route: RouteName): string[];
   /** Provider implementations by name. */
   providers: Record<ProviderName, Provider>;
-  /** Upstream base URL of each provider. */
-  baseUrls: Record<ProviderName, string>;
-  /** Time allowed for an upstream to answer, and between two stream events, ms. */
-  upstreamTimeoutMs: number;
-  /** Cool-down of a key after a 429 without `retry-after`, ms (the pool's default). */
-  keyCooldownMs: number;
   /** Structured log sink (errors, key revocations). */
   log(record: Record<string, unknown>): void;
 }
@@ -97,28 +99,293 @@ export interface CallRequest {
   traceId: string;
 }
 
-/** Running record of a call, turned into its trace at the end. */
-class CallRecord {
+/** How a call ended: what it is charged, and what its trace says. */
+interface Ending {
+  /** The usage to charge. */
+  usage: Usage;
+  /** Its cost, micro-USD. */
+  cost: number;
+  /** The status the caller got. */
+  status: number;
+  /** The error the caller got, if any. */
+  error?: string;
+}
+
+/** The ending of a call that failed before anything was used. */
+function failedEnding(error: GatewayError): Ending {
+  return {
+    usage: NO_USAGE,
+    cost: 0,
+    status: error.status,
+    error: error.message,
+  };
+}
+
+/**
+ * One call: what it took (a credit reservation, a limit ticket, a provider
+ * key) and the record its trace is made from. Everything it took is given
+ * back in {@linkcode Call.close}, which runs once: from the non-streamed
+ * answer, from a stream's end, or from `[Symbol.asyncDispose]` for every
+ * other path (a failure ends the call with its error; a throw nobody caught,
+ * as a 500).
+ */
+class Call implements AsyncDisposable {
   readonly started = Date.now();
   entry?: CatalogEntry;
-  key?: ProviderKey;
   stream = false;
   firstTokenAt?: number;
   /** Figures of a stream's usage that were estimated, not reported. */
   estimated: Estimated = [];
   /** Every candidate tried, when the call had more than one. */
   attempts: CallAttempt[] = [];
-  /** The call's share of its key's counted limits, settled with the credits. */
-  limitTicket?: LimitTicket;
+  /** The ids of the keys tried, in order. */
+  readonly keysTried: string[] = [];
+  #reservation?: Reservation;
+  #ticket?: LimitTicket;
+  /** The answer serving the call, with its key still lent. */
+  #upstream?: Upstream;
+  /** Set once a stream's relay owns the end of the call. */
+  #relayed = false;
+  #closed = false;
+  #failure?: GatewayError;
 
-  constructor(readonly request: CallRequest) {}
+  constructor(readonly deps: CallDeps, readonly request: CallRequest) {}
 
-  trace(
-    status: number,
-    usage: Usage,
-    cost: number,
-    error?: string,
-  ): TraceRecord {
+  /**
+   * Runs the call to its response. A non-streamed answer closes the call
+   * here; a stream closes it when it ends.
+   */
+  async run(): Promise<Response> {
+    const { deps, request } = this;
+    const parsed = parseCall(request);
+    this.stream = parsed.stream;
+    checkStaticLimits(request.caller.limits, parsed.model, Date.now());
+    const candidates = fallbackCandidates(deps, request.route, parsed)
+      .filter((entry) =>
+        request.caller.limits?.models?.includes(entry.id) ?? true
+      );
+    this.entry = candidates[0];
+    const inputTokens = estimateInputTokens(parsed.body);
+    const outputTokens = Math.max(
+      ...candidates.map((entry) => outputLimit(entry, parsed.maxOutputTokens)),
+    );
+    // One hold that covers whichever candidate serves the call.
+    this.#reservation = await reserve(
+      deps.billing,
+      request.caller,
+      holdFor(candidates, inputTokens, parsed.maxOutputTokens),
+    );
+    // The caller's counted limits take the call's share after the credits,
+    // so a refusal by either gives the other back and forwards nothing.
+    this.#ticket = await deps.limits.reserve(request.caller, {
+      tokens: inputTokens + outputTokens,
+      micros: this.#reservation.amountMicros,
+    });
+    const { exchange, upstream } = await this.#sendToFirstServing(
+      candidates,
+      parsed,
+      inputTokens,
+    );
+    const entry = this.entry;
+    if (parsed.stream) {
+      upstream.clearTimeout();
+      const relay = relayStream({
+        route: request.route,
+        exchange,
+        upstream,
+        idleTimeoutMs: deps.upstreamTimeoutMs,
+        inputEstimate: inputTokens,
+      });
+      this.#relayed = true;
+      relay.ended.then((end) => this.#streamEnded(end));
+      return servedBy(entry, relay.response);
+    }
+    const { body, usage, text } = await readAnswer(exchange, upstream);
+    const cost = costMicros(usage, entry.pricing);
+    const { availableMicros } = this.#closeBehind({ usage, cost, status: 200 });
+    return servedBy(
+      entry,
+      // A body the exchange passed through untouched goes out as it came in,
+      // not serialised again.
+      new Response(body === undefined ? text : JSON.stringify(body), {
+        headers: {
+          "content-type": "application/json",
+          "x-gateway-cost": formatUsd(cost),
+          "x-gateway-credits-remaining": formatUsd(availableMicros),
+        },
+      }),
+    );
+  }
+
+  /**
+   * Ends the call with what was thrown: logged when it is the gateway's or
+   * the provider's fault, and the caller's response in its convention. The
+   * call closes with it when the handler ends.
+   */
+  fail(thrown: unknown): Response {
+    const error = toGatewayError(thrown, this.request.requestId);
+    this.#failure = error;
+    if (error.status >= 500) {
+      this.deps.log({
+        level: "error",
+        requestId: this.request.requestId,
+        // A bug's own message, not the caller's "internal error".
+        message: thrown instanceof GatewayError
+          ? error.message
+          : String(thrown),
+        ...(this.entry ? { model: this.entry.id } : {}),
+      });
+    }
+    return errorResponse(this.request.route, error);
+  }
+
+  /** Closes the call unless a stream's relay owns its end: as failed, with what it was given back for. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (this.#relayed || this.#closed) return;
+    const error = this.#failure ??
+      toGatewayError(new Error("The call ended without an answer"));
+    await this.close(failedEnding(error));
+  }
+
+  /**
+   * Gives back what the call holds, once, and records it: the key to the
+   * pool (with the tokens used), the limit ticket (settled to what was
+   * used), the reservation (settled to the cost, the rest back to the
+   * caller), then the trace. A call that held no reservation is traced alone.
+   */
+  async close(ending: Ending): Promise<void> {
+    const closed = this.#giveBack(ending);
+    if (!closed) return;
+    if (closed.settlement) await this.deps.billing.settle(closed.settlement);
+    else await this.deps.billing.recordTrace(closed.trace);
+  }
+
+  /** As {@linkcode Call.close}, for an answered call: the charge commits behind the answer (see docs/decisions.md). */
+  #closeBehind(ending: Ending): { availableMicros: number } {
+    const settlement = this.#giveBack(ending)?.settlement;
+    if (!settlement) {
+      throw new Error("unreachable: an answered call holds a reservation");
+    }
+    return this.deps.billing.settleSoon(settlement);
+  }
+
+  /**
+   * The one place a call gives back what it took, and the first time only:
+   * `undefined` once closed. Returns the trace, and the reservation's
+   * settlement for the caller to commit.
+   */
+  #giveBack(
+    ending: Ending,
+  ): { trace: TraceRecord; settlement?: Settlement } | undefined {
+    if (this.#closed) return undefined;
+    this.#closed = true;
+    const { usage, cost } = ending;
+    const tokens = usage.inputTokens + usage.outputTokens;
+    if (this.#upstream) {
+      // The provider took the key (it answered 2xx), whatever came after.
+      this.deps.keyPool.release(this.#upstream.key, {
+        kind: "answered",
+        tokens,
+      });
+    }
+    if (this.#ticket) {
+      this.deps.limits.settle(this.#ticket, { tokens, micros: cost });
+    }
+    const trace = this.#trace(ending);
+    recordSpan(trace);
+    this.deps.metrics?.observe(trace);
+    const reservation = this.#reservation;
+    return reservation
+      ? { trace, settlement: { reservation, costMicros: cost, usage, trace } }
+      : { trace };
+  }
+
+  /** Closes a stream's call once the relay says it ended; a failure is logged, never thrown. */
+  async #streamEnded(end: StreamEnd): Promise<void> {
+    this.estimated = end.estimated;
+    this.firstTokenAt = end.firstEventAt;
+    try {
+      await this.close({
+        usage: end.usage,
+        cost: costMicros(end.usage, this.entry!.pricing),
+        status: end.status,
+        error: end.error,
+      });
+    } catch (thrown) {
+      this.deps.log({
+        level: "error",
+        requestId: this.request.requestId,
+        message: `Settling a stream failed: ${thrown}`,
+      });
+    }
+  }
+
+  /**
+   * Sends the call to the first candidate that serves it. A candidate whose
+   * provider has no free key, fails, times out or cannot be reached gives
+   * way to the next while nothing has reached the caller; every attempt
+   * goes into the trace. The answer's key is the call's from here on.
+   */
+  async #sendToFirstServing(
+    candidates: readonly CatalogEntry[],
+    parsed: ParsedCall,
+    inputTokens: number,
+  ): Promise<{ exchange: Exchange; upstream: Upstream }> {
+    const { deps, request } = this;
+    // The list is the gateway's to follow; providers never see it.
+    const { models: _models, ...body } = parsed.body;
+    for (const [index, entry] of candidates.entries()) {
+      this.entry = entry;
+      const call: CallInput = {
+        route: request.route,
+        entry,
+        body,
+        stream: parsed.stream,
+        maxOutputTokens: outputLimit(entry, parsed.maxOutputTokens),
+        query: request.query,
+        headers: request.headers,
+      };
+      const provider = deps.providers[entry.provider];
+      const exchange = buildExchange(provider, call);
+      try {
+        this.#upstream = await sendUpstream(deps, {
+          provider,
+          path: exchange.path,
+          body: exchange.body,
+          headers: exchange.headers,
+          estimatedTokens: inputTokens + call.maxOutputTokens,
+          signal: request.signal,
+          requestId: request.requestId,
+          keysTried: this.keysTried,
+        });
+        if (candidates.length > 1) {
+          this.attempts.push({
+            model: entry.id,
+            provider: entry.provider,
+            status: 200,
+          });
+        }
+        return { exchange, upstream: this.#upstream };
+      } catch (thrown) {
+        const error = toGatewayError(thrown, request.requestId);
+        if (candidates.length > 1) {
+          this.attempts.push({
+            model: entry.id,
+            provider: entry.provider,
+            status: error.status,
+            error: error.message,
+          });
+        }
+        if (!worthFallingBack(error) || index === candidates.length - 1) {
+          throw error;
+        }
+      }
+    }
+    throw new Error("unreachable: candidates is never empty");
+  }
+
+  #trace(ending: Ending): TraceRecord {
+    const { usage, cost, status, error } = ending;
     return {
       requestId: this.request.requestId,
       traceId: this.request.traceId,
@@ -126,7 +393,7 @@ class CallRecord {
       model: this.entry?.id,
       route: this.request.route,
       provider: this.entry?.provider,
-      providerKeyId: this.key?.keyId,
+      providerKeyId: this.#upstream?.key.keyId ?? this.keysTried.at(-1),
       status,
       stream: this.stream,
       inputTokens: usage.inputTokens,
@@ -156,137 +423,58 @@ export async function handleCall(
   deps: CallDeps,
   request: CallRequest,
 ): Promise<Response> {
-  const record = new CallRecord(request);
-  let reservation: Reservation | undefined;
+  await using call = new Call(deps, request);
   try {
-    const parsed = parseCall(request);
-    record.stream = parsed.stream;
-    checkStaticLimits(request.caller.limits, parsed.model, Date.now());
-    const candidates = fallbackCandidates(deps, request.route, parsed)
-      .filter((entry) =>
-        request.caller.limits?.models?.includes(entry.id) ?? true
-      );
-    record.entry = candidates[0];
-    const inputTokens = estimateInputTokens(parsed.body);
-    // One hold that covers whichever candidate serves the call.
-    reservation = await reserve(
-      deps.billing,
-      request.caller,
-      candidates,
-      inputTokens,
-      parsed.maxOutputTokens,
-    );
-    // The key's counted limits take the call's share after the credits, so
-    // a refusal by either releases the other and forwards nothing.
-    record.limitTicket = await deps.limits.reserve(request.caller, {
-      tokens: inputTokens +
-        Math.max(
-          ...candidates.map((entry) =>
-            outputLimit(entry, parsed.maxOutputTokens)
-          ),
-        ),
-      micros: reservation.amountMicros,
-    });
-    const { call, provider, exchange, upstream } = await sendToFirstServing(
-      deps,
-      record,
-      candidates,
-      parsed,
-      inputTokens,
-    );
-    if (call.stream) {
-      const heldReservation = reservation;
-      reservation = undefined; // the stream settles it when it ends
-      upstream.clearTimeout();
-      return servedBy(
-        record.entry,
-        relayStream({
-          route: request.route,
-          exchange,
-          upstream,
-          idleTimeoutMs: deps.upstreamTimeoutMs,
-          inputEstimate: inputTokens,
-          onFirstEvent: () => record.firstTokenAt ??= Date.now(),
-          failure: (thrown) =>
-            thrown instanceof GatewayError
-              ? thrown
-              : thrown instanceof UnreadableUsageError
-              ? unreadableUsage(thrown)
-              : upstreamFailure(provider.name, thrown, upstream.signal),
-          settle: (usage, estimated, status, error) =>
-            settleStream(
-              deps,
-              record,
-              heldReservation,
-              upstream.key,
-              { usage, estimated, status, error },
-            ),
-        }),
-      );
-    }
-    const { body, usage, text } = await readAnswer(deps, exchange, upstream);
-    deps.keyPool.recordUsage(
-      upstream.key,
-      usage.inputTokens + usage.outputTokens,
-    );
-    const cost = costMicros(usage, record.entry.pricing);
-    const held = reservation;
-    reservation = undefined;
-    const { availableMicros } = settleBehind(deps, record, held, usage, cost);
-    return servedBy(
-      record.entry,
-      // A body the exchange passed through untouched goes out as it came in,
-      // not serialised again.
-      new Response(body === undefined ? text : JSON.stringify(body), {
-        headers: {
-          "content-type": "application/json",
-          "x-gateway-cost": formatUsd(cost),
-          "x-gateway-credits-remaining": formatUsd(availableMicros),
-        },
-      }),
-    );
+    return await call.run();
   } catch (thrown) {
-    const error = toGatewayError(thrown, request.requestId);
-    if (error.status >= 500) {
-      deps.log({
-        level: "error",
-        requestId: request.requestId,
-        message: error.message,
-      });
-    }
-    if (reservation) {
-      await settle(
-        deps,
-        record,
-        reservation,
-        NO_USAGE,
-        0,
-        error.status,
-        error.message,
-      );
-    } else {
-      await traceRejected(deps, record, error);
-    }
-    return errorResponse(request.route, error);
+    return call.fail(thrown);
   }
+}
+
+/** The most a call may cost on any of its candidates, micro-USD, with the model that costs it. */
+function holdFor(
+  candidates: readonly CatalogEntry[],
+  inputTokens: number,
+  callerMaxOutput: number | undefined,
+): { amount: number; entry: CatalogEntry } {
+  let hold = { amount: -1, entry: candidates[0] };
+  for (const entry of candidates) {
+    let amount: number;
+    try {
+      amount = maxCostMicros(
+        entry.pricing,
+        inputTokens,
+        outputLimit(entry, callerMaxOutput),
+      );
+    } catch (error) {
+      throw priceOutOfRange(entry, String(error));
+    }
+    if (!Number.isSafeInteger(amount) || amount > MAX_BALANCE_MICROS) {
+      throw priceOutOfRange(
+        entry,
+        `a call may cost ${amount} micro-USD, above the most the gateway can charge (${MAX_BALANCE_MICROS})`,
+      );
+    }
+    if (amount > hold.amount) hold = { amount, entry };
+  }
+  return hold;
+}
+
+/** A model whose stored price the money maths cannot hold: the operator's to fix, said in the log and to the caller. */
+function priceOutOfRange(entry: CatalogEntry, why: string): GatewayError {
+  return new GatewayError(
+    500,
+    `Model "${entry.id}" cannot be charged: its price (input ${entry.pricing.input}, output ${entry.pricing.output} USD per million tokens, up to ${entry.maxOutputTokens} output tokens) is out of range: ${why}; the operator must correct it (PUT /admin/models/${entry.id})`,
+    { code: "model_price_out_of_range" },
+  );
 }
 
 async function reserve(
   billing: Billing,
   caller: Caller,
-  candidates: readonly CatalogEntry[],
-  inputTokens: number,
-  callerMaxOutput: number | undefined,
+  hold: { amount: number },
 ): Promise<Reservation> {
-  const amount = Math.max(
-    ...candidates.map((entry) =>
-      maxCostMicros(
-        entry.pricing,
-        inputTokens,
-        outputLimit(entry, callerMaxOutput),
-      )
-    ),
-  );
+  const { amount } = hold;
   const result = await billing.reserve(caller.id, amount);
   if (!result.ok) {
     throw new GatewayError(
@@ -307,189 +495,9 @@ function worthFallingBack(error: GatewayError): boolean {
     error.status === 503 || error.status === 504;
 }
 
-/**
- * Sends the call to the first candidate that serves it. A candidate whose
- * provider has no free key, fails, times out or cannot be reached gives way
- * to the next while nothing has reached the caller; every attempt goes into
- * the trace.
- */
-async function sendToFirstServing(
-  deps: CallDeps,
-  record: CallRecord,
-  candidates: readonly CatalogEntry[],
-  parsed: ParsedCall,
-  inputTokens: number,
-): Promise<
-  {
-    call: CallInput;
-    provider: Provider;
-    exchange: Exchange;
-    upstream: Upstream;
-  }
-> {
-  // The list is the gateway's to follow; providers never see it.
-  const { models: _models, ...body } = parsed.body;
-  for (const [index, entry] of candidates.entries()) {
-    record.entry = entry;
-    const call: CallInput = {
-      route: record.request.route,
-      entry,
-      body,
-      stream: parsed.stream,
-      maxOutputTokens: outputLimit(entry, parsed.maxOutputTokens),
-      query: record.request.query,
-      headers: record.request.headers,
-    };
-    const provider = deps.providers[entry.provider];
-    const exchange = buildExchange(provider, call);
-    try {
-      const upstream = await sendUpstream(
-        deps,
-        record,
-        provider,
-        exchange,
-        inputTokens + call.maxOutputTokens,
-      );
-      if (candidates.length > 1) {
-        record.attempts.push({
-          model: entry.id,
-          provider: entry.provider,
-          status: 200,
-        });
-      }
-      return { call, provider, exchange, upstream };
-    } catch (thrown) {
-      const error = toGatewayError(thrown, record.request.requestId);
-      if (candidates.length > 1) {
-        record.attempts.push({
-          model: entry.id,
-          provider: entry.provider,
-          status: error.status,
-          error: error.message,
-        });
-      }
-      if (!worthFallingBack(error) || index === candidates.length - 1) {
-        throw error;
-      }
-    }
-  }
-  throw new Error("unreachable: candidates is never empty");
-}
-
 /** The response, marked with the model and provider that served it. */
 function servedBy(entry: CatalogEntry, response: Response): Response {
   response.headers.set("x-gateway-model", entry.id);
   response.headers.set("x-gateway-provider", entry.provider);
   return response;
-}
-
-/** Settles an ended stream; a failure is logged, never thrown into the relay. */
-async function settleStream(
-  deps: CallDeps,
-  record: CallRecord,
-  reservation: Reservation,
-  key: ProviderKey,
-  ended: { usage: Usage; estimated: Estimated; status: number; error?: string },
-): Promise<void> {
-  const { usage, estimated, status, error } = ended;
-  deps.keyPool.recordUsage(key, usage.inputTokens + usage.outputTokens);
-  record.estimated = estimated;
-  try {
-    await settle(
-      deps,
-      record,
-      reservation,
-      usage,
-      costMicros(usage, record.entry!.pricing),
-      status,
-      error,
-    );
-  } catch (thrown) {
-    deps.log({
-      level: "error",
-      requestId: record.request.requestId,
-      message: `Settling a stream failed: ${thrown}`,
-    });
-  }
-}
-
-async function settle(
-  deps: CallDeps,
-  record: CallRecord,
-  reservation: Reservation,
-  usage: Usage,
-  cost: number,
-  status: number,
-  error?: string,
-): Promise<{ availableMicros: number }> {
-  settleLimits(deps, record, usage, cost);
-  const trace = record.trace(status, usage, cost, error);
-  const result = await deps.billing.settle({
-    reservation,
-    costMicros: cost,
-    usage,
-    trace,
-  });
-  recordSpan(trace);
-  deps.metrics?.observe(trace);
-  return result;
-}
-
-/**
- * Settles a finished non-streamed call without waiting for the commit (the
- * caller already has its answer; see docs/decisions.md), returning the
- * balance as it will be once committed, for the response headers.
- */
-function settleBehind(
-  deps: CallDeps,
-  record: CallRecord,
-  reservation: Reservation,
-  usage: Usage,
-  cost: number,
-): { availableMicros: number } {
-  settleLimits(deps, record, usage, cost);
-  const trace = record.trace(200, usage, cost);
-  const result = deps.billing.settleSoon({
-    reservation,
-    costMicros: cost,
-    usage,
-    trace,
-  });
-  recordSpan(trace);
-  deps.metrics?.observe(trace);
-  return result;
-}
-
-/** Replaces the call's counted tokens and spend by what it used. */
-function settleLimits(
-  deps: CallDeps,
-  record: CallRecord,
-  usage: Usage,
-  cost: number,
-): void {
-  if (!record.limitTicket) return;
-  deps.limits.settle(record.limitTicket, {
-    tokens: usage.inputTokens + usage.outputTokens,
-    micros: cost,
-  });
-  record.limitTicket = undefined;
-}
-
-async function traceRejected(
-  deps: CallDeps,
-  record: CallRecord,
-  error: GatewayError,
-): Promise<void> {
-  const trace = record.trace(error.status, NO_USAGE, 0, error.message);
-  recordSpan(trace);
-  deps.metrics?.observe(trace);
-  try {
-    await deps.billing.recordTrace(trace);
-  } catch (thrown) {
-    deps.log({
-      level: "error",
-      requestId: record.request.requestId,
-      message: `Storing a trace failed: ${thrown}`,
-    });
-  }
 }

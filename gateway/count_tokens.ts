@@ -1,16 +1,24 @@
 /**
  * Token counting, passed through to the provider and never charged:
- * Anthropic's `POST /messages/count_tokens` and Gemini's `:countTokens`. The
- * caller is authenticated (middleware) and the model resolved as for a call;
- * the request goes upstream with a key from the pool.
+ * Anthropic's `POST /messages/count_tokens` and Gemini's `:countTokens`.
+ *
+ * Counting spends a provider key, so it is no side door: the caller must be
+ * one who could make the call (the key not expired, the model on its
+ * allowlist, its rpm/tpm and spend limits not reached, a balance above
+ * zero), the request counts against its rpm, and it goes upstream through
+ * the one sender calls use (key rotation, time-outs, key health, each key's
+ * RPM), which gives the key back once.
  *
  * @module
  */
 import type { CallDeps } from "./call.ts";
 import { resolveModel } from "./call_input.ts";
+import { formatUsd } from "./credits/money.ts";
 import { GatewayError } from "./errors.ts";
+import { checkStaticLimits } from "./limits/limits.ts";
 import { parseJson } from "./providers/provider.ts";
-import type { RouteName } from "./types.ts";
+import type { Caller, RouteName } from "./types.ts";
+import { sendUpstream, upstreamFailure } from "./upstream.ts";
 
 /** One count-tokens request. */
 export interface CountTokensRequest {
@@ -22,15 +30,22 @@ export interface CountTokensRequest {
   body: Record<string, unknown>;
   /** The caller's headers (Anthropic's version and beta headers go on). */
   headers: Headers;
+  /** The authenticated caller. */
+  caller: Caller;
+  /** Aborted when the caller goes away. */
+  signal: AbortSignal;
+  /** The request id. */
+  requestId: string;
 }
 
 /**
- * Counts a request's input tokens with the provider.
+ * Counts a request's input tokens with the provider, for a caller who could
+ * make the call.
  *
- * @param deps The gateway's catalog, providers and key pool.
+ * @param deps The gateway's catalog, providers, key pool, credits and limits.
  * @param request The request.
  * @returns The provider's answer, as it sent it.
- * @throws {GatewayError} For an unknown model, a model not on the route, no free key, or an upstream failure.
+ * @throws {GatewayError} 401 for an expired key, 403 for a model off its allowlist, 402 for no credit or a spent period, 429 for its rate, 404/400 for a model unknown or off the route, and the upstream's failures.
  */
 export async function countTokens(
   deps: Pick<
@@ -41,12 +56,17 @@ export async function countTokens(
     | "baseUrls"
     | "keyPool"
     | "upstreamTimeoutMs"
+    | "keyCooldownMs"
+    | "billing"
+    | "limits"
   >,
   request: CountTokensRequest,
 ): Promise<Response> {
+  const { caller } = request;
+  checkStaticLimits(caller.limits, request.model, Date.now());
   const entry = resolveModel(deps, request.route, request.model);
   const provider = deps.providers[entry.provider];
-  const call = {
+  const upstreamRequest = provider.countTokens?.({
     route: request.route,
     entry,
     body: request.body,
@@ -54,60 +74,42 @@ export async function countTokens(
     maxOutputTokens: 0,
     query: {},
     headers: request.headers,
-  };
-  const upstream = provider.countTokens?.(call);
-  if (!upstream) {
+  });
+  if (!upstreamRequest) {
     throw new GatewayError(
       400,
       `The ${entry.provider} provider has no token counting`,
     );
   }
-  const acquired = deps.keyPool.acquire(entry.provider, 0);
-  if (!acquired.ok) {
+  const balance = await deps.billing.balance(caller.id);
+  if (balance <= 0) {
     throw new GatewayError(
-      acquired.retryAfterMs < 0 ? 503 : 429,
-      `No ${entry.provider} key is free to count tokens`,
-      acquired.retryAfterMs < 0 ? { code: "no_provider_key" } : {
-        retryAfterSeconds: Math.max(1, Math.ceil(acquired.retryAfterMs / 1000)),
-      },
+      402,
+      `Insufficient credits: counting tokens needs a balance above zero, and the balance is $${
+        formatUsd(balance)
+      }; add credits`,
     );
   }
-  const key = acquired.key;
-  let response: Response;
+  // One request against the caller's rpm (and refused when a limit is
+  // reached); nothing is used, so the ticket has nothing to settle.
+  await deps.limits.reserve(caller, { tokens: 0, micros: 0 });
+  const upstream = await sendUpstream(deps, {
+    provider,
+    path: upstreamRequest.path,
+    body: upstreamRequest.body,
+    headers: upstreamRequest.headers,
+    estimatedTokens: 0,
+    signal: request.signal,
+    requestId: request.requestId,
+  });
   let text: string;
   try {
-    response = await fetch(deps.baseUrls[entry.provider] + upstream.path, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        ...upstream.headers,
-        ...provider.headers(key.secret),
-      },
-      body: JSON.stringify(upstream.body),
-      signal: AbortSignal.timeout(deps.upstreamTimeoutMs),
-    });
-    text = await response.text();
+    text = await upstream.response.text();
   } catch (error) {
-    throw new GatewayError(
-      502,
-      `The ${entry.provider} provider could not be reached: ${
-        (error as Error).message
-      }`,
-      { code: "upstream_unreachable" },
-    );
+    throw upstreamFailure(entry.provider, error, upstream.signal);
   } finally {
-    deps.keyPool.recordUsage(key, 0);
-  }
-  if (!response.ok) {
-    const message = provider.errorMessage(text).replaceAll(
-      key.secret,
-      `[key ${key.keyId}]`,
-    );
-    throw new GatewayError(
-      response.status >= 500 ? 502 : response.status,
-      message,
-      { code: "upstream_error" },
-    );
+    upstream.clearTimeout();
+    deps.keyPool.release(upstream.key, { kind: "answered", tokens: 0 });
   }
   const json = parseJson(text);
   if (typeof json !== "object" || json === null) {

@@ -1,7 +1,9 @@
 /**
  * Provider key pool: lends each call the least-used healthy key that has room
- * under its requests-per-minute and tokens-per-minute limits, cools a key
- * down after a 429 and takes it out after a 401/403.
+ * under its requests-per-minute and tokens-per-minute limits, and takes it
+ * back once, with how the call ended on it ({@linkcode KeyOutcome}): a 429
+ * cools the key down, a refusal blamed on the key takes it out for a while,
+ * and any other end gives it back as it was.
  *
  * The pool lives in the memory of one process (see docs/decisions.md): it is
  * on the hot path, and the limits it enforces are the provider's own, which
@@ -13,6 +15,7 @@ import { createHash } from "node:crypto";
 import type {
   AcquireResult,
   KeyHealth,
+  KeyOutcome,
   KeyPool,
   ProviderKey,
   ProviderName,
@@ -127,7 +130,100 @@ interface KeyState {
 /** How many different requests must get a 403 on one key before the key, not the requests, is blamed. */
 export const FORBIDDEN_REQUESTS_TO_REFUSE = 3;
 
-/** An estimate charged to the window at acquire time, corrected by `recordUsage`. */
+/**
+ * Whom a provider's refusal is about. A 401 is about the key. A 403 may be
+ * about the request (moderation, a model or beta the account lacks): it is
+ * the key's only once 403s came from {@linkcode FORBIDDEN_REQUESTS_TO_REFUSE}
+ * different requests since the key last answered, so one caller's request
+ * can never take a key out of service for everyone.
+ *
+ * @param status The upstream status, 401 or 403.
+ * @param forbiddenRequests Different requests refused with a 403 on the key since it last answered, this one included.
+ * @returns `"key"` (cool the key down, try another) or `"request"` (fail the call, leave the key alone).
+ *
+ * @example
+ * ```ts
+ * import { refusalBlame } from "./key_pool.ts";
+ *
+ * refusalBlame(401, 0); // "key"
+ * refusalBlame(403, 1); // "request"
+ * ```
+ */
+export function refusalBlame(
+  status: number,
+  forbiddenRequests: number,
+): "key" | "request" {
+  if (status === 401) return "key";
+  return forbiddenRequests >= FORBIDDEN_REQUESTS_TO_REFUSE ? "key" : "request";
+}
+
+/**
+ * The cool-down of a key the provider refused `refusals` times in a row: the
+ * first cool-down, doubled with each refusal, up to the maximum.
+ *
+ * @param refusals Refusals in a row, this one included (at least 1).
+ * @param baseMs The first cool-down, ms.
+ * @param maxMs The longest cool-down, ms.
+ * @returns The cool-down, ms.
+ */
+export function refusedCooldownMs(
+  refusals: number,
+  baseMs: number,
+  maxMs: number,
+): number {
+  return Math.min(maxMs, baseMs * 2 ** (refusals - 1));
+}
+
+/**
+ * The shortest provider key the gateway scrubs from what it relays. Every
+ * real provider's keys are far longer (OpenAI `sk-…` and xAI `xai-…` keys
+ * run past 50 characters, Anthropic's past 100, Gemini's are 39, OpenRouter's
+ * 73), and a provider echoes only the key it was sent; a shorter key is a
+ * simulator's or a test's (the README's is `sim`), and scrubbing it would
+ * rewrite ordinary text that happens to contain it ("simple", a tool id).
+ */
+export const MIN_SCRUBBED_KEY_LENGTH = 20;
+
+/**
+ * Names a provider key by its id wherever its secret appears in `text`, for
+ * anything relayed to a caller or written down. A key shorter than
+ * {@linkcode MIN_SCRUBBED_KEY_LENGTH} cannot be a real provider's and is
+ * left alone, so ordinary text is never rewritten.
+ *
+ * @param text Text from a provider (an error message, a stream event).
+ * @param key The key the request was sent with.
+ * @returns The text, with the secret replaced by `[key <id>]`.
+ *
+ * @example Scrub a key
+ * ```ts
+ * import { scrubKey } from "./key_pool.ts";
+ *
+ * const key = {
+ *   provider: "openai" as const,
+ *   keyId: "openai:1a2b3c4d",
+ *   secret: "sk-proj-0123456789abcdefghij",
+ * };
+ * scrubKey("bad key sk-proj-0123456789abcdefghij", key); // "bad key [key openai:1a2b3c4d]"
+ * scrubKey("a simple answer", { ...key, secret: "sim" }); // unchanged
+ * ```
+ */
+export function scrubKey(text: string, key: ProviderKey): string {
+  return scrubsKey(key) && text.includes(key.secret)
+    ? text.replaceAll(key.secret, `[key ${key.keyId}]`)
+    : text;
+}
+
+/**
+ * Whether {@linkcode scrubKey} scrubs `key` at all.
+ *
+ * @param key The key.
+ * @returns `true` for a key of at least {@linkcode MIN_SCRUBBED_KEY_LENGTH} characters.
+ */
+export function scrubsKey(key: ProviderKey): boolean {
+  return key.secret.length >= MIN_SCRUBBED_KEY_LENGTH;
+}
+
+/** A lent key: the estimate charged to the window at acquire time, corrected when it is given back. */
 interface PoolKey extends ProviderKey {
   readonly estimatedTokens: number;
   readonly acquiredAt: number;
@@ -153,6 +249,8 @@ export class MemoryKeyPool implements KeyPool {
   readonly #limits = new Map<ProviderName, { rpm: number; tpm: number }>();
   readonly #options: KeyPoolOptions;
   readonly #now: () => number;
+  /** The keys lent and not yet given back: each loan is given back once. */
+  readonly #lent = new WeakSet<ProviderKey>();
 
   /**
    * Builds a pool; key ids are derived from the keys' hashes.
@@ -194,7 +292,8 @@ export class MemoryKeyPool implements KeyPool {
   }
 
   /**
-   * Lends the least-used usable key.
+   * Lends the least-used usable key. The caller gives it back once, with
+   * {@linkcode MemoryKeyPool.release}.
    *
    * @param provider The provider.
    * @param estimatedTokens Tokens the call is expected to use, for TPM.
@@ -244,78 +343,71 @@ export class MemoryKeyPool implements KeyPool {
       estimatedTokens,
       acquiredAt: now,
     };
+    this.#lent.add(key);
     return { ok: true, key };
   }
 
   /**
-   * Cools a key down after an upstream 429.
+   * Gives a lent key back, with how the call ended on it. Each key
+   * {@linkcode MemoryKeyPool.acquire} lent is given back once: a second
+   * release of the same loan does nothing. Whatever the outcome, a key that
+   * was on its probe call is offered again (a refused key is probed again by
+   * the next call, once its cool-down is over).
    *
-   * @param key The key that was refused.
-   * @param retryAfterMs The upstream's `retry-after`, if it sent one.
+   * @param key The key as `acquire` lent it.
+   * @param outcome How the call ended on the key.
+   * @returns `true` when the outcome is a refusal blamed on the key (try another key), else `false`.
    */
-  rateLimited(key: ProviderKey, retryAfterMs?: number): void {
-    const state = this.#release(key);
-    if (!state) return;
-    const cooldown = retryAfterMs ?? this.#options.defaultCooldownMs;
-    state.coolUntil = Math.max(state.coolUntil, this.#now() + cooldown);
-  }
-
-  /**
-   * Records the provider's refusal of a call on a key: a 401, or a 403. A 401
-   * is about the key. A 403 may be about the request (moderation, a model or
-   * beta the account lacks): it counts against the key only once 403s came
-   * from {@linkcode FORBIDDEN_REQUESTS_TO_REFUSE} different requests since the
-   * key last answered. A key refused cools down for a time that doubles with
-   * each refusal in a row, and is then probed by one call.
-   *
-   * @param key The key that was refused.
-   * @param status The upstream status, 401 or 403.
-   * @param requestId The gateway request, so one request is counted once.
-   * @returns `true` when the key was blamed (try another key), `false` when the request was (fail the call).
-   */
-  refused(key: ProviderKey, status: number, requestId: string): boolean {
-    const state = this.#release(key);
-    if (!state) return status === 401;
-    state.probing = false;
-    if (status !== 401) {
-      state.forbidden.add(requestId);
-      if (state.forbidden.size < FORBIDDEN_REQUESTS_TO_REFUSE) return false;
-    }
-    state.forbidden.clear();
-    state.refusals++;
-    const base = this.#options.refusedCooldownMs ?? 60_000;
-    const max = this.#options.maxRefusedCooldownMs ?? 3_600_000;
-    const cooldown = Math.min(max, base * 2 ** (state.refusals - 1));
-    state.coolUntil = Math.max(state.coolUntil, this.#now() + cooldown);
-    this.#options.onRefused?.(key.provider, key.keyId, status, cooldown);
-    return true;
-  }
-
-  /**
-   * Records that a key answered a call: a refused key that was probed is
-   * healthy again, and earlier 403s no longer count against it.
-   *
-   * @param key The key that answered.
-   */
-  answered(key: ProviderKey): void {
+  release(key: ProviderKey, outcome: KeyOutcome): boolean {
+    if (!this.#lent.delete(key)) return false;
     const state = this.#find(key);
-    if (!state) return;
-    state.refusals = 0;
+    if (!state) return false;
+    if (state.inFlight > 0) state.inFlight--;
     state.probing = false;
-    state.forbidden.clear();
-  }
-
-  /**
-   * Ends a key, replacing its token estimate with what the call used.
-   *
-   * @param key The key.
-   * @param tokens Input plus output tokens the call really used.
-   */
-  recordUsage(key: ProviderKey, tokens: number): void {
-    const state = this.#release(key);
     const { estimatedTokens, acquiredAt } = key as PoolKey;
-    if (state && tokens !== estimatedTokens) {
-      state.window.add(acquiredAt, 0, tokens - estimatedTokens);
+    switch (outcome.kind) {
+      case "answered": {
+        // The provider took the key: a refused key is healthy again, and
+        // earlier 403s no longer count against it.
+        state.refusals = 0;
+        state.forbidden.clear();
+        if (outcome.tokens !== estimatedTokens) {
+          state.window.add(acquiredAt, 0, outcome.tokens - estimatedTokens);
+        }
+        return false;
+      }
+      case "failed":
+        if (estimatedTokens !== 0) {
+          state.window.add(acquiredAt, 0, -estimatedTokens);
+        }
+        return false;
+      case "rateLimited": {
+        const cooldown = outcome.retryAfterMs ??
+          this.#options.defaultCooldownMs;
+        state.coolUntil = Math.max(state.coolUntil, this.#now() + cooldown);
+        return false;
+      }
+      case "refused": {
+        if (outcome.status !== 401) state.forbidden.add(outcome.requestId);
+        if (refusalBlame(outcome.status, state.forbidden.size) === "request") {
+          return false;
+        }
+        state.forbidden.clear();
+        state.refusals++;
+        const cooldown = refusedCooldownMs(
+          state.refusals,
+          this.#options.refusedCooldownMs ?? 60_000,
+          this.#options.maxRefusedCooldownMs ?? 3_600_000,
+        );
+        state.coolUntil = Math.max(state.coolUntil, this.#now() + cooldown);
+        this.#options.onRefused?.(
+          key.provider,
+          key.keyId,
+          outcome.status,
+          cooldown,
+        );
+        return true;
+      }
     }
   }
 
@@ -355,11 +447,5 @@ export class MemoryKeyPool implements KeyPool {
 
   #find(key: ProviderKey): KeyState | undefined {
     return this.#keys.get(key.provider)?.find((s) => s.key.keyId === key.keyId);
-  }
-
-  #release(key: ProviderKey): KeyState | undefined {
-    const state = this.#find(key);
-    if (state && state.inFlight > 0) state.inFlight--;
-    return state;
   }
 }

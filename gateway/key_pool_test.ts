@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
-import { MemoryKeyPool, providerKeyId } from "./key_pool.ts";
-import type { ProviderKey } from "./types.ts";
+import {
+  MemoryKeyPool,
+  MIN_SCRUBBED_KEY_LENGTH,
+  providerKeyId,
+  refusalBlame,
+  refusedCooldownMs,
+  scrubKey,
+} from "./key_pool.ts";
+import type { KeyOutcome, ProviderKey } from "./types.ts";
 
 function clock(start = 1_700_000_000_000) {
   let now = start;
@@ -32,7 +39,7 @@ Deno.test("acquire() spreads calls over the least-used keys", () => {
   for (let i = 0; i < 30; i++) {
     const key = keyOf(pool.acquire("openai", 10));
     used.set(key.secret, (used.get(key.secret) ?? 0) + 1);
-    pool.recordUsage(key, 10);
+    pool.release(key, { kind: "answered", tokens: 10 });
   }
   assert.deepEqual([...used.values()], [10, 10, 10]);
 });
@@ -47,7 +54,10 @@ Deno.test("acquire() keeps each key within its RPM and says when one frees up", 
     },
   );
   for (let i = 0; i < 4; i++) {
-    pool.recordUsage(keyOf(pool.acquire("xai", 1)), 1);
+    pool.release(keyOf(pool.acquire("xai", 1)), {
+      kind: "answered",
+      tokens: 1,
+    });
   }
   const refused = pool.acquire("xai", 1);
   assert.equal(refused.ok, false);
@@ -67,33 +77,33 @@ Deno.test("acquire() keeps each key within its TPM", () => {
     now: t.now,
   });
   const key = keyOf(pool.acquire("openai", 600));
-  pool.recordUsage(key, 900);
+  pool.release(key, { kind: "answered", tokens: 900 });
   assert.equal(pool.acquire("openai", 200).ok, false);
   assert.ok(pool.acquire("openai", 100).ok);
 });
 
-Deno.test("rateLimited() cools a key down for its retry-after", () => {
+Deno.test("release() of a 429 cools a key down for its retry-after", () => {
   const t = clock();
   const pool = new MemoryKeyPool({ anthropic: { keys: ["a", "b"] } }, {
     defaultCooldownMs: 30_000,
     now: t.now,
   });
   const first = keyOf(pool.acquire("anthropic", 1));
-  pool.rateLimited(first, 5_000);
+  pool.release(first, { kind: "rateLimited", retryAfterMs: 5_000 });
   for (let i = 0; i < 5; i++) {
     const key = keyOf(pool.acquire("anthropic", 1));
     assert.notEqual(key.keyId, first.keyId);
-    pool.recordUsage(key, 1);
+    pool.release(key, { kind: "answered", tokens: 1 });
   }
   const second = keyOf(pool.acquire("anthropic", 1));
-  pool.rateLimited(second);
+  pool.release(second, { kind: "rateLimited" });
   const none = pool.acquire("anthropic", 1);
   assert.deepEqual(none, { ok: false, retryAfterMs: 5_000 });
   t.advance(5_000);
   assert.equal(keyOf(pool.acquire("anthropic", 1)).keyId, first.keyId);
 });
 
-Deno.test("refused() with a 401 cools the key down for a time that doubles, then lets one call probe it", () => {
+Deno.test("release() of a 401 cools the key down for a time that doubles, then lets one call probe it", () => {
   let now = 0;
   const refused: string[] = [];
   const pool = new MemoryKeyPool({ gemini: { keys: ["a", "b"] } }, {
@@ -105,13 +115,16 @@ Deno.test("refused() with a 401 cools the key down for a time that doubles, then
       refused.push(`${keyId} ${status} ${cooldownMs}`),
   });
   const dead = keyOf(pool.acquire("gemini", 1));
-  assert.equal(pool.refused(dead, 401, "req_1"), true);
+  assert.equal(
+    pool.release(dead, { kind: "refused", status: 401, requestId: "req_1" }),
+    true,
+  );
   assert.deepEqual(refused, [`${dead.keyId} 401 10000`]);
   // Cooling: every call goes to the other key.
   for (let i = 0; i < 3; i++) {
     const next = keyOf(pool.acquire("gemini", 1));
     assert.notEqual(next.keyId, dead.keyId);
-    pool.recordUsage(next, 1);
+    pool.release(next, { kind: "answered", tokens: 1 });
   }
   const health = () => pool.health().find((k) => k.keyId === dead.keyId)!;
   assert.equal(health().state, "refused");
@@ -128,16 +141,19 @@ Deno.test("refused() with a 401 cools the key down for a time that doubles, then
   const third = keyOf(pool.acquire("gemini", 1));
   assert.notEqual(third.keyId, dead.keyId, "one probe at a time");
   // Still refused: the cool-down doubles, up to the maximum.
-  pool.refused(probe, 401, "req_2");
+  pool.release(probe, { kind: "refused", status: 401, requestId: "req_2" });
   assert.equal(health().coolUntil, 10_001 + 20_000);
   // Third refusal in a row: 40 s, held to the 30 s maximum.
-  pool.recordUsage(keys.find((k) => k !== probe)!, 1);
-  pool.recordUsage(third, 1);
+  pool.release(keys.find((k) => k !== probe)!, {
+    kind: "answered",
+    tokens: 1,
+  });
+  pool.release(third, { kind: "answered", tokens: 1 });
   now = 30_002;
   const other = keys.find((k) => k !== probe)!.keyId;
   const again = keyOf(pool.acquire("gemini", 1, new Set([other])));
   assert.equal(again.keyId, dead.keyId);
-  pool.refused(again, 401, "req_3");
+  pool.release(again, { kind: "refused", status: 401, requestId: "req_3" });
   assert.equal(health().coolUntil, 30_002 + 30_000);
   assert.deepEqual(refused.map((line) => line.split(" ")[2]), [
     "10000",
@@ -146,43 +162,69 @@ Deno.test("refused() with a 401 cools the key down for a time that doubles, then
   ]);
 });
 
-Deno.test("answered() makes a probed key healthy again", () => {
+Deno.test("release() of an answer makes a probed key healthy again", () => {
   let now = 0;
   const pool = new MemoryKeyPool({ xai: { keys: ["a"] } }, {
     defaultCooldownMs: 1000,
     refusedCooldownMs: 5_000,
     now: () => now,
   });
-  pool.refused(keyOf(pool.acquire("xai", 1)), 401, "req_1");
+  pool.release(keyOf(pool.acquire("xai", 1)), {
+    kind: "refused",
+    status: 401,
+    requestId: "req_1",
+  });
   assert.equal(pool.acquire("xai", 1).ok, false);
   now = 5_001;
   const probe = keyOf(pool.acquire("xai", 1));
-  pool.answered(probe);
-  pool.recordUsage(probe, 1);
+  pool.release(probe, { kind: "answered", tokens: 1 });
   assert.equal(pool.health()[0].state, "healthy");
   assert.equal(pool.health()[0].refusals, 0);
   // Healthy again: the next refusal starts from the first cool-down.
-  pool.refused(keyOf(pool.acquire("xai", 1)), 401, "req_2");
+  pool.release(keyOf(pool.acquire("xai", 1)), {
+    kind: "refused",
+    status: 401,
+    requestId: "req_2",
+  });
   assert.equal(pool.health()[0].coolUntil, 5_001 + 5_000);
 });
 
-Deno.test("refused() blames a 403 on the request until 403s come from several different requests", () => {
+Deno.test("release() of a refusal blames a 403 on the request until 403s come from several different requests", () => {
   const pool = new MemoryKeyPool({ openrouter: { keys: ["a"] } }, {
     defaultCooldownMs: 1000,
   });
   const take = () => keyOf(pool.acquire("openrouter", 1));
   // One flagged request, tried again and again: never the key's fault.
   for (let i = 0; i < 5; i++) {
-    assert.equal(pool.refused(take(), 403, "req_flagged"), false);
+    assert.equal(
+      pool.release(take(), {
+        kind: "refused",
+        status: 403,
+        requestId: "req_flagged",
+      }),
+      false,
+    );
   }
   assert.equal(pool.health()[0].state, "healthy");
   // An answer in between clears the count.
-  assert.equal(pool.refused(take(), 403, "req_a"), false);
-  pool.answered(take());
-  assert.equal(pool.refused(take(), 403, "req_b"), false);
-  assert.equal(pool.refused(take(), 403, "req_c"), false);
+  assert.equal(
+    pool.release(take(), { kind: "refused", status: 403, requestId: "req_a" }),
+    false,
+  );
+  pool.release(take(), { kind: "answered", tokens: 0 });
+  assert.equal(
+    pool.release(take(), { kind: "refused", status: 403, requestId: "req_b" }),
+    false,
+  );
+  assert.equal(
+    pool.release(take(), { kind: "refused", status: 403, requestId: "req_c" }),
+    false,
+  );
   // Different requests all refused on this key: now it is the key.
-  assert.equal(pool.refused(take(), 403, "req_d"), true);
+  assert.equal(
+    pool.release(take(), { kind: "refused", status: 403, requestId: "req_d" }),
+    true,
+  );
   assert.equal(pool.health()[0].state, "refused");
 });
 
@@ -199,4 +241,85 @@ Deno.test("acquire() skips excluded keys and reports no key at all as -1", () =>
     retryAfterMs: -1,
   });
   assert.deepEqual(pool.acquire("xai", 1), { ok: false, retryAfterMs: -1 });
+});
+
+Deno.test("release() gives each loan back once: a second release changes nothing", () => {
+  const t = clock();
+  const pool = new MemoryKeyPool({ openai: { keys: ["a", "b"] } }, {
+    defaultCooldownMs: 10_000,
+    now: t.now,
+  });
+  const first = keyOf(pool.acquire("openai", 1));
+  const second = keyOf(pool.acquire("openai", 1));
+  assert.deepEqual(pool.health().map((k) => k.inFlight), [1, 1]);
+  pool.release(first, { kind: "answered", tokens: 1 });
+  pool.release(first, { kind: "answered", tokens: 1 });
+  pool.release(first, { kind: "rateLimited", retryAfterMs: 60_000 });
+  // The other key's call is still counted, and the first key is not cooling.
+  assert.deepEqual(pool.health().map((k) => k.inFlight), [0, 1]);
+  assert.equal(pool.health()[0].state, "healthy");
+  pool.release(second, { kind: "failed" });
+  assert.deepEqual(pool.health().map((k) => k.inFlight), [0, 0]);
+});
+
+Deno.test("release() offers a probed key again after its probe, whatever the probe's outcome", () => {
+  const outcomes: KeyOutcome[] = [
+    { kind: "failed" },
+    { kind: "rateLimited", retryAfterMs: 1_000 },
+    { kind: "refused", status: 403, requestId: "req_probe" },
+    { kind: "answered", tokens: 3 },
+  ];
+  for (const outcome of outcomes) {
+    let now = 0;
+    const pool = new MemoryKeyPool({ xai: { keys: ["a"] } }, {
+      defaultCooldownMs: 1_000,
+      refusedCooldownMs: 5_000,
+      now: () => now,
+    });
+    pool.release(keyOf(pool.acquire("xai", 1)), {
+      kind: "refused",
+      status: 401,
+      requestId: "req_1",
+    });
+    now = 5_001;
+    const probe = keyOf(pool.acquire("xai", 1));
+    assert.equal(pool.health()[0].state, "probing", outcome.kind);
+    pool.release(probe, outcome);
+    assert.notEqual(pool.health()[0].state, "probing", outcome.kind);
+    assert.equal(pool.health()[0].inFlight, 0, outcome.kind);
+    now = 7_000; // past a 429's cool-down
+    assert.ok(pool.acquire("xai", 1).ok, `offered again after ${outcome.kind}`);
+  }
+});
+
+Deno.test("refusalBlame() blames a 401 on the key, and a 403 on the request until several requests got one", () => {
+  assert.equal(refusalBlame(401, 0), "key");
+  assert.equal(refusalBlame(403, 1), "request");
+  assert.equal(refusalBlame(403, 2), "request");
+  assert.equal(refusalBlame(403, 3), "key");
+});
+
+Deno.test("refusedCooldownMs() doubles with each refusal in a row, up to the maximum", () => {
+  assert.deepEqual(
+    [1, 2, 3, 4].map((n) => refusedCooldownMs(n, 10_000, 30_000)),
+    [10_000, 20_000, 30_000, 30_000],
+  );
+});
+
+Deno.test("scrubKey() names a real-length key by its id and never rewrites text for a shorter one", () => {
+  const real = {
+    provider: "openai" as const,
+    keyId: "openai:1a2b3c4d",
+    secret: "sk-proj-" + "x".repeat(MIN_SCRUBBED_KEY_LENGTH),
+  };
+  assert.equal(
+    scrubKey(`Incorrect API key provided: ${real.secret}.`, real),
+    "Incorrect API key provided: [key openai:1a2b3c4d].",
+  );
+  // The README's simulator key: ordinary words stay whole.
+  const sim = { ...real, secret: "sim" };
+  assert.equal(
+    scrubKey("a simple simulation, tool call_sim_1", sim),
+    "a simple simulation, tool call_sim_1",
+  );
 });

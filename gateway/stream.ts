@@ -16,9 +16,12 @@ import { createParser } from "eventsource-parser";
 import { GatewayError, streamErrorFrame } from "./errors.ts";
 import { deadlines, upstreamTimeout } from "./_deadlines.ts";
 import { outputTextTokens } from "./estimate.ts";
+import { scrubKey, scrubsKey } from "./key_pool.ts";
 import type { Exchange } from "./providers/provider.ts";
 import { parseJson } from "./providers/provider.ts";
 import type { ProviderKey, RouteName, Usage } from "./types.ts";
+import { unreadableUsage, upstreamFailure } from "./upstream.ts";
+import { UnreadableUsageError } from "./usage.ts";
 
 /** How long an abandoned stream whose content was complete is read on for its usage event, ms. */
 export const USAGE_GRACE_MS = 2_000;
@@ -26,7 +29,29 @@ export const USAGE_GRACE_MS = 2_000;
 /** Which figures of a settled stream were estimated rather than reported. */
 export type Estimated = ("input" | "output")[];
 
-/** What the relay needs from the call pipeline. */
+/** How a relayed stream ended: what it is billed, and how it went. */
+export interface StreamEnd {
+  /** The usage to bill. */
+  usage: Usage;
+  /** Which figures of `usage` were estimated rather than reported. */
+  estimated: Estimated;
+  /** 200, 499 (the caller left) or the error's status. */
+  status: number;
+  /** The error, when the stream failed (no provider key in it). */
+  error?: string;
+  /** Epoch ms the first event was relayed, if one was. */
+  firstEventAt?: number;
+}
+
+/** A relayed stream: the caller's response, and its end. */
+export interface Relay {
+  /** The caller's response. */
+  response: Response;
+  /** Resolves once, when the stream ended, failed or the caller left; never rejects. */
+  ended: Promise<StreamEnd>;
+}
+
+/** What the relay needs: the upstream answer and how to read it. */
 export interface RelayOptions {
   /** The caller's route, for the in-stream error's convention. */
   route: RouteName;
@@ -43,17 +68,13 @@ export interface RelayOptions {
   idleTimeoutMs: number;
   /** The input tokens the reservation held for. */
   inputEstimate: number;
-  /** Called when the first event is relayed. */
-  onFirstEvent(): void;
-  /** Maps what a failed read threw to the error the caller sees. */
-  failure(thrown: unknown): GatewayError;
-  /** Settles the stream once it ended; never throws. */
-  settle(
-    usage: Usage,
-    estimated: Estimated,
-    status: number,
-    error?: string,
-  ): Promise<void>;
+}
+
+/** The caller's error for what a failed read threw. */
+function readFailure(thrown: unknown, key: ProviderKey, signal: AbortSignal) {
+  if (thrown instanceof GatewayError) return thrown;
+  if (thrown instanceof UnreadableUsageError) return unreadableUsage(thrown);
+  return upstreamFailure(key.provider, thrown, signal);
 }
 
 /**
@@ -99,23 +120,30 @@ export function billableUsage(
 }
 
 /**
- * Relays an upstream stream to the caller. Settles exactly once: when the
- * stream ends, fails, or the caller goes away (then the upstream request is
- * cancelled, after the grace read for usage when the content was complete).
+ * Relays an upstream stream to the caller. Its end resolves exactly once:
+ * when the stream ends, fails, or the caller goes away (then the upstream
+ * request is cancelled, after the grace read for usage when the content was
+ * complete). The relay calls nothing back: whoever owns the call settles it
+ * from `ended`.
  *
- * @param options The upstream, the exchange, and the pipeline's callbacks.
- * @returns The caller's response.
+ * @param options The upstream, the exchange, the idle timeout and the input estimate.
+ * @returns The caller's response and the stream's end.
  */
-export function relayStream(options: RelayOptions): Response {
+export function relayStream(options: RelayOptions): Relay {
   const { exchange, upstream } = options;
   const relay = exchange.relay();
   const encoder = new TextEncoder();
   // A provider that quotes its key in a streamed error must not hand it to
-  // the caller: the key is named by its id instead, as in whole answers.
-  const { secret, keyId, provider } = upstream.key;
-  const redact = (text: string) =>
-    text.includes(secret) ? text.replaceAll(secret, `[key ${keyId}]`) : text;
+  // the caller: the key is named by its id instead, as in whole answers. A
+  // key too short to be a real provider's is never scrubbed (see
+  // MIN_SCRUBBED_KEY_LENGTH): words and tool ids that contain it pass whole.
+  const { provider } = upstream.key;
+  const scrubs = scrubsKey(upstream.key);
+  const redact = (text: string) => scrubKey(text, upstream.key);
   const frames = (text: string) => encoder.encode(redact(text));
+  let resolveEnded!: (end: StreamEnd) => void;
+  const ended = new Promise<StreamEnd>((resolve) => resolveEnded = resolve);
+  let firstEventAt: number | undefined;
   let pending = "";
   let relayedOutput = 0;
   const parser = createParser({
@@ -157,12 +185,13 @@ export function relayStream(options: RelayOptions): Response {
    * relayed text, encoded.
    */
   const output = (bytes: Uint8Array, read: { text: string; whole: boolean }) =>
-    read.whole && pending === read.text && !pending.includes(secret)
+    read.whole && pending === read.text &&
+      !(scrubs && pending.includes(upstream.key.secret))
       ? bytes
       : frames(pending);
   let finished = false;
 
-  const finish = async (status: number, error?: string) => {
+  const finish = (status: number, error?: string) => {
     if (finished) return;
     finished = true;
     const { usage, estimated } = billableUsage(
@@ -171,12 +200,13 @@ export function relayStream(options: RelayOptions): Response {
       options.inputEstimate,
       relayedOutput,
     );
-    await options.settle(
+    resolveEnded({
       usage,
       estimated,
       status,
-      error === undefined ? undefined : redact(error),
-    );
+      ...(error === undefined ? {} : { error: redact(error) }),
+      ...(firstEventAt === undefined ? {} : { firstEventAt }),
+    });
   };
 
   // The idle timeout: a deadline per read, watched by the process's one
@@ -221,13 +251,15 @@ export function relayStream(options: RelayOptions): Response {
             parser.feed(decoder.decode());
             pending += relay.end();
             if (pending) controller.enqueue(frames(pending));
+            // Ended before the caller sees the close, so the call's owner
+            // has settled (queued its charge) by the time the caller reads on.
+            finish(relay.failure ? 502 : 200, relay.failure);
             controller.close();
-            await finish(relay.failure ? 502 : 200, relay.failure);
             return;
           }
           const read = feed(value);
           if (pending) {
-            options.onFirstEvent();
+            firstEventAt ??= Date.now();
             controller.enqueue(output(value, read));
             pending = "";
             return;
@@ -236,7 +268,7 @@ export function relayStream(options: RelayOptions): Response {
       } catch (thrown) {
         deadlines.forget(watched);
         if (finished) return;
-        const error = options.failure(thrown);
+        const error = readFailure(thrown, upstream.key, upstream.abort.signal);
         const cut = error.status === 502
           ? new GatewayError(
             502,
@@ -247,8 +279,8 @@ export function relayStream(options: RelayOptions): Response {
         controller.enqueue(
           frames(pending + streamErrorFrame(options.route, cut)),
         );
+        finish(cut.status, cut.message);
         controller.close();
-        await finish(cut.status, cut.message);
       }
     },
     async cancel() {
@@ -258,14 +290,15 @@ export function relayStream(options: RelayOptions): Response {
       deadlines.forget(watched);
       upstream.abort.abort(new DOMException("Caller went away", "AbortError"));
       reader.cancel().catch(() => {});
-      await finish(499, "The caller closed the stream");
+      finish(499, "The caller closed the stream");
     },
   });
-  return new Response(body, {
+  const response = new Response(body, {
     headers: {
       "content-type": exchange.streamContentType ??
         "text/event-stream; charset=utf-8",
       "cache-control": "no-cache",
     },
   });
+  return { response, ended };
 }

@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
-import type { GatewayError } from "./errors.ts";
 import type { CallInput } from "./providers/provider.ts";
 import { chatPassthrough } from "./providers/openai.ts";
 import { billableUsage, relayStream } from "./stream.ts";
 import type { CatalogEntry } from "./types.ts";
+
+/** A provider key as long as a real one (short ones are never scrubbed). */
+const SECRET = "sk-secret-1-0123456789abcdef";
 
 const NONE = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0 };
 
@@ -42,7 +44,10 @@ Deno.test("billableUsage() charges an upstream that failed before any content on
 });
 
 /** Relays `reads` (each one upstream read) on the OpenAI passthrough and returns the caller's bytes. */
-async function relayReads(reads: Uint8Array[]): Promise<Uint8Array> {
+async function relayReads(
+  reads: Uint8Array[],
+  secret = SECRET,
+): Promise<Uint8Array> {
   const call: CallInput = {
     route: "chat",
     entry: { id: "m", upstream: "m", provider: "openai" } as CatalogEntry,
@@ -52,26 +57,22 @@ async function relayReads(reads: Uint8Array[]): Promise<Uint8Array> {
     query: {},
     headers: new Headers(),
   };
-  let settled = 0;
-  const response = relayStream({
+  const { response, ended } = relayStream({
     route: "chat",
     exchange: chatPassthrough(call),
     upstream: {
       response: new Response(ReadableStream.from(reads)),
-      key: { provider: "openai", keyId: "k1", secret: "sk-secret-1" },
+      key: { provider: "openai", keyId: "k1", secret },
       abort: new AbortController(),
     },
     idleTimeoutMs: 1_000,
     inputEstimate: 10,
-    onFirstEvent: () => {},
-    failure: (thrown) => thrown as GatewayError,
-    settle: () => {
-      settled++;
-      return Promise.resolve();
-    },
   });
+  let ends = 0;
+  ended.then(() => ends++);
   const bytes = new Uint8Array(await response.arrayBuffer());
-  assert.equal(settled, 1);
+  assert.equal((await ended).status, 200);
+  assert.equal(ends, 1);
   return bytes;
 }
 
@@ -97,7 +98,7 @@ Deno.test("relayStream() relays a character split across two reads whole", async
 });
 
 Deno.test("relayStream() names the key instead of relaying its secret, in a read it would pass on as it came", async () => {
-  const text = chunk("the key is sk-secret-1") + "data: [DONE]\n\n";
+  const text = chunk(`the key is ${SECRET}`) + "data: [DONE]\n\n";
   const out = await relayReads([new TextEncoder().encode(text)]);
   assert.equal(
     new TextDecoder().decode(out),
@@ -120,4 +121,34 @@ Deno.test("relayStream() drops the usage chunk the caller did not ask for from a
     new TextDecoder().decode(out),
     chunk("hi") + "data: [DONE]\n\n",
   );
+});
+
+Deno.test("relayStream() never rewrites streamed words or tool ids with a key too short to be a real provider's (the README's `sim`)", async () => {
+  const toolCall = `data: ${
+    JSON.stringify({
+      choices: [{
+        index: 0,
+        delta: {
+          tool_calls: [{
+            index: 0,
+            id: "call_sim_42",
+            type: "function",
+            function: { name: "simulate", arguments: '{"q":"sim"}' },
+          }],
+        },
+      }],
+    })
+  }\n\n`;
+  const text = chunk("a simple simulation of sim") + toolCall +
+    "data: [DONE]\n\n";
+  // One read whole, and the same text cut into reads of 7 bytes.
+  const bytes = new TextEncoder().encode(text);
+  const pieces = Array.from(
+    { length: Math.ceil(bytes.length / 7) },
+    (_, i) => bytes.slice(i * 7, i * 7 + 7),
+  );
+  for (const reads of [[bytes], pieces]) {
+    const out = await relayReads(reads, "sim");
+    assert.equal(new TextDecoder().decode(out), text);
+  }
 });

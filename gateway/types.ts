@@ -238,22 +238,34 @@ export interface KeyHealth {
   tpm?: number;
 }
 
+/**
+ * How a call ended on a key the pool lent it, which is how the pool takes
+ * the key back:
+ * - `answered`: the provider took the key (a 2xx, whatever the body then
+ *   held); `tokens` is what the call really used, for the key's TPM;
+ * - `rateLimited`: a 429; the key cools down for `retryAfterMs` (or the
+ *   pool's default);
+ * - `refused`: a 401 or 403; the pool decides whether the key or the request
+ *   is to blame;
+ * - `failed`: nothing is known of the key (a 5xx, another 4xx, no answer, a
+ *   timeout, the caller gone before the answer); it goes back as it was.
+ */
+export type KeyOutcome =
+  | { kind: "answered"; tokens: number }
+  | { kind: "rateLimited"; retryAfterMs?: number }
+  | { kind: "refused"; status: number; requestId: string }
+  | { kind: "failed" };
+
 /** A provider's pool of keys, with per-key RPM/TPM limits and cool-downs. */
 export interface KeyPool {
-  /** Lends a healthy key with room for `estimatedTokens`, skipping `exclude` key ids. */
+  /** Lends a healthy key with room for `estimatedTokens`, skipping `exclude` key ids; give it back once with `release`. */
   acquire(
     provider: ProviderName,
     estimatedTokens: number,
     exclude?: ReadonlySet<string>,
   ): AcquireResult;
-  /** Upstream answered 429: cool the key down for `retryAfterMs` (or the default). */
-  rateLimited(key: ProviderKey, retryAfterMs?: number): void;
-  /** Upstream answered 401 or 403: returns `true` when the key is blamed (it cools down; try another key), `false` when the request is (fail the call). */
-  refused(key: ProviderKey, status: number, requestId: string): boolean;
-  /** Upstream answered the call: the key is healthy. */
-  answered(key: ProviderKey): void;
+  /** Gives a lent key back, once (a second release of one loan does nothing); returns `true` when the outcome is a refusal blamed on the key (try another key). */
+  release(key: ProviderKey, outcome: KeyOutcome): boolean;
   /** Every key's health, by id, for the operator. */
   health(): KeyHealth[];
-  /** Records the tokens the call really used, for TPM accounting. */
-  recordUsage(key: ProviderKey, tokens: number): void;
 }
