@@ -165,7 +165,7 @@ class Call implements AsyncDisposable {
         request.caller.limits?.models?.includes(entry.id) ?? true
       );
     this.entry = candidates[0];
-    const inputTokens = estimateInputTokens(parsed.body);
+    const inputTokens = estimateInputTokens(parsed.body, candidates);
     const outputTokens = Math.max(
       ...candidates.map((entry) => outputLimit(entry, parsed.maxOutputTokens)),
     );
