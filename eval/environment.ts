@@ -7,10 +7,62 @@
  */
 import {
   Client,
+  type JSONRPCMessage,
+  ProtocolError,
+  ProtocolErrorCode,
+  SdkError,
+  SdkErrorCode,
   StreamableHTTPClientTransport,
+  type Transport,
 } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { globMatch } from "../mcp/scenario.ts";
+import {
+  DEFAULT_DISPLAY,
+  type DisplaySize,
+  type ToolImage,
+  type ToolResult,
+} from "./agents/loop.ts";
+
+/** Text of one tool result the model sees at most, bytes (UTF-8), by default. */
+export const DEFAULT_MAX_TOOL_RESULT_BYTES = 100_000;
+/** Images of one tool result the model sees at most, by default. */
+export const DEFAULT_MAX_TOOL_RESULT_IMAGES = 4;
+/** One image's size at most, bytes (what Anthropic accepts per image). */
+export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
+/** How long a tool call may take, ms, by default. */
+export const DEFAULT_TOOL_TIMEOUT_MS = 120_000;
+
+/**
+ * The environment failed (a time-out, a closed connection, a protocol
+ * error): the run is an error, not a low reward.
+ */
+export class EnvironmentError extends Error {
+  /**
+   * @param message What failed, in one line.
+   * @param options The cause.
+   */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "EnvironmentError";
+  }
+}
+
+/** Options of {@linkcode Environment.connect}. */
+export interface ConnectOptions {
+  /** Sent as `_meta.harness_token`, and to a stdio child as `MCP_HARNESS_TOKEN`. */
+  harnessToken?: string;
+  /** More variables for a stdio child (beside PATH, HOME and the rest the SDK passes). */
+  env?: Record<string, string>;
+  /** The screen size the agent sees: `_meta.display_width/height` of initialize and of every request (default 1280×800). */
+  display?: DisplaySize;
+  /** How long a tool call may take, ms (default 120 000). */
+  toolTimeoutMs?: number;
+  /** Text of one tool result at most, UTF-8 bytes (default 100 000). */
+  maxToolResultBytes?: number;
+  /** Images of one tool result at most (default 4). */
+  maxToolResultImages?: number;
+}
 
 /** Where the environment is: an `http(s)://…/mcp` URL, or a command to spawn. */
 export type EnvironmentTarget =
@@ -104,18 +156,111 @@ export function agentTools(
   );
 }
 
+/**
+ * Adds `_meta` to the `initialize` request a transport sends: the SDK's
+ * client builds that request itself and takes no `_meta` for it.
+ */
+function withInitializeMeta<T extends Transport>(
+  transport: T,
+  meta: Record<string, unknown>,
+): T {
+  const send = transport.send.bind(transport);
+  transport.send = (message: JSONRPCMessage, options) => {
+    if ("method" in message && message.method === "initialize") {
+      const params = (message.params ?? {}) as Record<string, unknown>;
+      const own = (params._meta ?? {}) as Record<string, unknown>;
+      message = {
+        ...message,
+        params: { ...params, _meta: { ...own, ...meta } },
+      };
+    }
+    return send(message, options);
+  };
+  return transport;
+}
+
+/**
+ * A tool's MCP content as the model gets it: text joined and capped, images
+ * apart and capped, each cut marked in the text.
+ *
+ * @param content The result's content items.
+ * @param limits Text bytes and images at most.
+ * @returns The text and images.
+ */
+export function capToolContent(
+  content: Record<string, unknown>[],
+  limits: { maxBytes: number; maxImages: number },
+): { text: string; images: ToolImage[] } {
+  const texts: string[] = [];
+  const images: ToolImage[] = [];
+  const notes: string[] = [];
+  let dropped = 0;
+  for (const item of content) {
+    if (item.type === "text") texts.push(String(item.text ?? ""));
+    else if (
+      item.type === "image" && typeof item.data === "string" &&
+      typeof item.mimeType === "string"
+    ) {
+      const bytes = Math.floor(item.data.length * 3 / 4);
+      if (bytes > MAX_IMAGE_BYTES) {
+        notes.push(
+          `[an image of ${bytes} bytes left out: over the ${MAX_IMAGE_BYTES}-byte limit]`,
+        );
+      } else if (images.length >= limits.maxImages) dropped++;
+      else images.push({ mimeType: item.mimeType, data: item.data });
+    } else if (item.type === "resource") {
+      const resource = (item.resource ?? {}) as Record<string, unknown>;
+      texts.push(
+        typeof resource.text === "string"
+          ? resource.text
+          : `[resource ${String(resource.uri ?? "")} (${
+            String(resource.mimeType ?? "binary")
+          })]`,
+      );
+    } else if (item.type === "audio") {
+      texts.push(`[audio (${String(item.mimeType ?? "")})]`);
+    } else texts.push(JSON.stringify(item));
+  }
+  if (dropped > 0) {
+    notes.push(
+      `[${dropped} image(s) left out: at most ${limits.maxImages} per result]`,
+    );
+  }
+  let text = texts.join("\n");
+  const encoded = new TextEncoder().encode(text);
+  if (encoded.length > limits.maxBytes) {
+    text = new TextDecoder().decode(encoded.subarray(0, limits.maxBytes))
+      .replace(/\uFFFD$/, "");
+    notes.unshift(
+      `[truncated: the result has ${encoded.length} bytes of text; the first ${limits.maxBytes} are shown]`,
+    );
+  }
+  return { text: [text, ...notes].filter(Boolean).join("\n"), images };
+}
+
 /** One connection to an environment. */
 export class Environment {
   /** The SDK v2 client connected to the environment. */
   readonly client: Client;
   /** The environment's name (its server name): the `{env}` of the wire names. */
   readonly name: string;
+  /** The screen size the environment was told. */
+  readonly display: DisplaySize;
   readonly #harnessToken?: string;
+  readonly #toolTimeoutMs: number;
+  readonly #limits: { maxBytes: number; maxImages: number };
 
-  private constructor(client: Client, name: string, harnessToken?: string) {
+  private constructor(client: Client, name: string, options: ConnectOptions) {
     this.client = client;
     this.name = name;
-    this.#harnessToken = harnessToken;
+    this.display = options.display ?? DEFAULT_DISPLAY;
+    this.#harnessToken = options.harnessToken;
+    this.#toolTimeoutMs = options.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
+    this.#limits = {
+      maxBytes: options.maxToolResultBytes ?? DEFAULT_MAX_TOOL_RESULT_BYTES,
+      maxImages: options.maxToolResultImages ??
+        DEFAULT_MAX_TOOL_RESULT_IMAGES,
+    };
   }
 
   /**
@@ -123,30 +268,48 @@ export class Environment {
    * falls back to the handshake; over stdio it opens with the handshake (the
    * SDK's stdio probe would spawn a second process per connection).
    *
+   * The display size goes in the `_meta` of the initialize request (and of
+   * every later request, for the stateless era, whose first request runs
+   * the environment's initialize hooks). A stdio child gets the harness
+   * token as `MCP_HARNESS_TOKEN` and `options.env`, beside the variables the
+   * SDK passes (PATH, HOME, …).
+   *
    * @param target Where the environment is.
-   * @param options The harness token, when the environment requires one.
+   * @param options Harness token, child variables, display size, limits.
    * @returns The connected environment.
    */
   static async connect(
     target: EnvironmentTarget,
-    options: { harnessToken?: string } = {},
+    options: ConnectOptions = {},
   ): Promise<Environment> {
     const info = { name: "mcpkit-eval", version: "0.1.0" };
+    const display = displayMeta(options.display ?? DEFAULT_DISPLAY);
     let client: Client;
     if ("url" in target) {
       client = new Client(info, { versionNegotiation: { mode: "auto" } });
       await client.connect(
-        new StreamableHTTPClientTransport(new URL(target.url)),
+        withInitializeMeta(
+          new StreamableHTTPClientTransport(new URL(target.url)),
+          display,
+        ),
       );
     } else {
       client = new Client(info);
       await client.connect(
-        new StdioClientTransport({
-          command: target.command,
-          args: target.args,
-          cwd: target.cwd,
-          stderr: "ignore",
-        }),
+        withInitializeMeta(
+          new StdioClientTransport({
+            command: target.command,
+            args: target.args,
+            cwd: target.cwd,
+            env: {
+              ...options.env,
+              ...(options.harnessToken &&
+                { MCP_HARNESS_TOKEN: options.harnessToken }),
+            },
+            stderr: "ignore",
+          }),
+          display,
+        ),
       );
     }
     const name = client.getServerVersion()?.name;
@@ -154,12 +317,18 @@ export class Environment {
       await client.close();
       throw new Error("The environment did not say its name");
     }
-    return new Environment(client, name, options.harnessToken);
+    return new Environment(client, name, options);
+  }
+
+  /** The `_meta` every request carries: the display size. */
+  get #displayMeta(): Record<string, unknown> {
+    return displayMeta(this.display);
   }
 
   /** The `_meta` of a harness request for a run. */
   #meta(runId: string): Record<string, unknown> {
     return {
+      ...this.#displayMeta,
       run_id: runId,
       ...(this.#harnessToken && { harness_token: this.#harnessToken }),
     };
@@ -172,7 +341,9 @@ export class Environment {
    */
   async scenarios(): Promise<ScenarioInfo[]> {
     const prefix = `${this.name}:`;
-    const { prompts } = await this.client.listPrompts();
+    const { prompts } = await this.client.listPrompts({
+      _meta: this.#displayMeta,
+    });
     return prompts.filter((prompt) => prompt.name.startsWith(prefix)).map((
       prompt,
     ) => ({
@@ -219,7 +390,9 @@ export class Environment {
 
   /** Every tool the environment lists. */
   async tools(): Promise<AgentTool[]> {
-    const { tools } = await this.client.listTools();
+    const { tools } = await this.client.listTools({
+      _meta: this.#displayMeta,
+    });
     return tools.map((tool) => ({
       name: tool.name,
       description: tool.description,
@@ -228,23 +401,58 @@ export class Environment {
   }
 
   /**
-   * Calls a tool for the agent.
+   * Calls a tool for the agent: its result capped (text bytes, images), an
+   * error the model can act on (bad arguments) as an error result.
    *
-   * @returns The result's text, and whether it is an error.
+   * @returns The result's text and images, and whether it is an error.
+   * @throws {EnvironmentError} When the tool does not answer in time or the
+   * environment fails.
    */
   async callTool(
     name: string,
     args: Record<string, unknown>,
     signal?: AbortSignal,
-  ): Promise<{ text: string; isError: boolean }> {
-    const result = await this.client.callTool({ name, arguments: args }, {
-      signal,
-    });
-    const content = (result.content ?? []) as Record<string, unknown>[];
-    const text = content.map((item) =>
-      item.type === "text" ? String(item.text) : JSON.stringify(item)
-    ).join("\n");
-    return { text, isError: result.isError === true };
+  ): Promise<ToolResult> {
+    let result;
+    try {
+      result = await this.client.callTool(
+        { name, arguments: args, _meta: this.#displayMeta },
+        { signal, timeout: this.#toolTimeoutMs },
+      );
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      if (
+        error instanceof ProtocolError &&
+        error.code === ProtocolErrorCode.InvalidParams
+      ) {
+        return { text: `Error: ${error.message}`, images: [], isError: true };
+      }
+      if (
+        error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout
+      ) {
+        throw new EnvironmentError(
+          `The tool "${name}" did not answer within ${
+            this.#toolTimeoutMs / 1000
+          } s`,
+          { cause: error },
+        );
+      }
+      throw new EnvironmentError(
+        `The tool "${name}" failed in the environment: ${
+          error instanceof Error ? error.message : String(error)
+        }`,
+        { cause: error },
+      );
+    }
+    const content =
+      (Array.isArray(result.content) ? result.content : []) as Record<
+        string,
+        unknown
+      >[];
+    return {
+      ...capToolContent(content, this.#limits),
+      isError: result.isError === true,
+    };
   }
 
   /** Hands the agent's answer to the run. */
@@ -260,18 +468,54 @@ export class Environment {
     }
   }
 
-  /** Runs the evaluation and returns the result. */
+  /**
+   * Runs the evaluation and returns the result.
+   *
+   * @throws {EnvironmentError} When the result is not a JSON object or its
+   * reward is not a finite number (JSON carries NaN and Infinity as `null`).
+   */
   async evaluate(scenario: string, runId: string): Promise<EvaluationResult> {
     const read = await this.client.readResource({
       uri: `${this.name}:${scenario}`,
       _meta: this.#meta(runId),
     });
-    const first = read.contents[0] as { text?: string };
-    return JSON.parse(first.text ?? "{}") as EvaluationResult;
+    const first = read.contents[0] as { text?: string } | undefined;
+    let value: unknown;
+    try {
+      value = JSON.parse(first?.text ?? "");
+    } catch {
+      throw new EnvironmentError(
+        `The evaluation of "${scenario}" is not JSON: ${
+          String(first?.text ?? "").slice(0, 80)
+        }`,
+      );
+    }
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      throw new EnvironmentError(
+        `The evaluation of "${scenario}" is not a JSON object`,
+      );
+    }
+    const evaluation = value as EvaluationResult;
+    if (evaluation.isError) return evaluation;
+    if (
+      typeof evaluation.reward !== "number" ||
+      !Number.isFinite(evaluation.reward)
+    ) {
+      throw new EnvironmentError(
+        `The reward of "${scenario}" is not a finite number: ${
+          JSON.stringify(evaluation.reward) ?? "none"
+        }`,
+      );
+    }
+    return evaluation;
   }
 
   /** Closes the connection (and the process, for stdio). */
   async close(): Promise<void> {
     await this.client.close();
   }
+}
+
+function displayMeta(display: DisplaySize): Record<string, unknown> {
+  return { display_width: display.width, display_height: display.height };
 }

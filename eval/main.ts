@@ -11,8 +11,16 @@
 import { parseArgs } from "node:util";
 import { ConfigError } from "../gateway/config.ts";
 import { type Demo, startDemo } from "../gateway/demo.ts";
-import { usdToMicros } from "./agent.ts";
-import { Environment, parseTarget } from "./environment.ts";
+import { type Convention, type DisplaySize, usdToMicros } from "./agent.ts";
+import { modelConvention, parseConvention } from "./convention.ts";
+import {
+  type ConnectOptions,
+  DEFAULT_MAX_TOOL_RESULT_BYTES,
+  DEFAULT_MAX_TOOL_RESULT_IMAGES,
+  DEFAULT_TOOL_TIMEOUT_MS,
+  Environment,
+  parseTarget,
+} from "./environment.ts";
 import {
   type EvalResult,
   type EvalTask,
@@ -35,7 +43,21 @@ const USAGE = `Usage: deno task eval <environment> [options]
   --concurrency N      runs at once, each on its own connection (default 1)
   --max-steps N        model calls per run at most (default 10)
   --out FILE           results, JSONL (default eval-results.jsonl)
-  --harness-token T    sent as _meta.harness_token (default MCP_HARNESS_TOKEN)`;
+  --harness-token T    sent as _meta.harness_token, and to a stdio environment
+                       as MCP_HARNESS_TOKEN (default MCP_HARNESS_TOKEN)
+  --env KEY=VALUE      a variable for a stdio environment's process (repeatable;
+                       PATH, HOME and the like are passed anyway)
+  --convention C       chat, messages, responses or gemini (default: from the
+                       model's routes in the gateway's /models)
+  --display WxH        the screen size the environment is told (default 1280x800)
+  --tool-timeout S     seconds a tool call may take; longer is an error (default ${
+  DEFAULT_TOOL_TIMEOUT_MS / 1000
+})
+  --max-tool-result-bytes N   text of a tool result the model sees (default ${DEFAULT_MAX_TOOL_RESULT_BYTES})
+  --max-tool-result-images N  images of a tool result the model sees (default ${DEFAULT_MAX_TOOL_RESULT_IMAGES})
+
+Only the tools the scenario gives the agent are callable: a call of any
+other is answered with an error and counted (refused_tool_calls).`;
 
 class UsageError extends Error {}
 
@@ -48,6 +70,31 @@ function positive(value: string | undefined, name: string, fallback: number) {
     );
   }
   return number;
+}
+
+function parseDisplay(value: string | undefined): DisplaySize | undefined {
+  if (value === undefined) return undefined;
+  const match = /^(\d{2,5})[x×](\d{2,5})$/.exec(value.trim());
+  const width = Number(match?.[1]);
+  const height = Number(match?.[2]);
+  if (!match || width < 1 || height < 1 || width > 10000 || height > 10000) {
+    throw new UsageError(
+      `--display must be WIDTHxHEIGHT in pixels, e.g. 1280x800, got "${value}"`,
+    );
+  }
+  return { width, height };
+}
+
+function parseEnv(values: string[] | undefined): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const value of values ?? []) {
+    const match = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(value);
+    if (!match) {
+      throw new UsageError(`--env must be KEY=VALUE, got "${value}"`);
+    }
+    env[match[1]] = match[2];
+  }
+  return env;
 }
 
 function parseJsonArgs(text: string | undefined): Record<string, unknown> {
@@ -118,6 +165,12 @@ async function main(argv: string[]): Promise<number> {
       "max-steps": { type: "string" },
       out: { type: "string" },
       "harness-token": { type: "string" },
+      env: { type: "string", multiple: true },
+      convention: { type: "string" },
+      display: { type: "string" },
+      "tool-timeout": { type: "string" },
+      "max-tool-result-bytes": { type: "string" },
+      "max-tool-result-images": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -133,6 +186,39 @@ async function main(argv: string[]): Promise<number> {
   const out = values.out ?? "eval-results.jsonl";
   const harnessToken = values["harness-token"] ??
     Deno.env.get("MCP_HARNESS_TOKEN");
+  let convention: Convention | undefined;
+  if (values.convention !== undefined) {
+    try {
+      convention = parseConvention(values.convention);
+    } catch (error) {
+      throw new UsageError(`--convention: ${(error as Error).message}`);
+    }
+  }
+  const connect: ConnectOptions = {
+    harnessToken,
+    env: parseEnv(values.env),
+    display: parseDisplay(values.display),
+    toolTimeoutMs: positive(
+      values["tool-timeout"],
+      "tool-timeout",
+      DEFAULT_TOOL_TIMEOUT_MS / 1000,
+    ) * 1000,
+    maxToolResultBytes: positive(
+      values["max-tool-result-bytes"],
+      "max-tool-result-bytes",
+      DEFAULT_MAX_TOOL_RESULT_BYTES,
+    ),
+    maxToolResultImages: positive(
+      values["max-tool-result-images"],
+      "max-tool-result-images",
+      DEFAULT_MAX_TOOL_RESULT_IMAGES,
+    ),
+  };
+  if ("url" in target && values.env?.length) {
+    console.error(
+      "--env applies to environments the runner starts; an http(s) environment keeps its own",
+    );
+  }
 
   let tasks: EvalTask[];
   if (values.tasks) {
@@ -150,7 +236,7 @@ async function main(argv: string[]): Promise<number> {
   } else tasks = [];
 
   // One connection up front: the scenarios the environment offers.
-  const probe = await Environment.connect(target, { harnessToken }).catch(
+  const probe = await Environment.connect(target, connect).catch(
     (error) => {
       throw new UsageError(
         `Cannot connect to the environment ${positionals[0]}: ${error.message}`,
@@ -194,6 +280,11 @@ async function main(argv: string[]): Promise<number> {
     throw new UsageError("--key (or GATEWAY_KEY) is needed with a gateway");
   }
   const model = values.model ?? "gpt-4o-mini";
+  convention ??= await modelConvention(gatewayUrl, model).catch((error) => {
+    throw new UsageError(
+      `Cannot reach the gateway at ${gatewayUrl}: ${error.message}`,
+    );
+  });
 
   const controller = new AbortController();
   const onInterrupt = () => {
@@ -206,7 +297,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     const before = await balanceMicros(gatewayUrl, key);
     console.error(
-      `Running ${tasks.length} task(s) of ${probe.name} with ${model}, ${concurrency} at a time`,
+      `Running ${tasks.length} task(s) of ${probe.name} with ${model} (${convention}), ${concurrency} at a time`,
     );
     const { results, stopped } = await runEval({
       target,
@@ -214,7 +305,8 @@ async function main(argv: string[]): Promise<number> {
       endpoint: { gatewayUrl, key, model },
       concurrency,
       maxSteps,
-      harnessToken,
+      ...connect,
+      convention,
       signal: controller.signal,
       onResult: async (result) => {
         await Deno.writeTextFile(out, JSON.stringify(result) + "\n", {
@@ -236,6 +328,16 @@ async function main(argv: string[]): Promise<number> {
         spent.toFixed(6)
       }${ledger}`,
     );
+    const refused = results.reduce((sum, r) => sum + r.refused_tool_calls, 0);
+    if (refused > 0) {
+      console.log(
+        `${refused} call(s) of tools the agent was not given were refused`,
+      );
+    }
+    const checks = results.reduce((sum, r) => sum + r.safety_checks.length, 0);
+    if (checks > 0) {
+      console.log(`${checks} safety check(s) acknowledged`);
+    }
     return stopped ? 130 : 0;
   } finally {
     Deno.removeSignalListener("SIGINT", onInterrupt);

@@ -1,8 +1,11 @@
 /**
  * The eval runner: drives an environment's scenarios (`MCPServer.scenario`,
  * or any server using HUD's wire names) with an agent loop against a model
- * through the gateway, and reports reward, steps, tokens, cost and the
- * gateway's trace id per task. `deno task eval` is its command line.
+ * through the gateway, in the model's native convention (chat completions,
+ * Anthropic Messages, Responses, Gemini; the environment's `computer` tool as
+ * each one's native computer tool), and reports reward, steps, tokens, cost
+ * and the gateway's trace id per task. Only the tools the scenario gives the
+ * agent are callable. `deno task eval` is its command line.
  *
  * @example Run every scenario of an environment once
  * ```ts
@@ -25,13 +28,51 @@ export type {
   EvalSummary,
   EvalTask,
 } from "./runner.ts";
-export { agentTools, Environment, parseTarget } from "./environment.ts";
+export {
+  agentTools,
+  capToolContent,
+  DEFAULT_MAX_TOOL_RESULT_BYTES,
+  DEFAULT_MAX_TOOL_RESULT_IMAGES,
+  DEFAULT_TOOL_TIMEOUT_MS,
+  Environment,
+  EnvironmentError,
+  MAX_IMAGE_BYTES,
+  parseTarget,
+} from "./environment.ts";
 export type {
   AgentTool,
+  ConnectOptions,
   EnvironmentTarget,
   EvaluationResult,
   PromptMessage,
   ScenarioInfo,
 } from "./environment.ts";
-export { chatMessages, runAgent } from "./agent.ts";
-export type { AgentOutcome, ChatMessage, ModelEndpoint } from "./agent.ts";
+export {
+  chatMessages,
+  CONVENTIONS,
+  DEFAULT_DISPLAY,
+  emptyOutcome,
+  runAgent,
+  usdToMicros,
+} from "./agent.ts";
+export type {
+  AgentOptions,
+  AgentOutcome,
+  ChatMessage,
+  Convention,
+  DisplaySize,
+  ModelEndpoint,
+  SafetyCheck,
+  ToolHost,
+  ToolImage,
+  ToolResult,
+} from "./agent.ts";
+export {
+  conventionForRoutes,
+  modelConvention,
+  parseConvention,
+} from "./convention.ts";
+export { claudeComputerPlan } from "./agents/messages.ts";
+export { responsesComputerPlan } from "./agents/responses.ts";
+export { geminiComputerPlan } from "./agents/gemini.ts";
+export type { ComputerPlan } from "./agents/loop.ts";

@@ -8,12 +8,17 @@
  */
 import {
   type AgentOutcome,
+  type Convention,
+  type DisplaySize,
   emptyOutcome,
   type ModelEndpoint,
   runAgent,
+  type SafetyCheck,
 } from "./agent.ts";
+import { modelConvention } from "./convention.ts";
 import {
   agentTools,
+  type ConnectOptions,
   Environment,
   type EnvironmentTarget,
   type EvaluationResult,
@@ -53,6 +58,12 @@ export interface EvalResult {
   cost_usd: number;
   /** The `trace-id` every model call of the run carried. */
   trace_id: string;
+  /** The wire convention the model was spoken to in. */
+  convention: Convention;
+  /** Calls of tools the agent was not given, refused with an error result. */
+  refused_tool_calls: number;
+  /** Safety checks the model raised and the runner acknowledged. */
+  safety_checks: SafetyCheck[];
   /** Wall time of the run, ms. */
   duration_ms: number;
 }
@@ -69,8 +80,20 @@ export interface EvalOptions {
   concurrency?: number;
   /** Model calls per run at most (default 10). */
   maxSteps?: number;
-  /** Sent as `_meta.harness_token` when the environment requires one. */
+  /** Sent as `_meta.harness_token`, and to a stdio environment as `MCP_HARNESS_TOKEN`. */
   harnessToken?: string;
+  /** The wire convention (default: from the gateway's `/models` routes for the model). */
+  convention?: Convention;
+  /** More variables for a stdio environment's process. */
+  env?: Record<string, string>;
+  /** The screen size the environment is told (default 1280×800). */
+  display?: DisplaySize;
+  /** How long one tool call may take, ms (default 120 000); longer is an error. */
+  toolTimeoutMs?: number;
+  /** Text of one tool result the model sees at most, UTF-8 bytes (default 100 000). */
+  maxToolResultBytes?: number;
+  /** Images of one tool result the model sees at most (default 4). */
+  maxToolResultImages?: number;
   /** Stops the run: no new task starts, running ones are cut off and reported. */
   signal?: AbortSignal;
   /** Called with each result as it finishes (write it out here). */
@@ -93,6 +116,20 @@ export interface EvalSummary {
  */
 export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   const results: EvalResult[] = [];
+  const convention = options.convention ??
+    await modelConvention(
+      options.endpoint.gatewayUrl,
+      options.endpoint.model,
+      options.signal,
+    );
+  const connect: ConnectOptions = {
+    harnessToken: options.harnessToken,
+    env: options.env,
+    display: options.display,
+    toolTimeoutMs: options.toolTimeoutMs,
+    maxToolResultBytes: options.maxToolResultBytes,
+    maxToolResultImages: options.maxToolResultImages,
+  };
   const queue = options.tasks.map((task, index) => ({ task, index }));
   const workers = Math.max(
     1,
@@ -103,10 +140,8 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
     try {
       while (queue.length > 0 && !options.signal?.aborted) {
         const { task, index } = queue.shift()!;
-        env ??= await Environment.connect(options.target, {
-          harnessToken: options.harnessToken,
-        });
-        const result = await runTask(env, task, index, options);
+        env ??= await Environment.connect(options.target, connect);
+        const result = await runTask(env, task, index, options, convention);
         results.push(result);
         await options.onResult?.(result);
         // A run that failed may have left its connection unusable.
@@ -133,16 +168,18 @@ async function runTask(
   task: EvalTask,
   index: number,
   options: EvalOptions,
+  convention: Convention,
 ): Promise<EvalResult> {
   const started = performance.now();
   const runId = crypto.randomUUID();
   const args = task.args ?? {};
-  let agent: AgentOutcome = emptyOutcome();
+  const agent: AgentOutcome = emptyOutcome();
   const base = {
     task: index,
     scenario: task.scenario,
     args,
     trace_id: runId,
+    convention,
   };
   const finish = (
     evaluation: Partial<EvaluationResult>,
@@ -157,14 +194,19 @@ async function runTask(
     steps: agent.steps,
     tokens: agent.tokens,
     cost_usd: agent.costMicros / 1_000_000,
+    refused_tool_calls: agent.refusedToolCalls,
+    safety_checks: agent.safetyChecks,
     duration_ms: Math.round(performance.now() - started),
   });
   try {
     const setup = await env.setup(task.scenario, args, runId);
     const tools = agentTools(await env.tools(), setup.exclude, setup.allowed);
-    agent = await runAgent(env, options.endpoint, setup.messages, tools, {
+    await runAgent(env, options.endpoint, setup.messages, tools, {
+      outcome: agent,
       maxSteps: options.maxSteps ?? 10,
       traceId: runId,
+      convention,
+      display: env.display,
       signal: options.signal,
     });
     await env.submit(task.scenario, agent.answer, runId);

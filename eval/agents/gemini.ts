@@ -1,0 +1,362 @@
+/**
+ * The Gemini native agent (`POST /v1beta/models/{model}:generateContent`,
+ * e.g. `gemini-2.5-computer-use-preview`): the environment's `computer` tool
+ * becomes the `computerUse` tool (browser environment), whose predefined
+ * functions take coordinates normalised to 0–999; every other tool is a
+ * function declaration. Each call is answered by a `functionResponse` whose
+ * `parts` carry the screenshot as `inlineData`; a call that needs the user's
+ * confirmation is acknowledged (`safety_acknowledgement`) and recorded.
+ *
+ * @module
+ */
+import type { PromptMessage } from "../environment.ts";
+import {
+  type AgentOutcome,
+  type AgentRun,
+  callModel,
+  type ComputerPlan,
+  computerTool,
+  count,
+  type DisplaySize,
+  emptyOutcome,
+  isObject,
+  type Json,
+  promptPart,
+  runComputer,
+  type SafetyCheck,
+  ToolGate,
+  type ToolResult,
+} from "./loop.ts";
+
+/** Wheel clicks a `scroll_document` turns (about a page). */
+const DOCUMENT_SCROLL_CLICKS = 10;
+/** Pixels per wheel click of the `computer` tool. */
+const PIXELS_PER_WHEEL_CLICK = 100;
+
+const DIRECTIONS: Record<string, [number, number]> = {
+  up: [0, -1],
+  down: [0, 1],
+  left: [-1, 0],
+  right: [1, 0],
+};
+
+/** The predefined functions of Gemini's `computerUse` tool. */
+export const GEMINI_COMPUTER_FUNCTIONS: readonly string[] = [
+  "open_web_browser",
+  "wait_5_seconds",
+  "go_back",
+  "go_forward",
+  "search",
+  "navigate",
+  "click_at",
+  "hover_at",
+  "type_text_at",
+  "key_combination",
+  "scroll_document",
+  "scroll_at",
+  "drag_and_drop",
+];
+
+/**
+ * A coordinate normalised to 0–999 as a pixel of a side `size` long.
+ *
+ * @param value The normalised coordinate.
+ * @param size The side's length, pixels.
+ * @returns The pixel, or `undefined` when the value is not a number in 0–999.
+ */
+export function denormalise(value: unknown, size: number): number | undefined {
+  if (typeof value !== "number" || !Number.isFinite(value)) return undefined;
+  if (value < 0 || value > 999) return undefined;
+  return Math.min(size - 1, Math.round((value / 1000) * size));
+}
+
+/**
+ * A predefined `computerUse` function call as calls of the environment's
+ * `computer` tool: the one place the Gemini convention maps actions.
+ *
+ * @example
+ * ```ts
+ * import { geminiComputerPlan } from "./gemini.ts";
+ * geminiComputerPlan("click_at", { x: 500, y: 500 }, { width: 1280, height: 800 });
+ * // { calls: [{ action: "click", x: 640, y: 400, button: "left" }] }
+ * ```
+ *
+ * @param name The function's name.
+ * @param args Its arguments (coordinates 0–999).
+ * @param display The screen size, agent pixels.
+ * @returns The calls, or an error the model reads.
+ */
+export function geminiComputerPlan(
+  name: string,
+  args: Json,
+  display: DisplaySize,
+): ComputerPlan {
+  const at = (xKey = "x", yKey = "y") => {
+    const x = denormalise(args[xKey], display.width);
+    const y = denormalise(args[yKey], display.height);
+    return x === undefined || y === undefined ? undefined : { x, y };
+  };
+  const point = at();
+  if (
+    ["click_at", "hover_at", "type_text_at", "scroll_at", "drag_and_drop"]
+      .includes(name) && !point
+  ) {
+    return { error: `${name} needs "x" and "y" between 0 and 999` };
+  }
+  switch (name) {
+    case "open_web_browser":
+      return { calls: [{ action: "screenshot" }] };
+    case "wait_5_seconds":
+      return { calls: [{ action: "wait", duration_ms: 5000 }] };
+    case "go_back":
+      return { calls: [{ action: "key", keys: ["alt", "left"] }] };
+    case "go_forward":
+      return { calls: [{ action: "key", keys: ["alt", "right"] }] };
+    case "navigate": {
+      if (typeof args.url !== "string" || args.url === "") {
+        return { error: 'navigate needs a "url"' };
+      }
+      return {
+        calls: [
+          { action: "key", keys: ["ctrl", "l"] },
+          { action: "type", text: args.url },
+          { action: "key", keys: ["enter"] },
+        ],
+      };
+    }
+    case "search":
+      return {
+        error:
+          "search is not available here: there is no search engine, only the task's screen",
+      };
+    case "click_at":
+      return { calls: [{ action: "click", ...point, button: "left" }] };
+    case "hover_at":
+      return { calls: [{ action: "move", ...point }] };
+    case "type_text_at": {
+      if (typeof args.text !== "string") {
+        return { error: 'type_text_at needs "text"' };
+      }
+      return {
+        calls: [
+          { action: "click", ...point, button: "left" },
+          ...(args.clear_before_typing === false ? [] : [
+            { action: "key", keys: ["ctrl", "a"] },
+            { action: "key", keys: ["backspace"] },
+          ]),
+          { action: "type", text: args.text },
+          ...(args.press_enter === false
+            ? []
+            : [{ action: "key", keys: ["enter"] }]),
+        ],
+      };
+    }
+    case "key_combination": {
+      const keys = typeof args.keys === "string"
+        ? args.keys.split("+").map((key) => key.trim()).filter(Boolean)
+        : [];
+      if (keys.length === 0) {
+        return { error: 'key_combination needs "keys", e.g. "Control+A"' };
+      }
+      return { calls: [{ action: "key", keys }] };
+    }
+    case "scroll_document":
+    case "scroll_at": {
+      const direction = DIRECTIONS[String(args.direction)];
+      if (!direction) {
+        return {
+          error: `${name} needs "direction": up, down, left or right`,
+        };
+      }
+      let clicks = DOCUMENT_SCROLL_CLICKS;
+      if (name === "scroll_at") {
+        const magnitude = typeof args.magnitude === "number" &&
+            Number.isFinite(args.magnitude)
+          ? Math.min(999, Math.max(0, args.magnitude))
+          : 800;
+        const side = direction[0] === 0 ? display.height : display.width;
+        clicks = Math.max(
+          1,
+          Math.round((magnitude / 1000) * side / PIXELS_PER_WHEEL_CLICK),
+        );
+      }
+      const where = point ??
+        {
+          x: Math.floor(display.width / 2),
+          y: Math.floor(display.height / 2),
+        };
+      return {
+        calls: [{
+          action: "scroll",
+          ...where,
+          scroll_x: direction[0] * clicks,
+          scroll_y: direction[1] * clicks,
+        }],
+      };
+    }
+    case "drag_and_drop": {
+      const to = at("destination_x", "destination_y");
+      if (!to) {
+        return {
+          error:
+            'drag_and_drop needs "destination_x" and "destination_y" between 0 and 999',
+        };
+      }
+      return { calls: [{ action: "drag", path: [point, to] }] };
+    }
+    default:
+      return { error: `Unknown computer function "${name.slice(0, 50)}"` };
+  }
+}
+
+/**
+ * The tools the model is given.
+ *
+ * @param run The run (tools).
+ * @returns The tool list, and whether `computerUse` is in it.
+ */
+export function geminiTools(
+  run: Pick<AgentRun, "tools">,
+): { declared: Json[]; computer: boolean } {
+  const computer = computerTool(run.tools);
+  const functions = run.tools.filter((tool) => tool !== computer).map((
+    tool,
+  ) => ({
+    name: tool.name,
+    ...(tool.description && { description: tool.description }),
+    parametersJsonSchema: tool.inputSchema,
+  }));
+  return {
+    declared: [
+      ...(computer
+        ? [{ computerUse: { environment: "ENVIRONMENT_BROWSER" } }]
+        : []),
+      ...(functions.length > 0 ? [{ functionDeclarations: functions }] : []),
+    ],
+    computer: computer !== undefined,
+  };
+}
+
+/**
+ * MCP prompt messages as Gemini contents: `assistant` is `model`;
+ * consecutive messages of one role are joined.
+ *
+ * @param messages The prompt messages.
+ * @returns The contents.
+ */
+export function geminiContents(messages: PromptMessage[]): Json[] {
+  const contents: { role: string; parts: Json[] }[] = [];
+  for (const message of messages) {
+    const role = message.role === "assistant" ? "model" : "user";
+    const part = promptPart(message);
+    const wire = "text" in part ? { text: part.text } : {
+      inlineData: { mimeType: part.image.mimeType, data: part.image.data },
+    };
+    const last = contents.at(-1);
+    if (last?.role === role) last.parts.push(wire);
+    else contents.push({ role, parts: [wire] });
+  }
+  return contents;
+}
+
+function functionResponse(
+  call: Json,
+  result: ToolResult,
+  acknowledged: boolean,
+): Json {
+  return {
+    functionResponse: {
+      name: call.name,
+      ...(typeof call.id === "string" && { id: call.id }),
+      response: {
+        ...(result.isError ? { error: result.text } : { output: result.text }),
+        ...(acknowledged && { safety_acknowledgement: "true" }),
+      },
+      ...(result.images.length > 0 && {
+        parts: result.images.map((image) => ({
+          inlineData: { mimeType: image.mimeType, data: image.data },
+        })),
+      }),
+    },
+  };
+}
+
+/** The confirmation a call asks for, if it asks. */
+function safetyCheck(call: Json, args: Json): SafetyCheck | undefined {
+  const decision = args.safety_decision;
+  if (!isObject(decision) || decision.decision !== "require_confirmation") {
+    return undefined;
+  }
+  return {
+    id: typeof call.id === "string" ? call.id : String(call.name),
+    code: "require_confirmation",
+    ...(typeof decision.explanation === "string" &&
+      { message: decision.explanation }),
+  };
+}
+
+/**
+ * Runs the loop over Gemini's native route.
+ *
+ * @param run The environment, model, prompt and tools.
+ * @param outcome Filled in as the loop goes, so a run that fails keeps its steps and cost.
+ * @returns The answer and what it cost.
+ */
+export async function runGemini(
+  run: AgentRun,
+  outcome: AgentOutcome = emptyOutcome(),
+): Promise<AgentOutcome> {
+  const gate = new ToolGate(run, outcome);
+  const { declared, computer } = geminiTools(run);
+  const contents = geminiContents(run.prompt);
+  const path = `/v1beta/models/${run.endpoint.model}:generateContent`;
+  while (outcome.steps < run.maxSteps) {
+    const body = await callModel(run, outcome, path, {
+      contents,
+      ...(declared.length > 0 && { tools: declared }),
+    });
+    const usage = isObject(body.usageMetadata) ? body.usageMetadata : {};
+    outcome.tokens.input += count(usage.promptTokenCount);
+    outcome.tokens.output += count(usage.candidatesTokenCount) +
+      count(usage.thoughtsTokenCount);
+    const candidate = Array.isArray(body.candidates)
+      ? body.candidates[0]
+      : undefined;
+    const content = isObject(candidate) && isObject(candidate.content)
+      ? candidate.content
+      : {};
+    const parts = (Array.isArray(content.parts) ? content.parts : []).filter(
+      isObject,
+    );
+    contents.push({ role: "model", parts });
+    const calls = parts.map((part) => part.functionCall).filter(isObject);
+    if (calls.length === 0) {
+      outcome.answer = parts.filter((part) =>
+        typeof part.text === "string" && part.thought !== true
+      ).map((part) => part.text).join("");
+      return outcome;
+    }
+    const responses: Json[] = [];
+    for (const call of calls) {
+      const name = String(call.name ?? "");
+      const { safety_decision: _, ...args } = isObject(call.args)
+        ? call.args
+        : {};
+      const check = safetyCheck(call, isObject(call.args) ? call.args : {});
+      if (check) outcome.safetyChecks.push(check);
+      let result: ToolResult;
+      if (GEMINI_COMPUTER_FUNCTIONS.includes(name)) {
+        result = computer
+          ? await runComputer(gate, geminiComputerPlan(name, args, run.display))
+          : gate.refuse(name);
+      } else if (computer && name === computerTool(run.tools)?.name) {
+        // The computer is offered only through `computerUse`.
+        result = gate.refuse(name);
+      } else result = await gate.callJson(name, args);
+      responses.push(functionResponse(call, result, check !== undefined));
+    }
+    contents.push({ role: "user", parts: responses });
+  }
+  outcome.stepLimitReached = true;
+  return outcome;
+}

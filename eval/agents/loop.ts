@@ -1,0 +1,419 @@
+/**
+ * What every convention's agent loop shares: the endpoint, the outcome it
+ * fills in, the model call (cost from `x-gateway-cost`), the gate every tool
+ * call passes (only the tools the agent was given are callable), and the
+ * runner of the environment's `computer` tool for native actions.
+ *
+ * @module
+ */
+import type { AgentTool, PromptMessage } from "../environment.ts";
+
+/** The wire conventions the runner speaks, named after the gateway's routes. */
+export type Convention = "chat" | "messages" | "responses" | "gemini";
+
+/** Every convention, in the order `--convention` lists them. */
+export const CONVENTIONS: readonly Convention[] = [
+  "chat",
+  "messages",
+  "responses",
+  "gemini",
+];
+
+/** Where the model is. */
+export interface ModelEndpoint {
+  /** Base URL of the gateway, e.g. `http://localhost:8080` (the route's path is added). */
+  gatewayUrl: string;
+  /** The caller key. */
+  key: string;
+  /** The model id. */
+  model: string;
+}
+
+/** A safety check the model raised and the runner acknowledged. */
+export interface SafetyCheck {
+  /** The check's id (Responses), or the function call's name (Gemini). */
+  id: string;
+  /** What kind of check it is. */
+  code?: string;
+  /** What the model said about it. */
+  message?: string;
+}
+
+/** What one run of the loop produced. */
+export interface AgentOutcome {
+  /** The final answer (empty when the step limit cut it short). */
+  answer: string;
+  /** Model calls made. */
+  steps: number;
+  /** Tokens over all calls. */
+  tokens: { input: number; output: number };
+  /** What the gateway charged, micro-USD (sum of `x-gateway-cost`). */
+  costMicros: number;
+  /** Whether the step limit ended the loop. */
+  stepLimitReached: boolean;
+  /** Calls of tools the agent was not given (answered with an error, not run). */
+  refusedToolCalls: number;
+  /** Safety checks the model raised, each acknowledged so the run could go on. */
+  safetyChecks: SafetyCheck[];
+}
+
+/**
+ * An outcome before any model call.
+ *
+ * @returns Zero steps, tokens and cost.
+ */
+export function emptyOutcome(): AgentOutcome {
+  return {
+    answer: "",
+    steps: 0,
+    tokens: { input: 0, output: 0 },
+    costMicros: 0,
+    stepLimitReached: false,
+    refusedToolCalls: 0,
+    safetyChecks: [],
+  };
+}
+
+/**
+ * A USD amount as the gateway prints it, in micro-USD.
+ *
+ * @example
+ * ```ts
+ * import { usdToMicros } from "./loop.ts";
+ * usdToMicros("$0.000125"); // 125
+ * ```
+ *
+ * @param text `$0.000125`, `0.5`, or nothing.
+ * @returns The amount in micro-USD; 0 for nothing or a non-number.
+ */
+export function usdToMicros(text: string | null): number {
+  if (!text) return 0;
+  const value = Number(text.replace(/^\$/, ""));
+  return Number.isFinite(value) ? Math.round(value * 1_000_000) : 0;
+}
+
+/** An image a tool answered with. */
+export interface ToolImage {
+  /** Its type, e.g. `image/png`. */
+  mimeType: string;
+  /** Its bytes, base64. */
+  data: string;
+}
+
+/** A tool's answer as an agent passes it to the model. */
+export interface ToolResult {
+  /** Its text (capped; a cut is marked in the text). */
+  text: string;
+  /** Its images (at most the cap). */
+  images: ToolImage[];
+  /** Whether the tool (or the gate) answered with an error. */
+  isError: boolean;
+}
+
+/** What runs the tools: the environment, as the agent loops see it. */
+export interface ToolHost {
+  /**
+   * Calls a tool. An error the model can act on (bad arguments) is a result
+   * with `isError`; a time-out or a broken environment throws.
+   */
+  callTool(
+    name: string,
+    args: Record<string, unknown>,
+    signal?: AbortSignal,
+  ): Promise<ToolResult>;
+}
+
+/** Everything one agent loop needs. */
+export interface AgentRun {
+  /** The environment. */
+  env: ToolHost;
+  /** The gateway, key and model. */
+  endpoint: ModelEndpoint;
+  /** The scenario's prompt messages. */
+  prompt: PromptMessage[];
+  /** The tools the agent was given. */
+  tools: AgentTool[];
+  /** Model calls at most. */
+  maxSteps: number;
+  /** The `trace-id` every model call carries. */
+  traceId: string;
+  /** The screen size the environment was told, agent pixels. */
+  display: DisplaySize;
+  /** Stops the loop. */
+  signal?: AbortSignal;
+}
+
+/** A screen size, pixels. */
+export interface DisplaySize {
+  /** Width. */
+  width: number;
+  /** Height. */
+  height: number;
+}
+
+/** The size the runner tells environments when none is given. */
+export const DEFAULT_DISPLAY: DisplaySize = { width: 1280, height: 800 };
+
+/** A JSON object as the providers send it. */
+export type Json = Record<string, unknown>;
+
+/**
+ * Calls the model through the gateway: counts the step and its cost, and
+ * throws with the gateway's message when the call fails.
+ *
+ * @param run The run (endpoint, trace id, signal).
+ * @param outcome Where the step and cost are counted.
+ * @param path The route's path under the gateway, e.g. `/v1/messages`.
+ * @param body The request body.
+ * @param headers Extra headers (e.g. `anthropic-beta`).
+ * @returns The answer's JSON body.
+ */
+export async function callModel(
+  run: AgentRun,
+  outcome: AgentOutcome,
+  path: string,
+  body: Json,
+  headers: Record<string, string> = {},
+): Promise<Json> {
+  run.signal?.throwIfAborted();
+  outcome.steps++;
+  const response = await fetch(
+    `${run.endpoint.gatewayUrl.replace(/\/$/, "")}${path}`,
+    {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${run.endpoint.key}`,
+        "content-type": "application/json",
+        "trace-id": run.traceId,
+        ...headers,
+      },
+      body: JSON.stringify(body),
+      signal: run.signal,
+    },
+  );
+  const answer = await response.json().catch(() => ({}));
+  outcome.costMicros += usdToMicros(response.headers.get("x-gateway-cost"));
+  if (!response.ok) {
+    const error = isObject(answer) ? answer.error : undefined;
+    const message = isObject(error) && typeof error.message === "string"
+      ? error.message
+      : response.statusText;
+    throw new Error(`The model call failed (${response.status}): ${message}`);
+  }
+  if (!isObject(answer)) {
+    throw new Error("The model call answered something other than JSON");
+  }
+  return answer;
+}
+
+/**
+ * Whether a value is a JSON object (not an array, not null).
+ *
+ * @param value Anything.
+ * @returns Whether it is a plain object.
+ */
+export function isObject(value: unknown): value is Json {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * A non-negative count from a usage field, 0 for anything else.
+ *
+ * @param value The field.
+ * @returns The count.
+ */
+export function count(value: unknown): number {
+  return typeof value === "number" && Number.isFinite(value) && value > 0
+    ? value
+    : 0;
+}
+
+/**
+ * The gate every tool call passes: a name the agent was not given (excluded
+ * by the scenario, a `_` harness tool, unknown) is answered with an error the
+ * model can read and counted, never sent to the environment.
+ */
+export class ToolGate {
+  readonly #env: ToolHost;
+  readonly #names: Set<string>;
+  readonly #outcome: AgentOutcome;
+  readonly #signal?: AbortSignal;
+
+  /**
+   * @param run The run (environment, tools, signal).
+   * @param outcome Where refusals are counted.
+   */
+  constructor(run: AgentRun, outcome: AgentOutcome) {
+    this.#env = run.env;
+    this.#names = new Set(run.tools.map((tool) => tool.name));
+    this.#outcome = outcome;
+    this.#signal = run.signal;
+  }
+
+  /**
+   * Whether the agent was given this tool.
+   *
+   * @param name The environment's tool name.
+   * @returns Whether calls of it go through.
+   */
+  offers(name: string): boolean {
+    return this.#names.has(name);
+  }
+
+  /**
+   * Calls a tool the agent was given; refuses any other.
+   *
+   * @param name The environment's tool name.
+   * @param args Its arguments.
+   * @returns The result, or the refusal.
+   */
+  async call(name: string, args: Record<string, unknown>): Promise<ToolResult> {
+    if (!this.#names.has(name)) return this.refuse(name);
+    return await this.#env.callTool(name, args, this.#signal);
+  }
+
+  /**
+   * Counts and answers a call of a tool the agent was not given.
+   *
+   * @param name What the model called.
+   * @returns The error result the model reads.
+   */
+  refuse(name: string): ToolResult {
+    this.#outcome.refusedToolCalls++;
+    const offered = [...this.#names];
+    return errorResult(
+      `There is no tool "${name.slice(0, 100)}" in this task; the tools are: ${
+        offered.length ? offered.join(", ") : "none"
+      }`,
+    );
+  }
+
+  /**
+   * Parses a model's JSON arguments, then calls the tool; arguments that are
+   * not a JSON object are an error the model reads.
+   *
+   * @param name The environment's tool name.
+   * @param json The arguments as the model wrote them.
+   * @returns The result.
+   */
+  async callJson(name: string, json: unknown): Promise<ToolResult> {
+    if (!this.#names.has(name)) return this.refuse(name);
+    let args: unknown = json;
+    if (typeof json === "string") {
+      try {
+        args = json.trim() === "" ? {} : JSON.parse(json);
+      } catch {
+        return errorResult(
+          `The arguments of "${name}" are not JSON: ${json.slice(0, 200)}`,
+        );
+      }
+    }
+    if (args === undefined || args === null) args = {};
+    if (!isObject(args)) {
+      return errorResult(`The arguments of "${name}" must be a JSON object`);
+    }
+    return await this.call(name, args);
+  }
+}
+
+/**
+ * An error result the model reads.
+ *
+ * @param text What went wrong.
+ * @returns The result.
+ */
+export function errorResult(text: string): ToolResult {
+  return { text: `Error: ${text}`, images: [], isError: true };
+}
+
+/** What a native computer action becomes: calls of the `computer` tool, or an error the model reads. */
+export type ComputerPlan = { calls: Json[] } | { error: string };
+
+/**
+ * Runs a native action's calls of the environment's `computer` tool in order:
+ * only the last answers with a screenshot; the first error stops the rest.
+ *
+ * @param gate The tool gate.
+ * @param plan The calls, or an error to answer with.
+ * @returns The texts joined, the last call's images.
+ */
+export async function runComputer(
+  gate: ToolGate,
+  plan: ComputerPlan,
+): Promise<ToolResult> {
+  if ("error" in plan) return errorResult(plan.error);
+  const texts: string[] = [];
+  let last: ToolResult = { text: "", images: [], isError: false };
+  for (const [i, call] of plan.calls.entries()) {
+    const final = i === plan.calls.length - 1;
+    last = await gate.call(
+      "computer",
+      final ? call : { ...call, screenshot: false },
+    );
+    if (last.text) texts.push(last.text);
+    if (last.isError) break;
+  }
+  return { ...last, text: texts.join("\n") };
+}
+
+/**
+ * The environment's `computer` tool, when the agent was given one shaped as
+ * the desktop tools define it (an `action` argument).
+ *
+ * @param tools The agent's tools.
+ * @returns The tool, or `undefined`.
+ */
+export function computerTool(tools: AgentTool[]): AgentTool | undefined {
+  const tool = tools.find((t) => t.name === "computer");
+  const properties = tool?.inputSchema.properties;
+  return isObject(properties) && "action" in properties ? tool : undefined;
+}
+
+/**
+ * A pixel from a model's coordinate: a finite number, rounded.
+ *
+ * @param value The coordinate.
+ * @returns The pixel, or `undefined` when it is not a number.
+ */
+export function pixel(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isFinite(value)
+    ? Math.round(value)
+    : undefined;
+}
+
+/** A prompt message's content as the conventions carry it: text or an image. */
+export type PromptPart = { text: string } | { image: ToolImage };
+
+/**
+ * A prompt message's content item as text or an image (an embedded text
+ * resource as its text; anything else as its JSON).
+ *
+ * @param message An MCP prompt message.
+ * @returns The part.
+ */
+export function promptPart(message: PromptMessage): PromptPart {
+  const { content } = message;
+  if (content.type === "text") return { text: String(content.text ?? "") };
+  if (
+    content.type === "image" && typeof content.data === "string" &&
+    typeof content.mimeType === "string"
+  ) {
+    return { image: { mimeType: content.mimeType, data: content.data } };
+  }
+  const resource = content.resource as { text?: unknown } | undefined;
+  return {
+    text: typeof resource?.text === "string"
+      ? resource.text
+      : JSON.stringify(content),
+  };
+}
+
+/**
+ * A data URL of an image.
+ *
+ * @param image The image.
+ * @returns `data:<type>;base64,<data>`.
+ */
+export function dataUrl(image: ToolImage): string {
+  return `data:${image.mimeType};base64,${image.data}`;
+}
