@@ -136,6 +136,51 @@ Deno.test("settle() returns the unspent part of the reservation and records the 
   });
 });
 
+Deno.test("settle() and settleSoon() record in the trace the token classes the charge priced", async () => {
+  await withKv(async (kv) => {
+    const caller = await createCaller(kv, {
+      name: "alice",
+      creditsMicros: 100_000,
+    });
+    const billing = createBilling(kv);
+    const usage = {
+      inputTokens: 16_559,
+      outputTokens: 734,
+      cachedInputTokens: 12_004,
+      cacheWriteTokens: 337,
+      cacheWrite1hTokens: 3_000,
+      reasoningTokens: 100,
+    };
+    const charged = {
+      input: 1_218,
+      cacheRead: 12_004,
+      cacheWrite5m: 337,
+      cacheWrite1h: 3_000,
+      output: 734,
+      reasoning: 100,
+    };
+    for (
+      const [requestId, soon] of [["req_now", false], [
+        "req_soon",
+        true,
+      ]] as const
+    ) {
+      const held = await billing.reserve(caller.id, 20_000);
+      assert.ok(held.ok);
+      const settlement = {
+        ...settlementFor(held.reservation, 11_000, requestId),
+        usage,
+      };
+      if (soon) billing.settleSoon(settlement);
+      else await billing.settle(settlement);
+    }
+    await billing.flush();
+    const traces = await listTraces(kv, caller.id);
+    assert.equal(traces.length, 2);
+    for (const trace of traces) assert.deepEqual(trace.charged, charged);
+  });
+});
+
 Deno.test("settle() refuses to close a reservation twice", async () => {
   await withKv(async (kv) => {
     const caller = await createCaller(kv, {
