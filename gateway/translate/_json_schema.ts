@@ -465,10 +465,8 @@ function checkReferences(
         for (const [name, child] of Object.entries(value as Schema)) {
           visit(child as Schema, `${at}.${name}`);
         }
-      } else if (Array.isArray(value) && key !== "enum" && key !== "required") {
-        value.forEach((child, i) => {
-          if (isSchema(child)) visit(child, `${at}[${i}]`);
-        });
+      } else if (key === "anyOf" || key === "allOf" || key === "prefixItems") {
+        (value as Schema[]).forEach((child, i) => visit(child, `${at}[${i}]`));
       } else if (
         (key === "items" || key === "additionalProperties") && isSchema(value)
       ) {

@@ -110,7 +110,7 @@ export function maxOutputTokens(chat: ChatRequest): number | undefined {
 export function requireSingleChoice(chat: ChatRequest): void {
   if ((chat.n ?? 1) > 1) {
     throw new TranslationError(
-      `Cannot return "${chat.n}" choices for this model: only n=1 is supported`,
+      `Cannot use "n" ${chat.n} with this model: only n=1 is supported`,
       "n",
     );
   }

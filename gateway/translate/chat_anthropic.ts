@@ -245,7 +245,7 @@ function anthropicSampling(
   if (chat.temperature != null) {
     if (chat.temperature > 1) {
       throw new TranslationError(
-        `Cannot use temperature "${chat.temperature}" with this model: Anthropic takes 0 to 1`,
+        `Cannot use "temperature" ${chat.temperature} with this model: Anthropic takes 0 to 1`,
         "temperature",
       );
     }
@@ -254,7 +254,7 @@ function anthropicSampling(
   if (chat.top_p != null && chat.top_p !== 1) {
     if (chat.temperature != null) {
       throw new TranslationError(
-        "Cannot use top_p beside temperature with this model: Anthropic takes one of them",
+        'Cannot use "top_p" beside "temperature" with this model: Anthropic takes one of them',
         "top_p",
       );
     }

@@ -855,3 +855,242 @@ Deno.test("AnthropicChatStream joins tool arguments split at any boundary back i
     { numRuns: 200 },
   );
 });
+
+const ANSWER_SCHEMA = {
+  type: "object",
+  properties: { city: { type: "string" }, days: { type: "integer" } },
+  required: ["city", "days"],
+  additionalProperties: false,
+};
+
+Deno.test("toAnthropicRequest() carries response_format json_schema to output_config.format, the description on the schema", () => {
+  const request = toAnthropicRequest(
+    chat({
+      model: "m",
+      messages: [{ role: "user", content: "Weather?" }],
+      response_format: {
+        type: "json_schema",
+        json_schema: {
+          name: "forecast",
+          description: "A forecast request",
+          strict: true,
+          schema: {
+            $schema: "http://json-schema.org/draft-07/schema#",
+            ...ANSWER_SCHEMA,
+          },
+        },
+      },
+    }),
+    "m",
+    1024,
+  );
+  assert.deepEqual(request.output_config, {
+    format: {
+      type: "json_schema",
+      schema: { ...ANSWER_SCHEMA, description: "A forecast request" },
+    },
+  });
+  const text = toAnthropicRequest(
+    chat({
+      model: "m",
+      messages: [{ role: "user", content: "Hi" }],
+      response_format: { type: "text" },
+    }),
+    "m",
+    1024,
+  );
+  assert.equal(text.output_config, undefined);
+});
+
+Deno.test("toAnthropicRequest() refuses json_object, a schemaless json_schema and schema keywords Anthropic cannot enforce", () => {
+  const refused = (response_format: unknown, param: string) =>
+    assert.throws(
+      () =>
+        toAnthropicRequest(
+          chat({
+            model: "m",
+            messages: [{ role: "user", content: "Hi" }],
+            response_format,
+          }),
+          "m",
+          1024,
+        ),
+      (error: unknown) =>
+        error instanceof TranslationError && error.param === param,
+    );
+  refused({ type: "json_object" }, "response_format.type");
+  refused(
+    { type: "json_schema", json_schema: { name: "x" } },
+    "response_format.json_schema.schema",
+  );
+  refused(
+    {
+      type: "json_schema",
+      json_schema: {
+        name: "x",
+        schema: {
+          type: "object",
+          properties: { days: { type: "integer", minimum: 1 } },
+        },
+      },
+    },
+    "response_format.json_schema.schema.properties.days.minimum",
+  );
+});
+
+Deno.test("toAnthropicRequest() sends strict tools strict, their schemas checked, and loose ones as given", () => {
+  const request = toAnthropicRequest(
+    chat({
+      model: "m",
+      messages: [{ role: "user", content: "Weather?" }],
+      tools: [
+        {
+          type: "function",
+          function: {
+            name: "strict_one",
+            parameters: { type: "object", properties: {} },
+            strict: true,
+          },
+        },
+        {
+          type: "function",
+          function: {
+            name: "loose_one",
+            parameters: { type: "object", properties: { n: { minimum: 1 } } },
+          },
+        },
+      ],
+    }),
+    "m",
+    1024,
+  );
+  assert.deepEqual(request.tools, [
+    {
+      name: "strict_one",
+      input_schema: {
+        type: "object",
+        properties: {},
+        additionalProperties: false,
+      },
+      strict: true,
+    },
+    {
+      name: "loose_one",
+      input_schema: { type: "object", properties: { n: { minimum: 1 } } },
+    },
+  ]);
+  assert.throws(
+    () =>
+      toAnthropicRequest(
+        chat({
+          model: "m",
+          messages: [{ role: "user", content: "Hi" }],
+          tools: [{
+            type: "function",
+            function: {
+              name: "t",
+              parameters: { type: "string", maxLength: 3 },
+              strict: true,
+            },
+          }],
+        }),
+        "m",
+        1024,
+      ),
+    (error: unknown) =>
+      error instanceof TranslationError &&
+      error.param === "tools[0].function.parameters.maxLength",
+  );
+});
+
+Deno.test("toAnthropicRequest() refuses every field Anthropic cannot carry, naming it, and passes the values that change nothing", () => {
+  const messages = [{ role: "user", content: "Hi" }];
+  const refusedFields: [Record<string, unknown>, string][] = [
+    [{ seed: 1 }, "seed"],
+    [{ frequency_penalty: 0.5 }, "frequency_penalty"],
+    [{ presence_penalty: -1 }, "presence_penalty"],
+    [{ logit_bias: { "42": 10 } }, "logit_bias"],
+    [{ logprobs: true }, "logprobs"],
+    [{ top_logprobs: 3 }, "top_logprobs"],
+    [{ reasoning_effort: "high" }, "reasoning_effort"],
+    [{ verbosity: "low" }, "verbosity"],
+    [{ modalities: ["text", "audio"] }, "modalities"],
+    [{ audio: { voice: "alloy", format: "mp3" } }, "audio"],
+    [{ web_search_options: {} }, "web_search_options"],
+    [{ functions: [{ name: "f" }] }, "functions"],
+    [{ function_call: "auto" }, "function_call"],
+    [{ moderation: { input: true } }, "moderation"],
+    [{ top_k: 5 }, "top_k"],
+    [{ temperature: 1.5 }, "temperature"],
+    [{ temperature: 0.5, top_p: 0.9 }, "top_p"],
+    [{ n: 2 }, "n"],
+  ];
+  for (const [fields, param] of refusedFields) {
+    assert.throws(
+      () =>
+        toAnthropicRequest(chat({ model: "m", messages, ...fields }), "m", 64),
+      (error: unknown) =>
+        error instanceof TranslationError && error.param === param &&
+        error.message.includes(`"${param}"`),
+      JSON.stringify(fields),
+    );
+  }
+  assert.throws(
+    () =>
+      toAnthropicRequest(
+        chat({
+          model: "m",
+          messages: [{ role: "user", content: "Hi", name: "ann" }],
+        }),
+        "m",
+        64,
+      ),
+    (error: unknown) =>
+      error instanceof TranslationError && error.param === "messages[0].name",
+  );
+  const passing = toAnthropicRequest(
+    chat({
+      model: "m",
+      messages,
+      seed: null,
+      frequency_penalty: 0,
+      presence_penalty: 0,
+      logit_bias: {},
+      logprobs: false,
+      top_logprobs: 0,
+      reasoning_effort: "none",
+      verbosity: "medium",
+      modalities: ["text"],
+      audio: null,
+      metadata: { run: "7" },
+      store: true,
+      service_tier: "auto",
+      prompt_cache_key: "k",
+      prediction: { type: "content", content: "Hello" },
+      safety_identifier: "hash-1",
+      user: "user-1",
+    }),
+    "m",
+    64,
+  );
+  assert.deepEqual(passing.metadata, { user_id: "hash-1" });
+});
+
+Deno.test("toAnthropicRequest() reads an assistant's earlier refusal as its text", () => {
+  const request = toAnthropicRequest(
+    chat({
+      model: "m",
+      messages: [
+        { role: "user", content: "Do it" },
+        { role: "assistant", content: null, refusal: "I can't help with that" },
+        { role: "user", content: "Why?" },
+      ],
+    }),
+    "m",
+    64,
+  );
+  assert.deepEqual(request.messages[1], {
+    role: "assistant",
+    content: "I can't help with that",
+  });
+});

@@ -682,3 +682,135 @@ Deno.test("GeminiChatStream ends a blocked prompt with content_filter", () => {
     "content_filter",
   );
 });
+
+Deno.test("toGeminiRequest() carries json_schema to responseJsonSchema in Gemini's subset, and json_object to JSON mode", () => {
+  const config = (response_format: unknown) =>
+    toGeminiRequest(
+      chat({
+        model: "m",
+        messages: [{ role: "user", content: "Hi" }],
+        response_format,
+      }),
+      "m",
+    ).body.generationConfig;
+  assert.deepEqual(
+    config({
+      type: "json_schema",
+      json_schema: {
+        name: "pick",
+        description: "One choice",
+        strict: true,
+        schema: {
+          $schema: "http://json-schema.org/draft-07/schema#",
+          type: "object",
+          properties: { kind: { type: "string", const: "a" } },
+          required: ["kind"],
+          additionalProperties: false,
+        },
+      },
+    }),
+    {
+      responseMimeType: "application/json",
+      responseJsonSchema: {
+        type: "object",
+        properties: { kind: { type: "string", enum: ["a"] } },
+        required: ["kind"],
+        additionalProperties: false,
+        description: "One choice",
+      },
+    },
+  );
+  assert.deepEqual(config({ type: "json_object" }), {
+    responseMimeType: "application/json",
+  });
+  assert.equal(config({ type: "text" }), undefined);
+  assert.throws(
+    () =>
+      config({
+        type: "json_schema",
+        json_schema: {
+          name: "x",
+          schema: { type: "string", pattern: "^a+$" },
+        },
+      }),
+    (error: unknown) =>
+      error instanceof TranslationError &&
+      error.param === "response_format.json_schema.schema.pattern",
+  );
+});
+
+Deno.test("toGeminiRequest() translates reasoning_effort to a thinking level on Gemini 3 and a budget on Gemini 2.5", () => {
+  const thinking = (reasoning_effort: string, upstream: string) =>
+    toGeminiRequest(
+      chat({
+        model: "m",
+        messages: [{ role: "user", content: "Hi" }],
+        reasoning_effort,
+      }),
+      upstream,
+    ).body.generationConfig?.thinkingConfig;
+  assert.deepEqual(thinking("low", "gemini-3-pro-preview"), {
+    thinkingLevel: "low",
+  });
+  assert.deepEqual(thinking("high", "gemini-2.5-pro"), {
+    thinkingBudget: 24576,
+  });
+  assert.deepEqual(thinking("none", "gemini-2.5-pro"), { thinkingBudget: 0 });
+  for (
+    const [effort, upstream] of [["xhigh", "gemini-2.5-pro"], [
+      "none",
+      "gemini-3-pro-preview",
+    ]]
+  ) {
+    assert.throws(
+      () => thinking(effort, upstream),
+      (error: unknown) =>
+        error instanceof TranslationError &&
+        error.param === "reasoning_effort",
+    );
+  }
+});
+
+Deno.test("toGeminiRequest() refuses every field Gemini cannot carry, naming it", () => {
+  const messages = [{ role: "user", content: "Hi" }];
+  const tools = [{ type: "function", function: { name: "f" } }];
+  const refusedFields: [Record<string, unknown>, string][] = [
+    [{ tools, parallel_tool_calls: false }, "parallel_tool_calls"],
+    [{ logit_bias: { "1": -100 } }, "logit_bias"],
+    [{ logprobs: true }, "logprobs"],
+    [{ verbosity: "high" }, "verbosity"],
+    [{ modalities: ["audio"] }, "modalities"],
+    [
+      { web_search_options: { search_context_size: "low" } },
+      "web_search_options",
+    ],
+    [{ functions: [{ name: "f" }] }, "functions"],
+    [{ safety_settings: [] }, "safety_settings"],
+    [{ n: 3 }, "n"],
+  ];
+  for (const [fields, param] of refusedFields) {
+    assert.throws(
+      () => toGeminiRequest(chat({ model: "m", messages, ...fields }), "m"),
+      (error: unknown) =>
+        error instanceof TranslationError && error.param === param &&
+        error.message.includes(`"${param}"`),
+      JSON.stringify(fields),
+    );
+  }
+  const passing = toGeminiRequest(
+    chat({
+      model: "m",
+      messages,
+      tools,
+      parallel_tool_calls: true,
+      user: "u",
+      safety_identifier: "s",
+      metadata: { a: "b" },
+      store: false,
+      service_tier: "flex",
+      prompt_cache_key: "k",
+    }),
+    "m",
+  );
+  assert.equal(passing.body.contents.length, 1);
+});
