@@ -12,3 +12,8 @@ export function isObject(value: unknown): value is Json {
 export function asArray(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [];
 }
+
+/** A field the Gemini REST API accepts in camelCase or snake_case. */
+export function field(object: Json, camel: string, snake: string): unknown {
+  return object[camel] ?? object[snake];
+}

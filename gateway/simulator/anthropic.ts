@@ -6,11 +6,25 @@
  * `{type: "error", error: {type, message}, request_id}`. As in the real API,
  * `usage.input_tokens` counts only the uncached part of the prompt: the whole
  * prompt is `input_tokens + cache_creation_input_tokens + cache_read_input_tokens`.
+ * Images (also inside `tool_result`) are billed from their size.
+ *
+ * The computer-use agent plays when a `computer_*` tool is declared
+ * (`display_width_px` / `display_height_px` give the screen): it answers
+ * `tool_use` blocks named `computer` with `{action: "screenshot"}`,
+ * `{action: "left_click", coordinate: [x, y]}`, `{action: "double_click",
+ * coordinate}`, `{action: "type", text}` and `{action: "key", text:
+ * "Return"}` (xdotool names, `ctrl+a` for combinations), and stops with
+ * `tool_use`; screenshots come back as `image` blocks in `tool_result`s.
  *
  * @module
  */
 
 import { asArray, isObject, type Json } from "./_json.ts";
+import {
+  type ComputerAction,
+  planComputerUse,
+  spellKey,
+} from "./computer_use.ts";
 import {
   BadRequestError,
   type Dialect,
@@ -18,11 +32,13 @@ import {
   type SseEvent,
   type Wire,
 } from "./exchange.ts";
+import { imageSizeFromBase64 } from "./image.ts";
 import {
   type OutputFormat,
   type Prompt,
   PromptMeter,
   type Reply,
+  type ReplyContent,
   type ToolDeclaration,
 } from "./reply.ts";
 import { splitEvenly, splitText } from "./tokens.ts";
@@ -90,9 +106,15 @@ function measureBlocks(meter: PromptMeter, content: unknown): void {
   for (const block of asArray(content)) {
     if (!isObject(block)) continue;
     switch (block.type) {
-      case "image":
-        meter.image();
+      case "image": {
+        const source = isObject(block.source) ? block.source : {};
+        meter.image(
+          source.type === "base64"
+            ? imageSizeFromBase64(source.data)
+            : undefined,
+        );
         break;
+      }
       case "tool_use":
         meter.text(block.name);
         meter.json(block.input);
@@ -141,7 +163,67 @@ function outputFormatOf(
   return { kind: "json", schema: format.schema };
 }
 
-function parseMessages(body: Json): { prompt: Prompt; model: string } {
+/**
+ * A computer action as the input of Claude's `computer` tool.
+ *
+ * @param action The action.
+ * @returns The `tool_use` input.
+ */
+export function anthropicComputerInput(action: ComputerAction): Json {
+  switch (action.type) {
+    case "screenshot":
+      return { action: "screenshot" };
+    case "click":
+      return { action: "left_click", coordinate: [action.x, action.y] };
+    case "double_click":
+      return { action: "double_click", coordinate: [action.x, action.y] };
+    case "type":
+      return { action: "type", text: action.text };
+    case "key":
+      return {
+        action: "key",
+        text: action.keys.map((key) => spellKey(key, "xdotool")).join("+"),
+      };
+  }
+}
+
+/** A computer action as a `tool_use` of the declared computer tool; other content unchanged. */
+function asAnthropicContent(
+  content: ReplyContent,
+  computerName: string,
+): Exclude<ReplyContent, { kind: "computer" }> {
+  if (content.kind !== "computer") return content;
+  return {
+    kind: "tool",
+    name: computerName,
+    arguments: JSON.stringify(anthropicComputerInput(content.action)),
+  };
+}
+
+/** The declared `computer_*` tool: its name and the screen it declares. */
+interface ComputerTool {
+  name: string;
+  screen?: { width: number; height: number };
+}
+
+function computerToolOf(tool: Json): ComputerTool | undefined {
+  if (typeof tool.type !== "string" || !tool.type.startsWith("computer_")) {
+    return undefined;
+  }
+  const width = Number(tool.display_width_px);
+  const height = Number(tool.display_height_px);
+  return {
+    name: String(tool.name),
+    screen: Number.isInteger(width) && Number.isInteger(height) &&
+        width > 0 && height > 0
+      ? { width, height }
+      : undefined,
+  };
+}
+
+function parseMessages(
+  body: Json,
+): { prompt: Prompt; model: string; computerName: string } {
   if (typeof body.model !== "string" || body.model === "") {
     throw new BadRequestError("model: Field required");
   }
@@ -154,10 +236,12 @@ function parseMessages(body: Json): { prompt: Prompt; model: string } {
   if (!Array.isArray(body.messages) || body.messages.length === 0) {
     throw new BadRequestError("messages: at least one message is required");
   }
-  const meter = new PromptMeter();
+  const meter = new PromptMeter("anthropic");
   measureBlocks(meter, body.system);
   const toolNames = new Map<string, string>();
+  const toolUses: string[] = [];
   let lastUserText = "";
+  let firstUserText: string | undefined;
   for (const message of body.messages) {
     if (
       !isObject(message) ||
@@ -173,9 +257,13 @@ function parseMessages(body: Json): { prompt: Prompt; model: string } {
     for (const block of asArray(message.content)) {
       if (isObject(block) && block.type === "tool_use") {
         toolNames.set(String(block.id), String(block.name));
+        toolUses.push(String(block.name));
       }
     }
-    if (message.role === "user") lastUserText = blockText(message.content);
+    if (message.role === "user") {
+      lastUserText = blockText(message.content);
+      firstUserText ??= lastUserText;
+    }
   }
   const last = body.messages[body.messages.length - 1] as Json;
   const result = last.role === "user"
@@ -193,16 +281,20 @@ function parseMessages(body: Json): { prompt: Prompt; model: string } {
     : undefined;
 
   const tools: ToolDeclaration[] = [];
+  let computer: ComputerTool | undefined;
   for (const tool of asArray(body.tools)) {
     if (!isObject(tool) || typeof tool.name !== "string") {
       throw new BadRequestError("tools: each tool needs a name");
     }
     meter.json(tool);
+    computer ??= computerToolOf(tool);
     if (tool.input_schema !== undefined) {
       tools.push({ name: tool.name, schema: tool.input_schema });
     }
   }
   const outputFormat = outputFormatOf(body, meter);
+  const plan = computer &&
+    planComputerUse(firstUserText ?? "", computer.screen, "anthropic");
   const choice = isObject(body.tool_choice) ? body.tool_choice : {};
   const forcedTool = choice.type === "any"
     ? tools[0]?.name
@@ -211,9 +303,11 @@ function parseMessages(body: Json): { prompt: Prompt; model: string } {
     : undefined;
   return {
     model: body.model,
+    computerName: computer?.name ?? "computer",
     prompt: {
       chars: meter.chars,
       images: meter.images,
+      imageTokens: meter.imageTokens,
       lastUserText,
       toolResult,
       tools,
@@ -221,6 +315,10 @@ function parseMessages(body: Json): { prompt: Prompt; model: string } {
       toolsDisabled: choice.type === "none",
       maxOutputTokens: body.max_tokens,
       outputFormat,
+      computer: plan && {
+        plan,
+        done: toolUses.filter((name) => name === computer?.name).length,
+      },
     },
   };
 }
@@ -253,7 +351,7 @@ function fullUsage(reply: Reply): Json {
 }
 
 function messagesExchange(body: Json): Exchange {
-  const { prompt, model } = parseMessages(body);
+  const { prompt, model, computerName } = parseMessages(body);
   const message = (
     id: string,
     content: Json[],
@@ -273,7 +371,7 @@ function messagesExchange(body: Json): Exchange {
     prompt,
     stream: body.stream === true,
     body(reply, id) {
-      const { content } = reply;
+      const content = asAnthropicContent(reply.content, computerName);
       const block = content.kind === "text"
         ? { type: "text", text: content.text }
         : {
@@ -290,7 +388,7 @@ function messagesExchange(body: Json): Exchange {
         events.push({ event: type, data: JSON.stringify({ type, ...fields }) });
       };
       push("message_start", { message: message(id, [], reply, false) });
-      const { content } = reply;
+      const content = asAnthropicContent(reply.content, computerName);
       if (content.kind === "text") {
         push("content_block_start", {
           index: 0,

@@ -8,11 +8,18 @@
  * `{error: {code, message, status}}` (a 429 with `retryAfter` adds Google's
  * `RetryInfo` detail). A missing key answers 401 `UNAUTHENTICATED`.
  * `promptTokenCount` includes `cachedContentTokenCount`, as in the real API.
+ * Images (also inside `functionResponse.parts`) are billed from their size;
+ * inline data of a text type counts as text.
+ *
+ * With the `computerUse` tool the computer-use agent plays (see
+ * `gemini_computer.ts`): `functionCall` parts of the predefined functions,
+ * coordinates normalised to 0–999.
  *
  * @module
  */
 
-import { asArray, isObject, type Json } from "./_json.ts";
+import { asArray, field, isObject, type Json } from "./_json.ts";
+import { planComputerUse } from "./computer_use.ts";
 import {
   BadRequestError,
   type Dialect,
@@ -21,10 +28,17 @@ import {
   type Wire,
 } from "./exchange.ts";
 import {
+  checkGeminiAcknowledgement,
+  geminiComputerHistory,
+  geminiFunctionCall,
+  isComputerUseTool,
+} from "./gemini_computer.ts";
+import {
   type OutputFormat,
   type Prompt,
   PromptMeter,
   type Reply,
+  type ReplyContent,
   type ToolDeclaration,
 } from "./reply.ts";
 import { splitText } from "./tokens.ts";
@@ -86,9 +100,13 @@ export const geminiWire: Wire = {
   eventDelimiter: "\r\n\r\n",
 };
 
-/** Reads a field the REST API accepts in camelCase or snake_case. */
-function field(object: Json, camel: string, snake: string): unknown {
-  return object[camel] ?? object[snake];
+/** Inline data and file references of a part (also of a function response's parts). */
+function measureMedia(meter: PromptMeter, part: Json): void {
+  const inline = field(part, "inlineData", "inline_data");
+  if (isObject(inline)) {
+    meter.inline(field(inline, "mimeType", "mime_type"), inline.data);
+  } else if (inline !== undefined) meter.image();
+  if (field(part, "fileData", "file_data") !== undefined) meter.image();
 }
 
 function measureParts(meter: PromptMeter, parts: unknown): string {
@@ -99,19 +117,19 @@ function measureParts(meter: PromptMeter, parts: unknown): string {
       meter.text(part.text);
       text += part.text;
     }
-    if (
-      field(part, "inlineData", "inline_data") !== undefined ||
-      field(part, "fileData", "file_data") !== undefined
-    ) {
-      meter.image();
-    }
+    measureMedia(meter, part);
     const call = field(part, "functionCall", "function_call");
     if (isObject(call)) {
       meter.text(call.name);
       meter.json(call.args);
     }
     const response = field(part, "functionResponse", "function_response");
-    if (isObject(response)) meter.json(response.response);
+    if (isObject(response)) {
+      meter.json(response.response);
+      for (const inner of asArray(response.parts)) {
+        if (isObject(inner)) measureMedia(meter, inner);
+      }
+    }
   }
   return text;
 }
@@ -170,10 +188,11 @@ function parseGenerate(
       "* GenerateContentRequest.contents: contents is not specified",
     );
   }
-  const meter = new PromptMeter();
+  const meter = new PromptMeter("gemini");
   const system = field(body, "systemInstruction", "system_instruction");
   if (isObject(system)) measureParts(meter, system.parts);
   let lastUserText = "";
+  let firstUserText: string | undefined;
   for (const content of body.contents) {
     if (!isObject(content)) {
       throw new BadRequestError(
@@ -181,7 +200,10 @@ function parseGenerate(
       );
     }
     const text = measureParts(meter, content.parts);
-    if (content.role !== "model" && text !== "") lastUserText = text;
+    if (content.role !== "model" && text !== "") {
+      lastUserText = text;
+      firstUserText ??= text;
+    }
   }
   const last = body.contents[body.contents.length - 1] as Json;
   const response = lastFunctionResponse(last);
@@ -193,9 +215,11 @@ function parseGenerate(
     : undefined;
 
   const tools: ToolDeclaration[] = [];
+  let computerUse = false;
   for (const tool of asArray(body.tools)) {
     if (!isObject(tool)) continue;
     meter.json(tool);
+    computerUse ||= isComputerUseTool(tool);
     for (
       const declaration of asArray(
         field(tool, "functionDeclarations", "function_declarations"),
@@ -236,6 +260,11 @@ function parseGenerate(
   const outputFormat = isObject(config)
     ? outputFormatOf(config, meter)
     : undefined;
+  const plan = computerUse
+    ? planComputerUse(firstUserText ?? "", undefined, "gemini")
+    : undefined;
+  const history = plan && geminiComputerHistory(body.contents);
+  if (plan && history) checkGeminiAcknowledgement(plan, history);
   const stream = match[2] === "streamGenerateContent";
   return {
     model: match[1],
@@ -244,6 +273,7 @@ function parseGenerate(
     prompt: {
       chars: meter.chars,
       images: meter.images,
+      imageTokens: meter.imageTokens,
       lastUserText,
       toolResult,
       tools,
@@ -253,6 +283,7 @@ function parseGenerate(
       toolsDisabled: mode === "NONE",
       maxOutputTokens: limit as number | undefined,
       outputFormat,
+      computer: plan && history && { plan, done: history.calls },
     },
   };
 }
@@ -276,6 +307,19 @@ function usageMetadata(reply: Reply, final: boolean): Json {
   return usage;
 }
 
+/** The `functionCall` part of a tool call or a computer action; `undefined` for text. */
+function callPart(content: ReplyContent): Json | undefined {
+  if (content.kind === "computer") {
+    return { functionCall: geminiFunctionCall(content) };
+  }
+  if (content.kind === "tool") {
+    return {
+      functionCall: { name: content.name, args: JSON.parse(content.arguments) },
+    };
+  }
+  return undefined;
+}
+
 function generateExchange(body: Json, url: URL): Exchange {
   const { prompt, model, stream, sse } = parseGenerate(body, url);
   const chunk = (
@@ -296,25 +340,12 @@ function generateExchange(body: Json, url: URL): Exchange {
     responseId: id,
   });
   const chunks = (reply: Reply, id: string): Json[] => {
-    const { content } = reply;
-    if (content.kind === "tool") {
-      return [
-        chunk(
-          id,
-          [{
-            functionCall: {
-              name: content.name,
-              args: JSON.parse(content.arguments),
-            },
-          }],
-          reply,
-          true,
-        ),
-      ];
-    }
-    const pieces = splitText(content.text);
-    return pieces.map((text, i) =>
-      chunk(id, [{ text }], reply, i === pieces.length - 1)
+    const part = callPart(reply.content);
+    if (part) return [chunk(id, [part], reply, true)];
+    const text = reply.content.kind === "text" ? reply.content.text : "";
+    const pieces = splitText(text);
+    return pieces.map((piece, i) =>
+      chunk(id, [{ text: piece }], reply, i === pieces.length - 1)
     );
   };
   return {
@@ -323,12 +354,8 @@ function generateExchange(body: Json, url: URL): Exchange {
     body(reply, id) {
       if (stream) return chunks(reply, id);
       const { content } = reply;
-      const part = content.kind === "text" ? { text: content.text } : {
-        functionCall: {
-          name: content.name,
-          args: JSON.parse(content.arguments),
-        },
-      };
+      const part = callPart(content) ??
+        { text: content.kind === "text" ? content.text : "" };
       return chunk(id, [part], reply, true);
     },
     events: (reply, id): SseEvent[] =>

@@ -57,7 +57,9 @@ import {
   type Wire,
 } from "./exchange.ts";
 import { geminiWire, generateContent } from "./gemini.ts";
-import { chatCompletions, openaiWire, responses } from "./openai.ts";
+import { openaiWire } from "./openai.ts";
+import { chatCompletions, geminiChatCompletions } from "./openai_chat.ts";
+import { responses } from "./openai_responses.ts";
 
 export type {
   Behaviour,
@@ -198,10 +200,11 @@ function buildApp(state: SimulatorState): Hono {
       (tokens) => ({ totalTokens: tokens }),
     );
   });
-  serve("/gemini/:version/openai/chat/completions", "gemini", {
-    ...chatCompletions,
-    wire: openaiWire,
-  });
+  serve(
+    "/gemini/:version/openai/chat/completions",
+    "gemini",
+    geminiChatCompletions,
+  );
   serve("/gemini/:version/models/*", "gemini", generateContent);
   app.get("/health", (c) => c.json({ ok: true }));
   for (const provider of Object.keys(PROVIDER_PATHS) as ProviderName[]) {

@@ -4,6 +4,9 @@
  * it into a text or tool-call reply with deterministic usage.
  *
  * Rules:
+ * - Computer-use agent: when the request declares a computer tool and the
+ *   first user message gives instructions, the next action of the plan
+ *   (`computer_use.ts`), then a text starting with "Done".
  * - Scripted agent (OpenAI chat): the first user message names declared tools
  *   in backticks (`` `look` ``): call each once, in the order named, with
  *   arguments generated from its schema; after the last, the rules below
@@ -19,7 +22,8 @@
  *   JSON generated from the schema (`{"reply": <text>}` without one), which
  *   validates against it.
  * - Input tokens: ceil(characters of all prompt text, tool definitions and
- *   tool arguments / 4) + 258 per image. Cached tokens: see
+ *   tool arguments / 4) + each image's tokens as its provider bills it
+ *   (`image.ts`; 258 when its size cannot be read). Cached tokens: see
  *   {@linkcode defaultCachedTokens}. Output tokens: ceil(reply characters / 4);
  *   a text reply over the request's output limit is cut to limit × 4
  *   characters and reported as stopped for length. Tool calls are never cut.
@@ -29,7 +33,19 @@
 
 import type { Behaviour } from "./behaviour.ts";
 import { argumentsFromSchema, valueFromSchema } from "./schema.ts";
-import { defaultCachedTokens, IMAGE_TOKENS, tokensForChars } from "./tokens.ts";
+import {
+  type ComputerAction,
+  type ComputerTurn,
+  doneText,
+} from "./computer_use.ts";
+import {
+  IMAGE_TOKENS,
+  type ImageBilling,
+  type ImageSize,
+  imageSizeFromBase64,
+  imageTokens,
+} from "./image.ts";
+import { defaultCachedTokens, tokensForChars } from "./tokens.ts";
 
 /** A tool the request declares. */
 export interface ToolDeclaration {
@@ -45,6 +61,8 @@ export interface Prompt {
   chars: number;
   /** Number of images. */
   images: number;
+  /** Tokens the images count for (default: {@linkcode IMAGE_TOKENS} each). */
+  imageTokens?: number;
   /** Text of the last user message. */
   lastUserText: string;
   /** Set when the last message is a tool result. */
@@ -63,6 +81,8 @@ export interface Prompt {
   calledTools?: string[];
   /** Structured output the request asks for: every text reply follows it. */
   outputFormat?: OutputFormat;
+  /** The computer-use agent's plan and progress, when it plays (see `computer_use.ts`). */
+  computer?: ComputerTurn;
 }
 
 /**
@@ -122,12 +142,29 @@ export function scriptOf(
   return named;
 }
 
+/** Media types whose content is text, billed as text whatever part carries it. */
+const TEXT_TYPE =
+  /^(text\/|application\/(json|xml|x-yaml|yaml|csv|javascript|x-python|sql)\b|[^;]*\+(json|xml)\b)/;
+
 /** Accumulates the size of a prompt while a parser walks it. */
 export class PromptMeter {
   /** Characters seen. */
   chars = 0;
   /** Images seen. */
   images = 0;
+  /** Tokens the images seen count for. */
+  imageTokens = 0;
+  /** Whose image billing applies. */
+  readonly billing: ImageBilling;
+
+  /**
+   * Creates a meter.
+   *
+   * @param billing Whose image billing applies (see `image.ts`).
+   */
+  constructor(billing: ImageBilling) {
+    this.billing = billing;
+  }
 
   /**
    * Counts a piece of text.
@@ -150,16 +187,60 @@ export class PromptMeter {
       : JSON.stringify(value).length;
   }
 
-  /** Counts one image. */
-  image(): void {
+  /**
+   * Counts inline data by its type: text types (`text/*`, JSON, XML, YAML,
+   * CSV) as text of their decoded size, images billed from their size, any
+   * other medium as one image of unknown size.
+   *
+   * @param mimeType The data's media type.
+   * @param base64 The data.
+   */
+  inline(mimeType: unknown, base64: unknown): void {
+    const type = typeof mimeType === "string" ? mimeType.toLowerCase() : "";
+    if (TEXT_TYPE.test(type)) {
+      if (typeof base64 === "string") {
+        this.chars += Math.floor((base64.length * 3) / 4);
+      }
+    } else {
+      this.image(
+        type.startsWith("image/") ? imageSizeFromBase64(base64) : undefined,
+      );
+    }
+  }
+
+  /**
+   * Counts one image, billed from its size.
+   *
+   * @param size Its pixel size; `undefined` when it cannot be read.
+   * @param detail OpenAI's `detail`, if given.
+   */
+  image(size?: ImageSize, detail?: unknown): void {
     this.images += 1;
+    this.imageTokens += imageTokens(
+      size,
+      this.billing,
+      typeof detail === "string" ? detail : undefined,
+    );
   }
 }
 
 /** The reply's content. */
 export type ReplyContent =
   | { kind: "text"; text: string }
-  | { kind: "tool"; name: string; arguments: string };
+  | { kind: "tool"; name: string; arguments: string }
+  | ComputerCall;
+
+/** The computer-use agent's next action, for the wire format to shape. */
+export interface ComputerCall {
+  /** The kind. */
+  kind: "computer";
+  /** The action, in agent pixels. */
+  action: ComputerAction;
+  /** The screen, for conventions that normalise coordinates. */
+  screen: { width: number; height: number };
+  /** Whether the action carries a safety check the next request must acknowledge. */
+  safetyCheck: boolean;
+}
 
 /** The reply with its usage. */
 export interface Reply {
@@ -219,7 +300,8 @@ function chooseTool(prompt: Prompt): ToolDeclaration | undefined {
 export function decideReply(prompt: Prompt, behaviour: Behaviour): Reply {
   const override = behaviour.usage ?? {};
   const inputTokens = override.inputTokens ??
-    tokensForChars(prompt.chars) + prompt.images * IMAGE_TOKENS;
+    tokensForChars(prompt.chars) +
+      (prompt.imageTokens ?? prompt.images * IMAGE_TOKENS);
   const cachedTokens = Math.min(
     override.cachedTokens ?? defaultCachedTokens(inputTokens),
     inputTokens,
@@ -230,7 +312,26 @@ export function decideReply(prompt: Prompt, behaviour: Behaviour): Reply {
   );
   const usage = { inputTokens, cachedTokens, cacheCreationTokens };
 
-  const tool = scriptedTool(prompt) ??
+  const computer = prompt.toolsDisabled ? undefined : prompt.computer;
+  const action = computer?.plan.actions[computer.done];
+  if (computer && action) {
+    const outputTokens = override.outputTokens ??
+      tokensForChars(JSON.stringify(action).length);
+    const { plan, done } = computer;
+    return {
+      content: {
+        kind: "computer",
+        action,
+        screen: { width: plan.width, height: plan.height },
+        safetyCheck: plan.confirmAt === done,
+      },
+      stop: "tool",
+      outputTokens,
+      ...usage,
+    };
+  }
+
+  const tool = computer ? undefined : scriptedTool(prompt) ??
     (prompt.toolResult ? undefined : chooseTool(prompt));
   if (tool) {
     const args = JSON.stringify(argumentsFromSchema(tool.schema));
@@ -244,7 +345,9 @@ export function decideReply(prompt: Prompt, behaviour: Behaviour): Reply {
     };
   }
 
-  const natural = prompt.toolResult
+  const natural = computer
+    ? doneText(computer.plan.actions)
+    : prompt.toolResult
     ? `Tool ${prompt.toolResult.name ?? "call"} returned: ${
       truncate(prompt.toolResult.text, ECHO_LIMIT)
     }`

@@ -6,9 +6,6 @@
  * @module
  */
 
-/** Tokens one image in the input counts for, whatever its size. */
-export const IMAGE_TOKENS = 258;
-
 /** Prompts shorter than this many tokens are never reported as cached (OpenAI's own threshold). */
 export const CACHE_THRESHOLD_TOKENS = 1024;
 

@@ -1,0 +1,430 @@
+/**
+ * OpenAI's Responses API (`POST /responses`), as the simulator speaks it,
+ * streamed and not.
+ *
+ * The computer-use agent plays when a `computer_use_preview` tool is declared
+ * (its `display_width` / `display_height` give the screen): it answers
+ * `computer_call` items (`click`, `double_click`, `type`, `keypress`,
+ * `screenshot`), and reads the history back from `input`, where each call is
+ * answered by a `computer_call_output` with a `computer_screenshot`. A call
+ * that carries a pending safety check must be answered with that check in
+ * `acknowledged_safety_checks`, else the request is refused with 400.
+ *
+ * @module
+ */
+
+import { asArray, isObject, type Json } from "./_json.ts";
+import {
+  type ComputerAction,
+  type ComputerPlan,
+  planComputerUse,
+  SAFETY_MESSAGE,
+  spellKey,
+} from "./computer_use.ts";
+import {
+  BadRequestError,
+  type Dialect,
+  type Exchange,
+  type SseEvent,
+} from "./exchange.ts";
+import { imageSizeFromUrl } from "./image.ts";
+import {
+  contentText,
+  measureContent,
+  openaiOutputFormat,
+  openaiWire,
+  optionalLimit,
+  requireModel,
+  usageNumbers,
+} from "./openai.ts";
+import {
+  type ComputerCall,
+  type Prompt,
+  PromptMeter,
+  type Reply,
+  type ToolDeclaration,
+} from "./reply.ts";
+import { splitEvenly, splitText } from "./tokens.ts";
+
+/** The code of the safety check a `[confirm]` prompt asks for (one of OpenAI's documented codes). */
+const SAFETY_CODE = "sensitive_domain";
+
+/**
+ * The id of the safety check on a call: derived from its `call_id`, so the
+ * acknowledgement can be checked without state.
+ */
+function safetyCheckId(callId: string): string {
+  return `sc_${callId}`;
+}
+
+/**
+ * A computer action in the Responses shape.
+ *
+ * @param action The action.
+ * @returns The `action` of a `computer_call` item.
+ */
+export function responsesAction(action: ComputerAction): Json {
+  switch (action.type) {
+    case "screenshot":
+      return { type: "screenshot" };
+    case "click":
+      return { type: "click", x: action.x, y: action.y, button: "left" };
+    case "double_click":
+      return { type: "double_click", x: action.x, y: action.y };
+    case "type":
+      return { type: "type", text: action.text };
+    case "key":
+      return {
+        type: "keypress",
+        keys: action.keys.map((key) => spellKey(key, "openai")),
+      };
+  }
+}
+
+function computerCallItem(call: ComputerCall, id: string, done: boolean): Json {
+  const callId = `call_${id}`;
+  return {
+    id: `cu_${id}`,
+    type: "computer_call",
+    call_id: callId,
+    action: responsesAction(call.action),
+    pending_safety_checks: call.safetyCheck
+      ? [{
+        id: safetyCheckId(callId),
+        code: SAFETY_CODE,
+        message: SAFETY_MESSAGE,
+      }]
+      : [],
+    status: done ? "completed" : "in_progress",
+  };
+}
+
+/** What the walk over `input` learns about the computer-use episode. */
+interface ComputerHistory {
+  /** `call_id`s of the `computer_call` items, in order. */
+  callIds: string[];
+  /** Safety-check ids acknowledged per answered `call_id`. */
+  acknowledged: Map<string, string[]>;
+}
+
+/**
+ * Refuses a request whose answer to the call carrying the safety check does
+ * not acknowledge it, as the contract asks of the agent's runner.
+ */
+function checkAcknowledgement(
+  plan: ComputerPlan,
+  history: ComputerHistory,
+): void {
+  if (plan.confirmAt === undefined) return;
+  const callId = history.callIds[plan.confirmAt];
+  const acknowledged = callId && history.acknowledged.get(callId);
+  if (!acknowledged) return;
+  const wanted = safetyCheckId(callId);
+  if (!acknowledged.includes(wanted)) {
+    throw new BadRequestError(
+      `Invalid 'input': the computer_call_output for '${callId}' must acknowledge the pending safety check '${wanted}' in 'acknowledged_safety_checks'`,
+    );
+  }
+}
+
+interface ResponsesInput {
+  prompt: Prompt;
+  model: string;
+}
+
+interface ResponsesTools {
+  tools: ToolDeclaration[];
+  /** The screen a `computer_use_preview` tool declares; `null` when none is declared. */
+  computer: { width: number; height: number } | undefined | null;
+}
+
+function responsesTools(body: Json, meter: PromptMeter): ResponsesTools {
+  const tools: ToolDeclaration[] = [];
+  let computer: ResponsesTools["computer"] = null;
+  for (const tool of asArray(body.tools)) {
+    if (!isObject(tool)) {
+      throw new BadRequestError("Invalid 'tools': each tool must be an object");
+    }
+    meter.json(tool);
+    if (tool.type === "function" && typeof tool.name === "string") {
+      tools.push({ name: tool.name, schema: tool.parameters });
+    }
+    if (tool.type === "computer_use_preview") {
+      const width = Number(tool.display_width);
+      const height = Number(tool.display_height);
+      computer = Number.isInteger(width) && Number.isInteger(height) &&
+          width > 0 && height > 0
+        ? { width, height }
+        : undefined;
+    }
+  }
+  return { tools, computer };
+}
+
+function parseResponses(body: Json): ResponsesInput {
+  const model = requireModel(body);
+  const meter = new PromptMeter("openai");
+  meter.text(body.instructions);
+  let lastUserText = "";
+  let firstUserText: string | undefined;
+  let toolResult: Prompt["toolResult"];
+  const history: ComputerHistory = { callIds: [], acknowledged: new Map() };
+  if (typeof body.input === "string") {
+    meter.text(body.input);
+    lastUserText = firstUserText = body.input;
+  } else if (Array.isArray(body.input)) {
+    const callNames = new Map<string, string>();
+    for (const item of body.input) {
+      if (!isObject(item)) {
+        throw new BadRequestError(
+          "Invalid 'input': each item must be an object",
+        );
+      }
+      toolResult = undefined;
+      if (item.type === "function_call") {
+        meter.text(item.name);
+        meter.text(item.arguments);
+        if (typeof item.call_id === "string" && typeof item.name === "string") {
+          callNames.set(item.call_id, item.name);
+        }
+      } else if (item.type === "function_call_output") {
+        const text = typeof item.output === "string"
+          ? item.output
+          : contentText(item.output);
+        meter.text(text);
+        toolResult = { name: callNames.get(String(item.call_id)), text };
+      } else if (item.type === "computer_call") {
+        meter.json(item.action);
+        history.callIds.push(String(item.call_id));
+      } else if (item.type === "computer_call_output") {
+        const output = isObject(item.output) ? item.output : {};
+        meter.image(imageSizeFromUrl(output.image_url));
+        history.acknowledged.set(
+          String(item.call_id),
+          asArray(item.acknowledged_safety_checks).map((check) =>
+            isObject(check) ? String(check.id) : ""
+          ),
+        );
+      } else if (item.type === "reasoning") {
+        meter.json(item.summary);
+      } else {
+        measureContent(meter, item.content);
+        if (item.role === "user") {
+          lastUserText = contentText(item.content);
+          firstUserText ??= lastUserText;
+        }
+      }
+    }
+  } else {
+    throw new BadRequestError("Missing required parameter: 'input'");
+  }
+  const { tools, computer } = responsesTools(body, meter);
+  const plan = computer === null
+    ? undefined
+    : planComputerUse(firstUserText ?? "", computer, "responses");
+  if (plan) checkAcknowledgement(plan, history);
+  const outputFormat = openaiOutputFormat(
+    isObject(body.text) ? body.text.format : undefined,
+    "text.format",
+    meter,
+  );
+  const choice = body.tool_choice;
+  const forcedTool = choice === "required"
+    ? tools[0]?.name
+    : isObject(choice) && choice.type === "function" &&
+        typeof choice.name === "string"
+    ? choice.name
+    : undefined;
+  return {
+    model,
+    prompt: {
+      chars: meter.chars,
+      images: meter.images,
+      imageTokens: meter.imageTokens,
+      lastUserText,
+      toolResult,
+      tools,
+      forcedTool,
+      toolsDisabled: choice === "none",
+      maxOutputTokens: optionalLimit(
+        body.max_output_tokens,
+        "max_output_tokens",
+      ),
+      outputFormat,
+      computer: plan && { plan, done: history.callIds.length },
+    },
+  };
+}
+
+function responsesUsage(reply: Reply): Json {
+  const { input, output, cached } = usageNumbers(reply);
+  return {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: cached },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: input + output,
+  };
+}
+
+function responsesExchange(body: Json): Exchange {
+  const { prompt, model } = parseResponses(body);
+  const createdAt = Math.floor(Date.now() / 1000);
+  const envelope = (
+    id: string,
+    status: string,
+    output: Json[],
+    reply?: Reply,
+  ): Json => ({
+    id: `resp_${id}`,
+    object: "response",
+    created_at: createdAt,
+    status,
+    background: false,
+    error: null,
+    incomplete_details: status === "incomplete"
+      ? { reason: "max_output_tokens" }
+      : null,
+    instructions: body.instructions ?? null,
+    max_output_tokens: body.max_output_tokens ?? null,
+    max_tool_calls: null,
+    model,
+    output,
+    parallel_tool_calls: body.parallel_tool_calls ?? true,
+    previous_response_id: body.previous_response_id ?? null,
+    reasoning: { effort: null, summary: null },
+    service_tier: "default",
+    store: body.store ?? true,
+    temperature: body.temperature ?? 1,
+    text: body.text ?? { format: { type: "text" }, verbosity: "medium" },
+    tool_choice: body.tool_choice ?? "auto",
+    tools: body.tools ?? [],
+    top_logprobs: 0,
+    top_p: body.top_p ?? 1,
+    truncation: body.truncation ?? "disabled",
+    usage: reply ? responsesUsage(reply) : null,
+    user: null,
+    metadata: body.metadata ?? {},
+  });
+  const finalStatus = (
+    reply: Reply,
+  ) => (reply.stop === "length" ? "incomplete" : "completed");
+  const outputItem = (reply: Reply, id: string, done: boolean): Json => {
+    const { content } = reply;
+    const status = done ? "completed" : "in_progress";
+    if (content.kind === "computer") return computerCallItem(content, id, done);
+    if (content.kind === "tool") {
+      return {
+        id: `fc_${id}`,
+        type: "function_call",
+        status,
+        arguments: done ? content.arguments : "",
+        call_id: `call_${id}`,
+        name: content.name,
+      };
+    }
+    return {
+      id: `msg_${id}`,
+      type: "message",
+      status: done
+        ? (reply.stop === "length" ? "incomplete" : "completed")
+        : status,
+      content: done
+        ? [{
+          type: "output_text",
+          annotations: [],
+          logprobs: [],
+          text: content.text,
+        }]
+        : [],
+      role: "assistant",
+    };
+  };
+  return {
+    prompt,
+    stream: body.stream === true,
+    body: (reply, id) =>
+      envelope(id, finalStatus(reply), [outputItem(reply, id, true)], reply),
+    events(reply, id) {
+      const events: SseEvent[] = [];
+      const push = (type: string, fields: Json) => {
+        events.push({
+          event: type,
+          data: JSON.stringify({
+            type,
+            sequence_number: events.length,
+            ...fields,
+          }),
+        });
+      };
+      push("response.created", { response: envelope(id, "in_progress", []) });
+      push("response.in_progress", {
+        response: envelope(id, "in_progress", []),
+      });
+      push("response.output_item.added", {
+        output_index: 0,
+        item: outputItem(reply, id, false),
+      });
+      // A computer_call has no deltas: the item is whole when added.
+      const { content } = reply;
+      if (content.kind === "tool") {
+        const itemId = `fc_${id}`;
+        for (const delta of splitEvenly(content.arguments, 4)) {
+          push("response.function_call_arguments.delta", {
+            item_id: itemId,
+            output_index: 0,
+            delta,
+          });
+        }
+        push("response.function_call_arguments.done", {
+          item_id: itemId,
+          output_index: 0,
+          name: content.name,
+          arguments: content.arguments,
+        });
+      } else if (content.kind === "text") {
+        const itemId = `msg_${id}`;
+        const where = { item_id: itemId, output_index: 0, content_index: 0 };
+        push("response.content_part.added", {
+          ...where,
+          part: {
+            type: "output_text",
+            annotations: [],
+            logprobs: [],
+            text: "",
+          },
+        });
+        for (const delta of splitText(content.text)) {
+          push("response.output_text.delta", { ...where, delta, logprobs: [] });
+        }
+        push("response.output_text.done", {
+          ...where,
+          text: content.text,
+          logprobs: [],
+        });
+        push("response.content_part.done", {
+          ...where,
+          part: {
+            type: "output_text",
+            annotations: [],
+            logprobs: [],
+            text: content.text,
+          },
+        });
+      }
+      const item = outputItem(reply, id, true);
+      push("response.output_item.done", { output_index: 0, item });
+      const status = finalStatus(reply);
+      push(`response.${status}`, {
+        response: envelope(id, status, [item], reply),
+      });
+      return events;
+    },
+  };
+}
+
+/** The Responses endpoint (`POST /responses`). */
+export const responses: Dialect = {
+  wire: openaiWire,
+  parse: (body) => responsesExchange(body as Json),
+};
