@@ -32,9 +32,9 @@
  *   OpenRouter id names another provider's model): the highest of the three.
  *
  * An image whose size cannot be read (a URL, a file id, an unknown format)
- * holds the most one image can bill on the model: the formula at
- * {@linkcode MAX_IMAGE_SIDE} px square, the largest image Anthropic accepts
- * and larger than any the others document.
+ * holds the most one image can bill on the model: the formula at its dearest
+ * shape within {@linkcode MAX_IMAGE_SIDE} px a side (the largest image
+ * Anthropic accepts, larger than any the others document).
  *
  * @module
  */
@@ -392,7 +392,9 @@ export function openaiImageTokens(
   const rule = OPENAI_TILES.find(([prefix]) => model.startsWith(prefix));
   if (rule) tokens = Math.max(tokens, rule[1] + rule[2] * tiles);
   const patch = OPENAI_PATCHES.find(([prefix]) => model.startsWith(prefix));
-  if (patch) tokens = Math.max(tokens, Math.ceil(openaiPatches(image) * patch[1]));
+  if (patch) {
+    tokens = Math.max(tokens, Math.ceil(openaiPatches(image) * patch[1]));
+  }
   return tokens;
 }
 
@@ -426,7 +428,8 @@ function bareModel(model: string): string {
 
 /**
  * Tokens one image bills on a model: its provider's rule at the image's size,
- * or at {@linkcode MAX_IMAGE_SIDE} square when the size is unknown.
+ * or at its dearest shape within {@linkcode MAX_IMAGE_SIDE} px a side when the
+ * size is unknown.
  *
  * @example
  * ```ts
@@ -445,14 +448,27 @@ export function imageTokens(
   image: ImageSize | undefined,
   detail?: ImageDetail,
 ): number {
+  if (image === undefined) {
+    // The dearest shapes: a large square (Gemini's tiles) and a long strip
+    // that OpenAI cuts into 2 × 4 tiles.
+    return Math.max(
+      priced(target, { width: MAX_IMAGE_SIDE, height: MAX_IMAGE_SIDE }, detail),
+      priced(target, { width: 3_000, height: MAX_IMAGE_SIDE }, detail),
+    );
+  }
   // A header may claim any size up to 2³² px; past 100 000 px a side no
   // provider takes the image, and the figure stays a safe integer.
-  const sized = image
-    ? {
-      width: Math.min(image.width, 100_000),
-      height: Math.min(image.height, 100_000),
-    }
-    : { width: MAX_IMAGE_SIDE, height: MAX_IMAGE_SIDE };
+  return priced(target, {
+    width: Math.min(image.width, 100_000),
+    height: Math.min(image.height, 100_000),
+  }, detail);
+}
+
+function priced(
+  target: ImageTarget,
+  sized: ImageSize,
+  detail: ImageDetail | undefined,
+): number {
   switch (target.provider) {
     case "anthropic":
       return anthropicImageTokens(sized);
