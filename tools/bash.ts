@@ -28,15 +28,20 @@ export interface BashToolOptions {
   maxOutputChars?: number;
 }
 
-const INPUT = {
+/** The `bash` tool's input shape (zod): Anthropic's bash tool's. */
+export type BashInputShape = {
+  /** The command to run. */
+  command: z.ZodOptional<z.ZodString>;
+  /** Start a fresh shell instead. */
+  restart: z.ZodOptional<z.ZodBoolean>;
+};
+
+const INPUT: BashInputShape = {
   command: z.string().optional().describe("The bash command to run"),
   restart: z.boolean().optional().describe(
     "Restart the shell (a fresh one: directory and variables back to the start)",
   ),
 };
-
-/** The `bash` tool's input shape. */
-export type BashInputShape = typeof INPUT;
 
 /** What one command produced. */
 interface CommandOutcome {
@@ -238,10 +243,12 @@ class Shell {
  */
 export class BashTool extends BaseTool<BashInputShape>
   implements AsyncDisposable {
-  override description =
+  /** What the tool does, for the agent. */
+  override description: string =
     "Run a command in a persistent bash shell: the directory and variables carry " +
     "over between calls. stdin is empty; stderr is shown with stdout. Long output " +
     "is cut in the middle. restart: true starts a fresh shell.";
+  /** The input shape: `command` or `restart`. */
   override input: BashInputShape = INPUT;
   readonly #cwd: string;
   readonly #env: Record<string, string>;

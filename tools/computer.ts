@@ -43,7 +43,37 @@ const MAX_PATH = 100;
 
 const point = z.object({ x: z.number(), y: z.number() });
 
-const INPUT = {
+/** The `computer` tool's input shape (zod). */
+export type ComputerInputShape = {
+  /** What to do. */
+  action: z.ZodEnum<{ [A in ComputerAction]: A }>;
+  /** Agent pixels from the left. */
+  x: z.ZodOptional<z.ZodNumber>;
+  /** Agent pixels from the top. */
+  y: z.ZodOptional<z.ZodNumber>;
+  /** Mouse button of a click. */
+  button: z.ZodOptional<
+    z.ZodEnum<{ left: "left"; right: "right"; middle: "middle" }>
+  >;
+  /** A drag's points. */
+  path: z.ZodOptional<
+    z.ZodArray<z.ZodObject<{ x: z.ZodNumber; y: z.ZodNumber }>>
+  >;
+  /** Wheel clicks to the right. */
+  scroll_x: z.ZodOptional<z.ZodNumber>;
+  /** Wheel clicks down. */
+  scroll_y: z.ZodOptional<z.ZodNumber>;
+  /** Text to type. */
+  text: z.ZodOptional<z.ZodString>;
+  /** One key combination. */
+  keys: z.ZodOptional<z.ZodArray<z.ZodString>>;
+  /** How long to wait or hold. */
+  duration_ms: z.ZodOptional<z.ZodNumber>;
+  /** Whether to answer with a screenshot. */
+  screenshot: z.ZodOptional<z.ZodBoolean>;
+};
+
+const INPUT: ComputerInputShape = {
   action: z.enum(COMPUTER_ACTIONS).describe("What to do"),
   x: z.number().optional().describe(
     "Pixels from the left (click, double_click, triple_click, move, scroll)",
@@ -74,9 +104,6 @@ const INPUT = {
     "Answer with a screenshot after the action (default true)",
   ),
 };
-
-/** The `computer` tool's input shape. */
-export type ComputerInputShape = typeof INPUT;
 
 /** The `computer` tool's parsed input. */
 export type ComputerInput = z.output<z.ZodObject<ComputerInputShape>>;
@@ -197,10 +224,12 @@ export function scaleCoordinate(
  * ```
  */
 export class ComputerTool extends BaseTool<ComputerInputShape> {
-  override description =
+  /** What the tool does, for the agent. */
+  override description: string =
     "Use the computer's screen, mouse and keyboard. Coordinates are pixels of the " +
     "screen size you were told, from the top-left corner. Every action answers with " +
     "a screenshot unless screenshot is false.";
+  /** The input shape: the action and its arguments. */
   override input: ComputerInputShape = INPUT;
   /** What carries the actions out. */
   readonly executor: Executor;

@@ -25,16 +25,46 @@ export interface EditToolOptions {
   historyDepth?: number;
 }
 
-const COMMANDS = [
+/** A command of the `edit` tool. */
+export type EditCommand =
+  | "view"
+  | "create"
+  | "str_replace"
+  | "insert"
+  | "undo_edit";
+
+const COMMANDS: [EditCommand, ...EditCommand[]] = [
   "view",
   "create",
   "str_replace",
   "insert",
   "undo_edit",
-] as const;
+];
 
-const INPUT = {
-  command: z.enum(COMMANDS).describe("What to do"),
+/** The `edit` tool's input shape (zod): Anthropic's text editor tool's. */
+export type EditInputShape = {
+  /** What to do. */
+  command: z.ZodEnum<{ [C in EditCommand]: C }>;
+  /** The file or directory. */
+  path: z.ZodString;
+  /** create: the content. */
+  file_text: z.ZodOptional<z.ZodString>;
+  /** str_replace: the text to replace. */
+  old_str: z.ZodOptional<z.ZodString>;
+  /** str_replace: the replacement; insert: the text. */
+  new_str: z.ZodOptional<z.ZodString>;
+  /** insert: the line after which to insert. */
+  insert_line: z.ZodOptional<z.ZodNumber>;
+  /** insert: the text (same as new_str). */
+  insert_text: z.ZodOptional<z.ZodString>;
+  /** view: the lines to show. */
+  view_range: z.ZodOptional<z.ZodArray<z.ZodNumber>>;
+};
+
+const INPUT: EditInputShape = {
+  command: z.enum(COMMANDS).describe(
+    "What to do",
+  ),
   path: z.string().describe(
     "The file or directory: absolute, or relative to the root",
   ),
@@ -55,9 +85,6 @@ const INPUT = {
     "view: [first, last] line, 1-based; last -1 means the end",
   ),
 };
-
-/** The `edit` tool's input shape. */
-export type EditInputShape = typeof INPUT;
 
 /** The `edit` tool's parsed input. */
 export type EditInput = z.output<z.ZodObject<EditInputShape>>;
@@ -113,12 +140,14 @@ async function exists(path: string): Promise<Deno.FileInfo | undefined> {
  * ```
  */
 export class EditTool extends BaseTool<EditInputShape> {
-  override description =
+  /** What the tool does, for the agent. */
+  override description: string =
     "View, create and edit text files. view shows a file with line numbers " +
     "(view_range [first, last] for part of it) or lists a directory; create makes " +
     "a new file; str_replace replaces old_str, which must occur exactly once; " +
     "insert adds text after line insert_line (0: at the top); undo_edit reverts " +
     "the last change to a file.";
+  /** The input shape: the command and its arguments. */
   override input: EditInputShape = INPUT;
   /** The directory paths are confined to, as given. */
   readonly root: string;

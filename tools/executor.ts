@@ -147,7 +147,11 @@ export class RecordingExecutor implements Executor {
     };
   }
 
-  /** @returns The pretend screen's size. */
+  /**
+   * The pretend screen's size.
+   *
+   * @returns Width and height.
+   */
   screenSize(): Promise<Size> {
     return Promise.resolve({ ...this.#size });
   }
@@ -203,7 +207,11 @@ export class RecordingExecutor implements Executor {
     return Promise.resolve();
   }
 
-  /** @returns The pointer's last position. */
+  /**
+   * The pointer's last position.
+   *
+   * @returns The point.
+   */
   cursorPosition(): Promise<Point> {
     return Promise.resolve({ ...this.#pointer });
   }

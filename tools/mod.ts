@@ -57,7 +57,12 @@ export type { X11ExecutorOptions, Xvfb, XvfbOptions } from "./x11.ts";
 export { BashTool } from "./bash.ts";
 export type { BashInputShape, BashToolOptions } from "./bash.ts";
 export { EditTool } from "./edit.ts";
-export type { EditInput, EditInputShape, EditToolOptions } from "./edit.ts";
+export type {
+  EditCommand,
+  EditInput,
+  EditInputShape,
+  EditToolOptions,
+} from "./edit.ts";
 export { keysyms } from "./keys.ts";
 export { encodePng, pngSize } from "./png.ts";
 export type { Rgb } from "./png.ts";

@@ -134,7 +134,11 @@ export class X11Executor implements Executor {
     return this.#run("xdotool", args, extraMs);
   }
 
-  /** @returns The display's size, from `xdotool getdisplaygeometry` (asked once). */
+  /**
+   * The display's size, from `xdotool getdisplaygeometry` (asked once).
+   *
+   * @returns Width and height.
+   */
   async screenSize(): Promise<Size> {
     if (!this.#size) {
       const text = new TextDecoder().decode(
@@ -222,7 +226,11 @@ export class X11Executor implements Executor {
     }
   }
 
-  /** @returns The pointer's position, from `xdotool getmouselocation --shell`. */
+  /**
+   * The pointer's position, from `xdotool getmouselocation --shell`.
+   *
+   * @returns The point.
+   */
   async cursorPosition(): Promise<Point> {
     const text = new TextDecoder().decode(
       await this.#xdotool(["getmouselocation", "--shell"]),
@@ -237,7 +245,13 @@ export class X11Executor implements Executor {
     return { x, y };
   }
 
-  /** @returns `import -window root` as PNG, resized (exactly, `!`) to `size` when it differs. */
+  /**
+   * A screenshot: `import -window root` as PNG, resized (exactly, `!`) to
+   * `size` when it differs from the display's.
+   *
+   * @param size The picture's size.
+   * @returns PNG bytes.
+   */
   async screenshot(size: Size): Promise<Uint8Array> {
     const real = await this.screenSize();
     const resize = real.width === size.width && real.height === size.height
