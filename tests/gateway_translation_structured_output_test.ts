@@ -177,7 +177,7 @@ async function ask(
   return text;
 }
 
-Deno.test("a chat call to a Claude model with a JSON schema reaches Anthropic as output_config.format, and the JSON comes back as the content", async () => {
+Deno.test("a Claude chat call's JSON schema reaches Anthropic as output_config.format and its JSON comes back as content", async () => {
   await using t = await setup();
   for (const stream of [false, true]) {
     const content = await ask(t.client, "claude-haiku-4-5", stream);

@@ -20,6 +20,8 @@ export type FieldRule =
     why: string;
     /** Values that change nothing (the field's default) and so pass. */
     noEffect?: (value: unknown) => boolean;
+    /** Those values, for the docs. */
+    passes?: string;
   };
 
 const translated = (how: string): FieldRule => ({ kind: "translated", how });
@@ -27,9 +29,16 @@ const ignored = (why: string): FieldRule => ({ kind: "ignored", why });
 const refused = (
   why: string,
   noEffect?: (value: unknown) => boolean,
-): FieldRule => ({ kind: "refused", why, ...(noEffect ? { noEffect } : {}) });
+  passes?: string,
+): FieldRule => ({
+  kind: "refused",
+  why,
+  ...(noEffect ? { noEffect, passes } : {}),
+});
 
-const is = (...values: unknown[]) => (value: unknown) => values.includes(value);
+/** Refused unless its value is `value`, which changes nothing. */
+const refusedUnless = (why: string, value: unknown): FieldRule =>
+  refused(why, (sent) => sent === value, JSON.stringify(value));
 const emptyObject = (value: unknown) =>
   typeof value === "object" && value !== null &&
   Object.keys(value).length === 0;
@@ -107,9 +116,9 @@ export const CHAT_FIELDS: Readonly<
   },
   parallel_tool_calls: {
     anthropic: translated("false → tool_choice.disable_parallel_tool_use"),
-    gemini: refused(
+    gemini: refusedUnless(
       "Gemini has no switch to keep the model to one call per turn",
-      (value) => value === true,
+      true,
     ),
   },
   response_format: {
@@ -121,9 +130,9 @@ export const CHAT_FIELDS: Readonly<
     ),
   },
   reasoning_effort: {
-    anthropic: refused(
+    anthropic: refusedUnless(
       "extended thinking needs its thinking blocks sent back with tool calls, which the chat convention cannot carry",
-      is("none"),
+      "none",
     ),
     gemini: translated(
       "thinkingConfig: Gemini 3 thinkingLevel (same name), Gemini 2.5 thinkingBudget (none 0, low 1024, medium 8192, high 24576)",
@@ -134,27 +143,27 @@ export const CHAT_FIELDS: Readonly<
     gemini: translated("generationConfig.seed"),
   },
   presence_penalty: {
-    anthropic: refused("Anthropic has no presence penalty", is(0)),
+    anthropic: refusedUnless("Anthropic has no presence penalty", 0),
     gemini: translated("generationConfig.presencePenalty"),
   },
   frequency_penalty: {
-    anthropic: refused("Anthropic has no frequency penalty", is(0)),
+    anthropic: refusedUnless("Anthropic has no frequency penalty", 0),
     gemini: translated("generationConfig.frequencyPenalty"),
   },
   logit_bias: both(
-    refused("the upstream takes no token biases", emptyObject),
+    refused("the upstream takes no token biases", emptyObject, "{}"),
   ),
   logprobs: both(
-    refused("the translated answer carries no log probabilities", is(false)),
+    refusedUnless("the translated answer carries no log probabilities", false),
   ),
   top_logprobs: both(
-    refused("the translated answer carries no log probabilities", is(0)),
+    refusedUnless("the translated answer carries no log probabilities", 0),
   ),
   verbosity: both(
-    refused("the upstream has no verbosity setting", is("medium")),
+    refusedUnless("the upstream has no verbosity setting", "medium"),
   ),
   modalities: both(
-    refused("the translated answer is text only", textOnly),
+    refused("the translated answer is text only", textOnly, '["text"]'),
   ),
   audio: both(refused("the translated answer is text only")),
   web_search_options: both(

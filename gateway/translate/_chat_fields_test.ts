@@ -86,3 +86,15 @@ Deno.test("checkChatFields() treats null as absent and refuses unknown fields na
     );
   }
 });
+
+Deno.test("docs/gateway.md's translated-fields table names every field CHAT_FIELDS decides", async () => {
+  const docs = await Deno.readTextFile(
+    new URL("../../docs/gateway.md", import.meta.url),
+  );
+  const start = docs.indexOf("### Translated chat fields");
+  assert.ok(start >= 0, "the section exists");
+  const section = docs.slice(start, docs.indexOf("\n## ", start));
+  for (const field of Object.keys(CHAT_FIELDS)) {
+    assert.ok(section.includes(`\`${field}\``), `"${field}" is in the docs`);
+  }
+});
