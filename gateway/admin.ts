@@ -192,7 +192,10 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono {
       return c.json(await putModel(kv, raw));
     } catch (error) {
       if (error instanceof CatalogEntryError) {
-        throw new GatewayError(400, error.message, { code: "invalid_value" });
+        throw new GatewayError(400, error.message, {
+          code: "invalid_value",
+          param: error.field || null,
+        });
       }
       throw error;
     }

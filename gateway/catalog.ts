@@ -9,32 +9,57 @@ import catalogData from "./catalog.json" with { type: "json" };
 import type { CatalogEntry } from "./types.ts";
 import { firstIssue } from "./_zod.ts";
 
+/**
+ * The highest price the catalog takes, USD per million tokens: over a
+ * hundred times the dearest model's output price (tens of USD). With at most
+ * {@linkcode MAX_OUTPUT_TOKENS} output tokens and an input the size of the
+ * largest body, a call's cost stays many orders of magnitude inside the
+ * range where micro-USD are exact (`MAX_BALANCE_MICROS`), so the money maths
+ * can always hold what a call costs.
+ */
+export const MAX_PRICE_USD_PER_MILLION = 10_000;
+
+/** The most output tokens a catalog entry may allow one call (models offer at most a few hundred thousand). */
+export const MAX_OUTPUT_TOKENS = 10_000_000;
+
+/** The most alternates one entry may list. */
+const MAX_ALTERNATES = 8;
+
+const price = z.number().finite().nonnegative().max(MAX_PRICE_USD_PER_MILLION);
+const modelId = z.string().min(1).max(256);
+
 const entrySchema = z.object({
-  id: z.string().min(1),
+  id: modelId,
   provider: z.enum(["openai", "anthropic", "gemini", "xai", "openrouter"]),
-  upstream: z.string().min(1),
-  routes: z.array(z.enum(["chat", "messages", "responses", "gemini"])).min(1),
+  upstream: modelId,
+  routes: z.array(z.enum(["chat", "messages", "responses", "gemini"])).min(1)
+    .max(4),
   pricing: z.object({
-    input: z.number().nonnegative(),
-    output: z.number().nonnegative(),
-    cachedInput: z.number().nonnegative().optional(),
-    cacheWrite: z.number().nonnegative().optional(),
-    cacheWrite1h: z.number().nonnegative().optional(),
+    input: price,
+    output: price,
+    cachedInput: price.optional(),
+    cacheWrite: price.optional(),
+    cacheWrite1h: price.optional(),
   }),
-  maxOutputTokens: z.number().int().positive(),
-  alternates: z.array(z.string().min(1)).optional(),
+  maxOutputTokens: z.number().int().positive().max(MAX_OUTPUT_TOKENS),
+  alternates: z.array(modelId).max(MAX_ALTERNATES).optional(),
 });
 
 /** A catalog entry that is not valid; the message names the field. */
 export class CatalogEntryError extends Error {
+  /** The field at fault, as a dotted path (`pricing.input`). */
+  readonly field: string;
+
   /**
    * Creates the error.
    *
    * @param message What is wrong, naming the field.
+   * @param field The field at fault.
    */
-  constructor(message: string) {
+  constructor(message: string, field = "") {
     super(message);
     this.name = "CatalogEntryError";
+    this.field = field;
   }
 }
 
@@ -51,6 +76,7 @@ export function parseCatalogEntry(raw: unknown): CatalogEntry {
     const { param, message } = firstIssue(parsed.error);
     throw new CatalogEntryError(
       `Invalid catalog entry: "${param}" ${message}`,
+      param,
     );
   }
   return parsed.data;

@@ -30,7 +30,11 @@ import { CatalogEntryError } from "./catalog.ts";
 import { BalanceRangeError, topUp } from "./credits/ledger.ts";
 import { type CallerLimits, limitsSchema } from "./limits/limits.ts";
 import { putModel, removeModel } from "./live_catalog.ts";
-import { microsToUsd, usdToMicros } from "./credits/money.ts";
+import {
+  MAX_BALANCE_MICROS,
+  microsToUsd,
+  usdToMicros,
+} from "./credits/money.ts";
 import { openKv } from "./server.ts";
 
 /** The usage text printed by `help`. */
@@ -50,6 +54,9 @@ Commands:
   model-remove <model id>                  remove a model for every gateway process
 
 The KV is GATEWAY_KV_PATH (default ./data/gateway.kv).`;
+
+/** The largest amount of USD a command takes (the largest balance). */
+const MAX_USD = microsToUsd(MAX_BALANCE_MICROS);
 
 /** A bad command line: reported as one line, exit code 1. */
 class UsageError extends Error {}
@@ -77,6 +84,12 @@ function usd(
   if (value.trim() === "" || !Number.isFinite(amount)) {
     throw new UsageError(
       `Invalid --${flag} "${value}": expected a number of USD`,
+    );
+  }
+  // Amounts stay where micro-USD are exact, as on the admin API.
+  if (Math.abs(amount) > MAX_USD) {
+    throw new UsageError(
+      `Invalid --${flag} "${value}": expected at most ${MAX_USD} USD either way`,
     );
   }
   return amount;

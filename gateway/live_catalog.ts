@@ -6,7 +6,11 @@
  *
  * @module
  */
-import { type Catalog, parseCatalogEntry } from "./catalog.ts";
+import {
+  type Catalog,
+  CatalogEntryError,
+  parseCatalogEntry,
+} from "./catalog.ts";
 import {
   catalogChangeKey,
   catalogChangesPrefix,
@@ -61,21 +65,36 @@ async function commitChange(
 
 /**
  * The effective catalog: the seed with KV's changes applied, in seed order,
- * additions after.
+ * additions after. A stored entry that is no longer valid (written before a
+ * bound it breaks, such as a price the money maths cannot hold) is ignored,
+ * and reported, so one bad entry never stops every other change from being
+ * served: the model keeps its seed entry, or stays out.
  *
  * @param kv The gateway's KV.
  * @param seed The catalog file's entries.
+ * @param onInvalid Told of each stored entry ignored, with why.
  * @returns The entries.
  */
 export async function readCatalog(
   kv: Deno.Kv,
   seed: readonly CatalogEntry[],
+  onInvalid: (id: string, error: CatalogEntryError) => void = () => {},
 ): Promise<CatalogEntry[]> {
   const changes = new Map<string, CatalogChange>();
   for await (
     const item of kv.list<CatalogChange>({ prefix: catalogChangesPrefix() })
   ) {
-    changes.set(item.key.at(-1) as string, item.value);
+    const id = item.key.at(-1) as string;
+    if (!("entry" in item.value)) {
+      changes.set(id, item.value);
+      continue;
+    }
+    try {
+      changes.set(id, { entry: parseCatalogEntry(item.value.entry) });
+    } catch (error) {
+      if (!(error instanceof CatalogEntryError)) throw error;
+      onInvalid(id, error);
+    }
   }
   const entries: CatalogEntry[] = [];
   for (const entry of seed) {
@@ -145,7 +164,14 @@ export class LiveCatalog {
         (await this.#kv.get<Deno.KvU64>(catalogVersionKey())).value?.value ??
           0n;
       if (current !== this.#version) {
-        this.#catalog.replace(await readCatalog(this.#kv, this.#seed));
+        this.#catalog.replace(
+          await readCatalog(this.#kv, this.#seed, (id, error) =>
+            this.#log({
+              level: "error",
+              message:
+                `Stored catalog entry "${id}" is ignored: ${error.message}; correct it with PUT /admin/models/${id}`,
+            })),
+        );
         this.#version = current;
       }
       this.#checkedAt = performance.now();
