@@ -290,7 +290,7 @@ export interface ComputerTurn {
  * ```ts
  * import { doneText } from "./computer_use.ts";
  * doneText([{ type: "click", x: 1, y: 2 }, { type: "key", keys: ["enter"] }]);
- * // "Done. I clicked (1, 2) and pressed enter."
+ * // "Done. I clicked (1, 2) and pressed Enter."
  * ```
  *
  * @param actions The plan's actions.
@@ -312,7 +312,11 @@ export function doneText(actions: readonly ComputerAction[]): string {
             : `typed "${action.text}"`,
         ];
       case "key":
-        return [`pressed ${action.keys.join("+")}`];
+        return [
+          `pressed ${
+            action.keys.map((key) => spellKey(key, "gemini")).join("+")
+          }`,
+        ];
     }
   });
   if (said.length === 0) return "Done.";
