@@ -217,7 +217,8 @@ const TARGET_NAMES: Record<SchemaTarget, string> = {
 /**
  * Refuses every field of `chat` that `target`'s translator cannot carry:
  * refused fields (unless their value changes nothing), fields no rule
- * knows, and message fields with no counterpart.
+ * knows, a `tool_choice` that forces a call with no tools to call, and
+ * message fields with no counterpart.
  *
  * @param chat The validated chat request.
  * @param target The upstream.
@@ -244,6 +245,14 @@ export function checkChatFields(
         field,
       );
     }
+  }
+  const forced = chat.tool_choice === "required" ||
+    typeof chat.tool_choice === "object";
+  if (forced && !(chat.tools && chat.tools.length > 0)) {
+    throw new TranslationError(
+      'Cannot use "tool_choice" that forces a call without "tools"',
+      "tool_choice",
+    );
   }
   chat.messages.forEach((message, i) => {
     const fields = message as unknown as Record<string, unknown>;

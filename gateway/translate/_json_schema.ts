@@ -66,6 +66,8 @@ const ANTHROPIC_FORMATS = new Set([
 
 /** Deeper schemas are refused before walking them can exhaust the stack. */
 const MAX_DEPTH = 64;
+/** The same for chains of `$ref`s, each a level of the walk. */
+const MAX_REFERENCE_DEPTH = 1000;
 
 /**
  * Carries a caller's JSON schema to `target`'s structured-output subset.
@@ -453,6 +455,12 @@ function checkReferences(
         );
       }
       return;
+    }
+    if (active.size >= MAX_REFERENCE_DEPTH) {
+      throw new TranslationError(
+        `JSON schema references nest deeper than ${MAX_REFERENCE_DEPTH} levels`,
+        where,
+      );
     }
     active.add(node);
     for (const [key, value] of Object.entries(node)) {

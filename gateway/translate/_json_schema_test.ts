@@ -222,6 +222,15 @@ Deno.test("targetSchema() refuses a schema nested past its depth limit instead o
   let schema: Record<string, unknown> = { type: "string" };
   for (let i = 0; i < 5000; i++) schema = { type: "array", items: schema };
   assert.match(refusal(schema, "gemini").message, /nests deeper/);
+  const chain: Record<string, unknown> = { n0: { type: "string" } };
+  for (let i = 1; i < 20000; i++) {
+    chain[`n${i}`] = { $ref: `#/$defs/n${i - 1}` };
+  }
+  const references = refusal(
+    { $ref: "#/$defs/n19999", $defs: chain },
+    "gemini",
+  );
+  assert.match(references.message, /references nest deeper/);
 });
 
 const CONSTRAINTS = [
