@@ -304,10 +304,22 @@ class Call implements AsyncDisposable {
   async #streamEnded(end: StreamEnd): Promise<void> {
     this.estimated = end.estimated;
     this.firstTokenAt = end.firstEventAt;
+    let cost = 0;
+    try {
+      cost = costMicros(end.usage, this.entry!.pricing);
+    } catch (thrown) {
+      // The call still gives back what it holds; the log says why it was not charged.
+      this.deps.log({
+        level: "error",
+        requestId: this.request.requestId,
+        model: this.entry?.id,
+        message: `Pricing a stream failed, so it is not charged: ${thrown}`,
+      });
+    }
     try {
       await this.close({
         usage: end.usage,
-        cost: costMicros(end.usage, this.entry!.pricing),
+        cost,
         status: end.status,
         error: end.error,
       });
