@@ -4,7 +4,9 @@
  * JSONL result per task plus a summary table. Without `--gateway` it starts
  * the demo (provider simulator and gateway, in this process), where the
  * simulated model plays a scripted agent: it calls the tools the prompt
- * names in backticks, then answers.
+ * names in backticks, then answers (or, given a computer tool and on-screen
+ * instructions, plays a computer-use agent). The model is spoken to in its
+ * native convention, from its routes in the gateway's `/models`.
  *
  * @module
  */
