@@ -155,12 +155,8 @@ function heldTextTokens(text: string): number {
   let otherBytes = 0;
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
-    if (code < 0x80) {
-      if (code >= 0x20 && code !== 0x22 && code !== 0x5c) ascii++;
-      else if (code >= 0x20 || (code >= 8 && code <= 13 && code !== 11)) {
-        ascii += 2;
-      } else ascii += 6;
-    } else if (code < 0x800) otherBytes += 2;
+    if (code < 0x80) ascii += JSON_CHARS[code];
+    else if (code < 0x800) otherBytes += 2;
     else if (code >= 0xd800 && code <= 0xdbff) {
       otherBytes += 4;
       i++;
@@ -168,6 +164,16 @@ function heldTextTokens(text: string): number {
   }
   return Math.ceil(ascii / 3 + otherBytes / 2);
 }
+
+/** Characters JSON writes for each ASCII character. */
+const JSON_CHARS = (() => {
+  const chars = new Uint8Array(128).fill(1);
+  for (let code = 0; code < 0x20; code++) chars[code] = 6;
+  for (const code of [0x08, 0x09, 0x0a, 0x0c, 0x0d, 0x22, 0x5c]) {
+    chars[code] = 2;
+  }
+  return chars;
+})();
 
 /**
  * Tokens a PDF of `bytes` decoded bytes holds (see the module doc for why
