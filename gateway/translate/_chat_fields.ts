@@ -102,16 +102,18 @@ export const CHAT_FIELDS: Readonly<
   n: both(translated("1 only; more choices are a 400")),
   tools: {
     anthropic: translated(
-      "tools (input_schema); strict → strict, its schema checked like response_format's",
+      "function tools → tools (input_schema); strict → strict, its schema checked like response_format's; custom tools are a 400",
     ),
     gemini: translated(
-      "functionDeclarations (parametersJsonSchema); strict → functionCallingConfig mode VALIDATED, its schema checked like response_format's",
+      "function tools → functionDeclarations (parametersJsonSchema); strict → functionCallingConfig mode VALIDATED, its schema checked like response_format's; custom tools are a 400",
     ),
   },
   tool_choice: {
-    anthropic: translated("auto/none/any/tool"),
+    anthropic: translated(
+      "auto/none/any/tool; allowed_tools → only those tools, with its mode; a custom tool is a 400",
+    ),
     gemini: translated(
-      "functionCallingConfig AUTO/NONE/ANY (+ allowedFunctionNames)",
+      "functionCallingConfig AUTO/NONE/ANY (+ allowedFunctionNames); allowed_tools → only those tools, with its mode; a custom tool is a 400",
     ),
   },
   parallel_tool_calls: {
@@ -217,8 +219,7 @@ const TARGET_NAMES: Record<SchemaTarget, string> = {
 /**
  * Refuses every field of `chat` that `target`'s translator cannot carry:
  * refused fields (unless their value changes nothing), fields no rule
- * knows, a `tool_choice` that forces a call with no tools to call, and
- * message fields with no counterpart.
+ * knows, and message fields with no counterpart.
  *
  * @param chat The validated chat request.
  * @param target The upstream.
@@ -245,14 +246,6 @@ export function checkChatFields(
         field,
       );
     }
-  }
-  const forced = chat.tool_choice === "required" ||
-    typeof chat.tool_choice === "object";
-  if (forced && !(chat.tools && chat.tools.length > 0)) {
-    throw new TranslationError(
-      'Cannot use "tool_choice" that forces a call without "tools"',
-      "tool_choice",
-    );
   }
   chat.messages.forEach((message, i) => {
     const fields = message as unknown as Record<string, unknown>;

@@ -98,31 +98,3 @@ Deno.test("docs/gateway.md's translated-fields table names every field CHAT_FIEL
     assert.ok(section.includes(`\`${field}\``), `"${field}" is in the docs`);
   }
 });
-
-Deno.test("checkChatFields() refuses a tool_choice that forces a call when there are no tools", () => {
-  for (
-    const tool_choice of ["required", {
-      type: "function",
-      function: { name: "f" },
-    }]
-  ) {
-    const body = chatRequestSchema.parse({
-      model: "m",
-      messages: [{ role: "user", content: "Hi" }],
-      tool_choice,
-    });
-    assert.throws(
-      () => checkChatFields(body, "gemini"),
-      (error: unknown) =>
-        error instanceof TranslationError && error.param === "tool_choice",
-    );
-  }
-  checkChatFields(
-    chatRequestSchema.parse({
-      model: "m",
-      messages: [{ role: "user", content: "Hi" }],
-      tool_choice: "none",
-    }),
-    "anthropic",
-  );
-});

@@ -17,6 +17,7 @@ import {
   type ChatStreamPiece,
   type ChatStreamTranslator,
   type ChatTextPart,
+  type ChatTool,
   chatUsage,
   TranslationError,
   type UpstreamEvent,
@@ -114,6 +115,87 @@ export function requireSingleChoice(chat: ChatRequest): void {
       "n",
     );
   }
+}
+
+/** A function tool the upstream is sent, with its place in the caller's `tools`. */
+export interface PlacedTool {
+  /** The tool. */
+  tool: ChatTool;
+  /** Its index in the request's `tools`, for error params. */
+  index: number;
+}
+
+/** The tool choice the translators express: `allowed_tools` and custom choices resolved. */
+export type FunctionToolChoice =
+  | "auto"
+  | "none"
+  | "required"
+  | { type: "function"; function: { name: string } };
+
+/**
+ * The function tools to send and how the model may use them. Custom tools
+ * (free-text input) have no counterpart upstream and are refused;
+ * `allowed_tools` becomes the allowed tools alone with its mode as the
+ * choice, which lets the model call exactly what the caller allowed. A
+ * choice that forces a call with no tool to call is refused.
+ *
+ * @param chat The validated chat request.
+ * @returns The tools (possibly none) and the choice, if any.
+ * @throws {TranslationError} For a custom tool, a custom choice or an unknown allowed tool.
+ */
+export function functionTools(
+  chat: ChatRequest,
+): { tools: PlacedTool[]; choice: FunctionToolChoice | undefined } {
+  let tools = (chat.tools ?? []).map((tool, index): PlacedTool => {
+    if (tool.type !== "function") {
+      throw new TranslationError(
+        `Cannot use custom tool "${tool.custom.name}" with this model: the upstream's tools take JSON arguments, not free text`,
+        `tools[${index}]`,
+      );
+    }
+    return { tool, index };
+  });
+  let choice: FunctionToolChoice | undefined;
+  const asked = chat.tool_choice;
+  if (typeof asked === "object" && asked.type === "custom") {
+    throw new TranslationError(
+      `Cannot use "tool_choice" custom tool "${asked.custom.name}" with this model: the upstream has no custom tools`,
+      "tool_choice",
+    );
+  } else if (typeof asked === "object" && asked.type === "allowed_tools") {
+    const allowed = new Set(
+      asked.allowed_tools.tools.map((entry, j) => {
+        const name = (entry as { function?: { name?: unknown } }).function
+          ?.name;
+        if (entry.type !== "function" || typeof name !== "string") {
+          throw new TranslationError(
+            'Cannot use this allowed tool: expected {type: "function", function: {name}}',
+            `tool_choice.allowed_tools.tools[${j}]`,
+          );
+        }
+        if (!tools.some(({ tool }) => tool.function.name === name)) {
+          throw new TranslationError(
+            `Allowed tool "${name}" is not in "tools"`,
+            `tool_choice.allowed_tools.tools[${j}]`,
+          );
+        }
+        return name;
+      }),
+    );
+    tools = tools.filter(({ tool }) => allowed.has(tool.function.name));
+    choice = asked.allowed_tools.mode;
+  } else {
+    choice = asked;
+  }
+  if (
+    (choice === "required" || typeof choice === "object") && tools.length === 0
+  ) {
+    throw new TranslationError(
+      'Cannot use "tool_choice" that forces a call without "tools"',
+      "tool_choice",
+    );
+  }
+  return { tools, choice };
 }
 
 /** Current Unix time in seconds, as `created`. */

@@ -14,6 +14,8 @@ import { normalUsage, tokenCount } from "../usage.ts";
 import {
   chatId,
   ChatStreamBase,
+  type FunctionToolChoice,
+  functionTools,
   isHttpUrl,
   maxOutputTokens,
   nowSeconds,
@@ -32,6 +34,7 @@ import {
   type ChatFinishReason,
   type ChatRequest,
   type ChatStreamPiece,
+  type ChatTool,
   type ChatToolCall,
   chatUsage,
   type ChatUserPart,
@@ -222,10 +225,11 @@ export function toAnthropicRequest(
   if (chat.stream) request.stream = true;
   const userId = chat.safety_identifier ?? chat.user;
   if (userId) request.metadata = { user_id: userId };
-  if (chat.tools && chat.tools.length > 0) {
-    request.tools = chat.tools.map((tool, i) => anthropicTool(tool, i));
-    const choice = anthropicToolChoice(chat);
-    if (choice) request.tool_choice = choice;
+  const { tools, choice } = functionTools(chat);
+  if (tools.length > 0) {
+    request.tools = tools.map(({ tool, index }) => anthropicTool(tool, index));
+    const toolChoice = anthropicToolChoice(choice, chat.parallel_tool_calls);
+    if (toolChoice) request.tool_choice = toolChoice;
   }
   const format = anthropicOutputFormat(chat);
   if (format) request.output_config = { format };
@@ -263,10 +267,7 @@ function anthropicSampling(
   return sampling;
 }
 
-function anthropicTool(
-  tool: NonNullable<ChatRequest["tools"]>[number],
-  i: number,
-): AnthropicTool {
+function anthropicTool(tool: ChatTool, i: number): AnthropicTool {
   const parameters = tool.function.parameters ??
     { type: "object", properties: {} };
   const strict = tool.function.strict === true;
@@ -324,18 +325,16 @@ function anthropicSystem(
 }
 
 function anthropicToolChoice(
-  chat: ChatRequest,
+  choice: FunctionToolChoice | undefined,
+  parallel: boolean | null | undefined,
 ): AnthropicToolChoice | undefined {
-  const choice = chat.tool_choice;
-  const single = chat.parallel_tool_calls === false
-    ? { disable_parallel_tool_use: true }
-    : {};
+  const single = parallel === false ? { disable_parallel_tool_use: true } : {};
   if (choice === "none") return { type: "none" };
   if (choice === "required") return { type: "any", ...single };
   if (typeof choice === "object") {
     return { type: "tool", name: choice.function.name, ...single };
   }
-  if (choice === "auto" || chat.parallel_tool_calls === false) {
+  if (choice === "auto" || parallel === false) {
     return { type: "auto", ...single };
   }
   return undefined;

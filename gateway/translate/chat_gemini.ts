@@ -15,6 +15,7 @@ import { normalUsage, tokenCount } from "../usage.ts";
 import {
   chatId,
   ChatStreamBase,
+  functionTools,
   isHttpUrl,
   maxOutputTokens,
   newToolCallId,
@@ -202,9 +203,10 @@ export function toGeminiRequest(
   if (system.length > 0) {
     body.systemInstruction = { parts: system.map((text) => ({ text })) };
   }
-  if (chat.tools && chat.tools.length > 0) {
+  const { tools, choice } = functionTools(chat);
+  if (tools.length > 0) {
     body.tools = [{
-      functionDeclarations: chat.tools.map((tool, i) => ({
+      functionDeclarations: tools.map(({ tool, index: i }) => ({
         name: tool.function.name,
         ...(tool.function.description
           ? { description: tool.function.description }
@@ -222,10 +224,9 @@ export function toGeminiRequest(
           : {}),
       })),
     }];
-    const choice = chat.tool_choice;
     // A strict tool's calls must match its schema: VALIDATED mode decodes
     // them constrained to it, as ANY does for calls it forces.
-    const strict = chat.tools.some((tool) => tool.function.strict === true);
+    const strict = tools.some(({ tool }) => tool.function.strict === true);
     if (strict && (choice === undefined || choice === "auto")) {
       body.toolConfig = { functionCallingConfig: { mode: "VALIDATED" } };
     }

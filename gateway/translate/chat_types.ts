@@ -139,12 +139,29 @@ export interface ChatTool {
   };
 }
 
+/** A custom tool: the model calls it with free text (optionally in a grammar), not JSON. */
+export interface ChatCustomTool {
+  /** Always `"custom"`. */
+  type: "custom";
+  /** The tool. */
+  custom: { name: string; description?: string; format?: unknown };
+}
+
 /** How the model may use tools. */
 export type ChatToolChoice =
   | "auto"
   | "none"
   | "required"
-  | { type: "function"; function: { name: string } };
+  | { type: "function"; function: { name: string } }
+  | { type: "custom"; custom: { name: string } }
+  | {
+    type: "allowed_tools";
+    allowed_tools: {
+      mode: "auto" | "required";
+      /** The tools the model may call: `{type: "function", function: {name}}`. */
+      tools: Record<string, unknown>[];
+    };
+  };
 
 /** The body of `POST /chat/completions`. Unknown fields are kept for native passthrough. */
 export interface ChatRequest {
@@ -169,7 +186,7 @@ export interface ChatRequest {
   /** Number of choices. */
   n?: number | null;
   /** Tools the model may call. */
-  tools?: ChatTool[];
+  tools?: (ChatTool | ChatCustomTool)[];
   /** How the model may use tools. */
   tool_choice?: ChatToolChoice;
   /** Whether the model may call several tools in one turn. */
@@ -322,20 +339,40 @@ export const chatRequestSchema: ChatRequestValidator = z.looseObject({
   top_p: nullableNumber,
   stop: z.union([z.string(), z.array(z.string())]).nullish(),
   n: z.number().int().positive().nullish(),
-  tools: z.array(z.looseObject({
-    type: z.literal("function"),
-    function: z.looseObject({
-      name: z.string(),
-      description: z.string().optional(),
-      parameters: z.record(z.string(), z.unknown()).optional(),
-      strict: z.boolean().nullish(),
+  tools: z.array(z.discriminatedUnion("type", [
+    z.looseObject({
+      type: z.literal("function"),
+      function: z.looseObject({
+        name: z.string(),
+        description: z.string().optional(),
+        parameters: z.record(z.string(), z.unknown()).optional(),
+        strict: z.boolean().nullish(),
+      }),
     }),
-  })).optional(),
+    z.looseObject({
+      type: z.literal("custom"),
+      custom: z.looseObject({
+        name: z.string(),
+        description: z.string().optional(),
+      }),
+    }),
+  ])).optional(),
   tool_choice: z.union([
     z.enum(["auto", "none", "required"]),
     z.looseObject({
       type: z.literal("function"),
       function: z.looseObject({ name: z.string() }),
+    }),
+    z.looseObject({
+      type: z.literal("custom"),
+      custom: z.looseObject({ name: z.string() }),
+    }),
+    z.looseObject({
+      type: z.literal("allowed_tools"),
+      allowed_tools: z.looseObject({
+        mode: z.enum(["auto", "required"]),
+        tools: z.array(z.looseObject({})),
+      }),
     }),
   ]).optional(),
   parallel_tool_calls: z.boolean().nullish(),

@@ -78,6 +78,35 @@ Deno.test("chatRequestSchema accepts a full OpenAI SDK request and keeps fields 
   assert.deepEqual(parsed, body);
 });
 
+Deno.test("chatRequestSchema accepts OpenAI's custom tools and allowed_tools and custom tool choices, for passthrough", () => {
+  const body = {
+    model: "gpt-5.1",
+    messages: [{ role: "user", content: "Hi" }],
+    tools: [
+      { type: "function", function: { name: "look" } },
+      {
+        type: "custom",
+        custom: { name: "grep", format: { type: "text" } },
+      },
+    ],
+    tool_choice: {
+      type: "allowed_tools",
+      allowed_tools: {
+        mode: "auto",
+        tools: [{ type: "function", function: { name: "look" } }],
+      },
+    },
+    reasoning_effort: "low",
+    safety_identifier: "hash",
+  };
+  assert.deepEqual(chatRequestSchema.parse(body), body);
+  const custom = {
+    ...body,
+    tool_choice: { type: "custom", custom: { name: "grep" } },
+  };
+  assert.deepEqual(chatRequestSchema.parse(custom), custom);
+});
+
 Deno.test("chatRequestSchema rejects a missing model, empty messages, unknown roles and wrong types", () => {
   const invalid: unknown[] = [
     { messages: [{ role: "user", content: "Hi" }] },
