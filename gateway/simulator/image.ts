@@ -6,7 +6,7 @@
  * | Billing | Tokens for a `w × h` image |
  * |---|---|
  * | `anthropic` | scaled (aspect kept) to a long edge ≤ 1568 px and to ≤ 1600 tokens, then `ceil(w·h / 750)` |
- * | `openai` | `detail: "low"`: 85. Otherwise fit in 2048 × 2048, scale the shortest side down to 768, then 85 + 170 per 512 px tile |
+ * | `openai` | `detail: "low"`: 85. Otherwise fit in 2048 × 2048, scale the shortest side down to 768 (whole pixels, rounded up, after each step), then 85 + 170 per 512 px tile |
  * | `gemini` | 258 when both sides ≤ 384 px, else 258 per 768 × 768 tile |
  *
  * An image whose size cannot be read (a URL, a file reference, bytes that are
@@ -201,13 +201,15 @@ function anthropicTokens({ width, height }: ImageSize): number {
 
 function openaiTokens({ width, height }: ImageSize, detail: string): number {
   if (detail === "low") return 85;
+  // Whole pixels after each resize, rounded up (OpenAI does not say how it
+  // rounds; the gateway's hold reads the rule the same way).
   const fit = Math.min(1, 2048 / Math.max(width, height));
-  let w = width * fit;
-  let h = height * fit;
+  let w = Math.ceil(width * fit);
+  let h = Math.ceil(height * fit);
   const shortest = Math.min(w, h);
   if (shortest > 768) {
-    w = (w * 768) / shortest;
-    h = (h * 768) / shortest;
+    w = Math.ceil((w * 768) / shortest);
+    h = Math.ceil((h * 768) / shortest);
   }
   return 85 + 170 * Math.ceil(w / 512) * Math.ceil(h / 512);
 }

@@ -14,11 +14,32 @@
  * | gemini | `${baseUrl}/gemini` | `POST /v1beta/models/{model}:generateContent`, `:streamGenerateContent?alt=sse`, and the OpenAI-compatible `POST /v1beta/openai/chat/completions` |
  *
  * Replies are `Echo: <last user text>` unless configured; tool calls follow
- * the rules in `reply.ts` (a forcing `tool_choice`, or `call tool <name>` in
- * the last user message); token counts are one per four characters. Each
- * request's behaviour (latency, error status, hang, garbage, cut or slow
+ * the rules in `reply.ts` (a forcing `tool_choice`, `call tool <name>` in the
+ * last user message, or tools the first user message names in backticks).
+ * Each request's behaviour (latency, error status, hang, garbage, cut or slow
  * stream, reply, usage) merges the default, the presented key's behaviour and
  * the first matching scripted step.
+ *
+ * - **Usage**: one token per four characters of text; each image as its
+ *   provider bills it from the pixel size its PNG/JPEG/GIF/WebP header gives
+ *   (Anthropic ≈ w·h/750 within 1568 px and ~1600 tokens, OpenAI 85 + 170
+ *   per 512-px tile, Gemini 258 per 768-px tile; 258 when the size cannot be
+ *   read; see `image.ts`); inline data of a text type as text.
+ * - **Structured output**: chat `response_format` (`json_schema`,
+ *   `json_object`), Responses `text.format`, Anthropic `output_config.format`
+ *   (and the beta `output_format`), Gemini `responseMimeType` with
+ *   `responseSchema` / `responseJsonSchema` (and `text/x.enum`): the reply is
+ *   JSON generated from the schema that validates against it, so the SDKs'
+ *   `.parse()` helpers work offline (see `schema.ts`).
+ * - **Computer use**: with a computer tool declared (Anthropic `computer_*`,
+ *   Responses `computer_use_preview`, Gemini `computerUse`, a chat function
+ *   named `computer`) and instructions in the first user message, such as
+ *   `The screen is 1280x800. Click the text box at (412, 300), type "hello",
+ *   then press Enter.`, the model is a deterministic agent: a screenshot
+ *   first (not on Gemini), then one action per turn in each provider's own
+ *   shapes, streamed and not, then a text that starts with "Done". `[confirm]`
+ *   adds a safety check the next request must acknowledge (Responses,
+ *   Gemini). See `computer_use.ts` for the grammar.
  *
  * @example
  * ```ts
@@ -33,6 +54,15 @@
  * });
  * completion.choices[0].message.content; // "Echo: hi"
  * sim.enqueue({ match: { provider: "openai" }, behaviour: { status: 429, retryAfter: 2 } });
+ *
+ * // A computer-use turn: the agent asks for a screenshot first.
+ * const turn = await client.responses.create({
+ *   model: "computer-use-preview",
+ *   tools: [{ type: "computer_use_preview", display_width: 1280, display_height: 800, environment: "browser" }],
+ *   input: 'Click the text box at (412, 300), type "hello", then press Enter.',
+ *   truncation: "auto",
+ * });
+ * turn.output[0]; // { type: "computer_call", action: { type: "screenshot" }, ... }
  * ```
  *
  * @module
