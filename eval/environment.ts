@@ -39,6 +39,8 @@ export const DEFAULT_TOOL_TIMEOUT_MS = 120_000;
  */
 export class EnvironmentError extends Error {
   /**
+   * Creates the error.
+   *
    * @param message What failed, in one line.
    * @param options The cause.
    */

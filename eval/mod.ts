@@ -75,4 +75,5 @@ export {
 export { claudeComputerPlan } from "./agents/messages.ts";
 export { responsesComputerPlan } from "./agents/responses.ts";
 export { geminiComputerPlan } from "./agents/gemini.ts";
-export type { ComputerPlan } from "./agents/loop.ts";
+export type { ComputerPlan, JsonObject } from "./agents/loop.ts";
+export type { ClaudePointer } from "./agents/messages.ts";

@@ -16,7 +16,7 @@ import {
   dataUrl,
   emptyOutcome,
   isObject,
-  type Json,
+  type JsonObject,
   promptPart,
   ToolGate,
 } from "./loop.ts";
@@ -79,7 +79,7 @@ export async function runChat(
     outcome.tokens.input += count(usage.prompt_tokens);
     outcome.tokens.output += count(usage.completion_tokens);
     const choice = Array.isArray(body.choices) ? body.choices[0] : undefined;
-    const message: Json = isObject(choice) && isObject(choice.message)
+    const message: JsonObject = isObject(choice) && isObject(choice.message)
       ? choice.message
       : {};
     messages.push(message);
@@ -91,7 +91,7 @@ export async function runChat(
         : "";
       return outcome;
     }
-    const images: Json[] = [];
+    const images: JsonObject[] = [];
     for (const call of calls) {
       const fn = isObject(call.function) ? call.function : {};
       const result = await gate.callJson(String(fn.name ?? ""), fn.arguments);

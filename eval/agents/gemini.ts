@@ -20,7 +20,7 @@ import {
   type DisplaySize,
   emptyOutcome,
   isObject,
-  type Json,
+  type JsonObject,
   promptPart,
   runComputer,
   type SafetyCheck,
@@ -88,7 +88,7 @@ export function denormalise(value: unknown, size: number): number | undefined {
  */
 export function geminiComputerPlan(
   name: string,
-  args: Json,
+  args: JsonObject,
   display: DisplaySize,
 ): ComputerPlan {
   const at = (xKey = "x", yKey = "y") => {
@@ -217,7 +217,7 @@ export function geminiComputerPlan(
  */
 export function geminiTools(
   run: Pick<AgentRun, "tools">,
-): { declared: Json[]; computer: boolean } {
+): { declared: JsonObject[]; computer: boolean } {
   const computer = computerTool(run.tools);
   const functions = run.tools.filter((tool) => tool !== computer).map((
     tool,
@@ -244,8 +244,8 @@ export function geminiTools(
  * @param messages The prompt messages.
  * @returns The contents.
  */
-export function geminiContents(messages: PromptMessage[]): Json[] {
-  const contents: { role: string; parts: Json[] }[] = [];
+export function geminiContents(messages: PromptMessage[]): JsonObject[] {
+  const contents: { role: string; parts: JsonObject[] }[] = [];
   for (const message of messages) {
     const role = message.role === "assistant" ? "model" : "user";
     const part = promptPart(message);
@@ -260,10 +260,10 @@ export function geminiContents(messages: PromptMessage[]): Json[] {
 }
 
 function functionResponse(
-  call: Json,
+  call: JsonObject,
   result: ToolResult,
   acknowledged: boolean,
-): Json {
+): JsonObject {
   return {
     functionResponse: {
       name: call.name,
@@ -282,7 +282,10 @@ function functionResponse(
 }
 
 /** The confirmation a call asks for, if it asks. */
-function safetyCheck(call: Json, args: Json): SafetyCheck | undefined {
+function safetyCheck(
+  call: JsonObject,
+  args: JsonObject,
+): SafetyCheck | undefined {
   const decision = args.safety_decision;
   if (!isObject(decision) || decision.decision !== "require_confirmation") {
     return undefined;
@@ -336,7 +339,7 @@ export async function runGemini(
       ).map((part) => part.text).join("");
       return outcome;
     }
-    const responses: Json[] = [];
+    const responses: JsonObject[] = [];
     for (const call of calls) {
       const name = String(call.name ?? "");
       const { safety_decision: _, ...args } = isObject(call.args)
@@ -349,7 +352,7 @@ export async function runGemini(
         result = computer
           ? await runComputer(gate, geminiComputerPlan(name, args, run.display))
           : gate.refuse(name);
-      } else if (computer && name === computerTool(run.tools)?.name) {
+      } else if (computer && name === "computer") {
         // The computer is offered only through `computerUse`.
         result = gate.refuse(name);
       } else result = await gate.callJson(name, args);

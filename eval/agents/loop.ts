@@ -155,7 +155,7 @@ export interface DisplaySize {
 export const DEFAULT_DISPLAY: DisplaySize = { width: 1280, height: 800 };
 
 /** A JSON object as the providers send it. */
-export type Json = Record<string, unknown>;
+export type JsonObject = Record<string, unknown>;
 
 /**
  * Calls the model through the gateway: counts the step and its cost, and
@@ -172,9 +172,9 @@ export async function callModel(
   run: AgentRun,
   outcome: AgentOutcome,
   path: string,
-  body: Json,
+  body: JsonObject,
   headers: Record<string, string> = {},
-): Promise<Json> {
+): Promise<JsonObject> {
   run.signal?.throwIfAborted();
   outcome.steps++;
   const response = await fetch(
@@ -212,7 +212,7 @@ export async function callModel(
  * @param value Anything.
  * @returns Whether it is a plain object.
  */
-export function isObject(value: unknown): value is Json {
+export function isObject(value: unknown): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
@@ -240,6 +240,8 @@ export class ToolGate {
   readonly #signal?: AbortSignal;
 
   /**
+   * Creates the gate for one run.
+   *
    * @param run The run (environment, tools, signal).
    * @param outcome Where refusals are counted.
    */
@@ -327,7 +329,7 @@ export function errorResult(text: string): ToolResult {
 }
 
 /** What a native computer action becomes: calls of the `computer` tool, or an error the model reads. */
-export type ComputerPlan = { calls: Json[] } | { error: string };
+export type ComputerPlan = { calls: JsonObject[] } | { error: string };
 
 /**
  * Runs a native action's calls of the environment's `computer` tool in order:

@@ -17,7 +17,7 @@ import {
   count,
   emptyOutcome,
   isObject,
-  type Json,
+  type JsonObject,
   pixel,
   promptPart,
   runComputer,
@@ -103,7 +103,7 @@ const SCROLLS: Record<string, [number, number]> = {
  * @returns The calls, or an error the model reads.
  */
 export function claudeComputerPlan(
-  input: Json,
+  input: JsonObject,
   pointer: ClaudePointer,
 ): ComputerPlan {
   const action = String(input.action ?? "");
@@ -255,8 +255,8 @@ function hasProperties(tool: AgentTool, names: string[]): boolean {
  */
 export function claudeTools(
   run: Pick<AgentRun, "tools" | "display">,
-): { declared: Json[]; names: Map<string, string>; beta: boolean } {
-  const declared: Json[] = [];
+): { declared: JsonObject[]; names: Map<string, string>; beta: boolean } {
+  const declared: JsonObject[] = [];
   const names = new Map<string, string>();
   let beta = false;
   const computer = computerTool(run.tools);
@@ -294,7 +294,7 @@ export function claudeTools(
   return { declared, names, beta };
 }
 
-function imageBlock(image: ToolImage): Json {
+function imageBlock(image: ToolImage): JsonObject {
   return {
     type: "image",
     source: { type: "base64", media_type: image.mimeType, data: image.data },
@@ -308,8 +308,8 @@ function imageBlock(image: ToolImage): Json {
  * @param messages The prompt messages.
  * @returns The turns.
  */
-export function claudeMessages(messages: PromptMessage[]): Json[] {
-  const turns: { role: string; content: Json[] }[] = [];
+export function claudeMessages(messages: PromptMessage[]): JsonObject[] {
+  const turns: { role: string; content: JsonObject[] }[] = [];
   for (const message of messages) {
     const part = promptPart(message);
     const block = "text" in part
@@ -322,8 +322,8 @@ export function claudeMessages(messages: PromptMessage[]): Json[] {
   return turns;
 }
 
-function toolResultBlock(id: unknown, result: ToolResult): Json {
-  const content: Json[] = [
+function toolResultBlock(id: unknown, result: ToolResult): JsonObject {
+  const content: JsonObject[] = [
     ...(result.text ? [{ type: "text", text: result.text }] : []),
     ...result.images.map(imageBlock),
   ];
@@ -348,6 +348,8 @@ export async function runMessages(
 ): Promise<AgentOutcome> {
   const gate = new ToolGate(run, outcome);
   const { declared, names, beta } = claudeTools(run);
+  const computer = names.has("computer") &&
+    computerTool(run.tools) !== undefined;
   const messages = claudeMessages(run.prompt);
   const pointer: ClaudePointer = {};
   while (outcome.steps < run.maxSteps) {
@@ -373,14 +375,14 @@ export async function runMessages(
       ) => String(block.text ?? "")).join("");
       return outcome;
     }
-    const results: Json[] = [];
+    const results: JsonObject[] = [];
     for (const use of uses) {
       const modelName = String(use.name ?? "");
       const envName = names.get(modelName);
       const input = isObject(use.input) ? use.input : {};
       let result: ToolResult;
       if (envName === undefined) result = gate.refuse(modelName);
-      else if (envName === computerTool(run.tools)?.name) {
+      else if (computer && modelName === "computer") {
         result = await runComputer(gate, claudeComputerPlan(input, pointer));
       } else result = await gate.callJson(envName, input);
       results.push(toolResultBlock(use.id, result));

@@ -20,7 +20,7 @@ import {
   type DisplaySize,
   emptyOutcome,
   isObject,
-  type Json,
+  type JsonObject,
   pixel,
   promptPart,
   runComputer,
@@ -63,7 +63,7 @@ function point(value: unknown): { x: number; y: number } | undefined {
  * @param action The call's `action`.
  * @returns The calls, or an error the model reads.
  */
-export function responsesComputerPlan(action: Json): ComputerPlan {
+export function responsesComputerPlan(action: JsonObject): ComputerPlan {
   const type = String(action.type ?? "");
   const at = point(action);
   const needsPoint = ["click", "double_click", "move"].includes(type);
@@ -135,9 +135,9 @@ export function responsesComputerPlan(action: Json): ComputerPlan {
  */
 export function responsesTools(
   run: Pick<AgentRun, "tools" | "display">,
-): { declared: Json[]; computer: boolean } {
+): { declared: JsonObject[]; computer: boolean } {
   const computer = computerTool(run.tools);
-  const declared = run.tools.map((tool): Json =>
+  const declared = run.tools.map((tool): JsonObject =>
     tool === computer ? computerDeclaration(run.display) : {
       type: "function",
       name: tool.name,
@@ -149,7 +149,7 @@ export function responsesTools(
   return { declared, computer: computer !== undefined };
 }
 
-function computerDeclaration(display: DisplaySize): Json {
+function computerDeclaration(display: DisplaySize): JsonObject {
   return {
     type: "computer_use_preview",
     display_width: display.width,
@@ -164,7 +164,7 @@ function computerDeclaration(display: DisplaySize): Json {
  * @param messages The prompt messages.
  * @returns The items.
  */
-export function responsesInput(messages: PromptMessage[]): Json[] {
+export function responsesInput(messages: PromptMessage[]): JsonObject[] {
   return messages.map((message) => {
     const part = promptPart(message);
     if (message.role === "assistant") {
@@ -188,7 +188,7 @@ export function responsesInput(messages: PromptMessage[]): Json[] {
 }
 
 /** The safety checks a call raised, in the shape they are acknowledged and recorded. */
-function safetyChecks(item: Json): SafetyCheck[] {
+function safetyChecks(item: JsonObject): SafetyCheck[] {
   const pending = Array.isArray(item.pending_safety_checks)
     ? item.pending_safety_checks.filter(isObject)
     : [];
@@ -239,7 +239,7 @@ export async function runResponses(
     }
     // What a call's output cannot carry (an error's text, a function's
     // images) follows all outputs of the turn as one user message.
-    const notes: Json[] = [];
+    const notes: JsonObject[] = [];
     for (const call of calls) {
       if (call.type === "function_call") {
         const result = await gate.callJson(
