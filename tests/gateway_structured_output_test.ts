@@ -10,7 +10,11 @@ import Anthropic from "@anthropic-ai/sdk";
 import { zodOutputFormat } from "@anthropic-ai/sdk/helpers/zod";
 import { GoogleGenAI } from "@google/genai";
 import OpenAI from "openai";
-import { zodResponseFormat, zodTextFormat } from "openai/helpers/zod";
+import {
+  zodFunction,
+  zodResponseFormat,
+  zodTextFormat,
+} from "openai/helpers/zod";
 import { z } from "zod";
 import { DEFAULT_CATALOG } from "../gateway/catalog.ts";
 import type { CatalogEntry, RouteName } from "../gateway/types.ts";
@@ -77,6 +81,33 @@ Deno.test("chat.completions.parse() with zodResponseFormat returns a parsed answ
     assert.equal(completion.choices[0].finish_reason, "stop", entry.id);
     const schema = upstreamSchema(h, entry.provider);
     assert.ok(schema, `${entry.id}: the schema reached ${entry.provider}`);
+  }
+});
+
+Deno.test("chat.completions.parse() with a strict zodFunction tool returns parsed arguments on every chat model", async () => {
+  await using h = await startHarness();
+  for (const entry of on("chat")) {
+    const completion = await openai(h).chat.completions.parse({
+      model: entry.id,
+      messages: [{ role: "user", content: PROMPT }],
+      tools: [zodFunction({ name: "record_forecast", parameters: Forecast })],
+      tool_choice: "required",
+    });
+    const call = completion.choices[0].message.tool_calls?.[0];
+    assert.equal(call?.type, "function", entry.id);
+    assert.equal(call.function.name, "record_forecast");
+    assertForecast(call.function.parsed_arguments as Forecast);
+    assert.equal(completion.choices[0].finish_reason, "tool_calls", entry.id);
+    if (entry.provider === "anthropic") {
+      const sent = h.sim.requests.at(-1)!.body as {
+        tools: { strict?: boolean }[];
+      };
+      assert.equal(
+        sent.tools[0].strict,
+        true,
+        "Claude decodes the call strictly",
+      );
+    }
   }
 });
 
