@@ -20,16 +20,18 @@
  *   without decoding it.
  * - PDFs inline: {@linkcode pdfTokens} of the decoded size. Providers bill a
  *   PDF page as its text plus an image of the page (Anthropic and OpenAI;
- *   Gemini a page image only). The page image is at most one image's price
- *   ({@linkcode PDF_PAGE_TOKENS} covers it with a full page of text), and
- *   the text and drawing of a page take bytes in the file: a PDF stores text
- *   Flate-compressed, about 3–4× on prose, so its text is at most about one
- *   token per stored byte, and a page that costs 1,640 image tokens takes
- *   well over 1,640 bytes in ordinary PDFs. Hence one token per decoded
- *   byte, and never less than one page. A crafted PDF (hundreds of empty
- *   pages, text compressed far beyond prose) can bill more; the providers'
- *   own caps (100 pages a request on Anthropic and OpenAI, the context
- *   window) then bound it.
+ *   Gemini a page image only). A page's image is the model's price for a
+ *   letter page rendered at 150 dpi (Anthropic's is its largest, 1,640), and
+ *   with a full page of text (3,000) that makes one page
+ *   ({@linkcode PDF_PAGE_TOKENS} on Anthropic). The text and drawing of a
+ *   page take bytes in the file: a PDF stores text Flate-compressed, about
+ *   3–4× on prose, so its text is at most about one token per stored byte,
+ *   and an ordinary page takes more bytes than the 4,640 tokens it can bill.
+ *   Hence one token per decoded byte, scaled up where the model bills a page
+ *   above 4,640 (gpt-4o-mini's 33× image tokens), and never less than one
+ *   page. A crafted PDF (hundreds of empty pages, text compressed far beyond
+ *   prose) can bill more; the providers' own caps (100 pages a request on
+ *   Anthropic and OpenAI, the context window) then bound it.
  * - Images: priced from their pixel size as each model bills them
  *   (`images.ts`), the size read from the first bytes of the base64; by URL
  *   or file id, the most one image bills. Every carrier is read: chat
@@ -63,8 +65,14 @@ export const MEDIA_TOKENS = 6_000;
 /** Tokens held for context a body points at rather than carries. */
 export const REFERENCED_CONTEXT_TOKENS = 100_000;
 
-/** The least one PDF holds: one page's image (Anthropic's largest, 1,640) and a full page of text (3,000). */
+/** One PDF page on Anthropic: its image (Anthropic's largest, 1,640) and a full page of text (3,000). */
 export const PDF_PAGE_TOKENS = 4_640;
+
+/** Tokens of text on a full PDF page. */
+const PAGE_TEXT_TOKENS = 3_000;
+
+/** A letter page rendered at 150 dpi: the image a provider makes of a PDF page. */
+const PDF_PAGE_IMAGE = { width: 1275, height: 1650 };
 
 /** The models an estimate without targets prices images for: the dearest rule of each provider. */
 const EVERY_MODEL: readonly ImageTarget[] = [
@@ -184,13 +192,20 @@ const JSON_CHARS = (() => {
  * import { pdfTokens } from "./estimate.ts";
  * pdfTokens(200_000); // 200000
  * pdfTokens(1_000); // 4640
+ * pdfTokens(200_000, 28_500); // 1228449
  * ```
  *
  * @param bytes The PDF's size.
+ * @param pageTokens What one page bills on the model (default
+ * {@linkcode PDF_PAGE_TOKENS}).
  * @returns Tokens.
  */
-export function pdfTokens(bytes: number): number {
-  return Math.max(PDF_PAGE_TOKENS, bytes);
+export function pdfTokens(
+  bytes: number,
+  pageTokens: number = PDF_PAGE_TOKENS,
+): number {
+  const perByte = Math.max(1, pageTokens / PDF_PAGE_TOKENS);
+  return Math.max(pageTokens, Math.ceil(bytes * perByte));
 }
 
 /** Prices the media a body carries for the call's models, and remembers which strings it priced. */
@@ -254,7 +269,9 @@ class MediaMeter {
     this.#price(container, key);
     const bytes = base64Bytes(data, start);
     if (isTextMediaType(mediaType)) return Math.ceil(bytes / 2);
-    if (mediaType === "application/pdf") return pdfTokens(bytes);
+    if (mediaType === "application/pdf") {
+      return pdfTokens(bytes, PAGE_TEXT_TOKENS + this.image(PDF_PAGE_IMAGE));
+    }
     const size = imageSize(base64Reader(data, start));
     if (size || mediaType.startsWith("image/")) return this.image(size);
     return Math.max(MEDIA_TOKENS, Math.ceil(bytes / 2));

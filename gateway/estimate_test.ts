@@ -111,6 +111,24 @@ Deno.test("estimateInputTokens() holds a PDF at a token per decoded byte, and ne
     `${held}`,
   );
   assert.equal(pdfTokens(10), PDF_PAGE_TOKENS);
+  // gpt-4o-mini bills a page's image at 33× the tokens: the hold scales up.
+  const mini = estimateInputTokens({
+    messages: [{
+      role: "user",
+      content: [{
+        type: "file",
+        file: {
+          filename: "a.pdf",
+          file_data: `data:application/pdf;base64,${btoa(pdf)}`,
+        },
+      }],
+    }],
+  }, [{ provider: "openai", upstream: "gpt-4o-mini" }]);
+  const page = 3_000 + 2_833 + 4 * 5_667;
+  assert.ok(
+    mini >= pdfTokens(pdf.length, page) && mini >= pdf.length * 6,
+    `${mini}`,
+  );
   const small = estimateInputTokens({
     input: [{
       role: "user",
@@ -121,7 +139,8 @@ Deno.test("estimateInputTokens() holds a PDF at a token per decoded byte, and ne
       }],
     }],
   }, OPERATOR);
-  assert.ok(small >= PDF_PAGE_TOKENS);
+  // A page on OpenAI: its text and an 85 + 170 × 4 image.
+  assert.ok(small >= 3_000 + 765, `${small}`);
 });
 
 Deno.test("estimateInputTokens() holds unknown media and references conservatively", () => {
