@@ -8,23 +8,21 @@
  * prompt is `input_tokens + cache_creation_input_tokens + cache_read_input_tokens`.
  * Images (also inside `tool_result`) are billed from their size.
  *
- * The computer-use agent plays when a `computer_*` tool is declared
- * (`display_width_px` / `display_height_px` give the screen): it answers
- * `tool_use` blocks named `computer` with `{action: "screenshot"}`,
- * `{action: "left_click", coordinate: [x, y]}`, `{action: "double_click",
- * coordinate}`, `{action: "type", text}` and `{action: "key", text:
- * "Return"}` (xdotool names, `ctrl+a` for combinations), and stops with
- * `tool_use`; screenshots come back as `image` blocks in `tool_result`s.
+ * The computer-use agent plays when a `computer_*` tool is declared (see
+ * `anthropic_computer.ts`): it answers `tool_use` blocks of that tool and
+ * stops with `tool_use`; screenshots come back as `image` blocks in
+ * `tool_result`s.
  *
  * @module
  */
 
 import { asArray, isObject, type Json } from "./_json.ts";
 import {
-  type ComputerAction,
-  planComputerUse,
-  spellKey,
-} from "./computer_use.ts";
+  asAnthropicContent,
+  type ComputerTool,
+  computerToolOf,
+} from "./anthropic_computer.ts";
+import { planComputerUse } from "./computer_use.ts";
 import {
   BadRequestError,
   type Dialect,
@@ -38,7 +36,6 @@ import {
   type Prompt,
   PromptMeter,
   type Reply,
-  type ReplyContent,
   type ToolDeclaration,
 } from "./reply.ts";
 import { splitEvenly, splitText } from "./tokens.ts";
@@ -161,64 +158,6 @@ function outputFormatOf(
   }
   meter.json(format.schema);
   return { kind: "json", schema: format.schema };
-}
-
-/**
- * A computer action as the input of Claude's `computer` tool.
- *
- * @param action The action.
- * @returns The `tool_use` input.
- */
-export function anthropicComputerInput(action: ComputerAction): Json {
-  switch (action.type) {
-    case "screenshot":
-      return { action: "screenshot" };
-    case "click":
-      return { action: "left_click", coordinate: [action.x, action.y] };
-    case "double_click":
-      return { action: "double_click", coordinate: [action.x, action.y] };
-    case "type":
-      return { action: "type", text: action.text };
-    case "key":
-      return {
-        action: "key",
-        text: action.keys.map((key) => spellKey(key, "xdotool")).join("+"),
-      };
-  }
-}
-
-/** A computer action as a `tool_use` of the declared computer tool; other content unchanged. */
-function asAnthropicContent(
-  content: ReplyContent,
-  computerName: string,
-): Exclude<ReplyContent, { kind: "computer" }> {
-  if (content.kind !== "computer") return content;
-  return {
-    kind: "tool",
-    name: computerName,
-    arguments: JSON.stringify(anthropicComputerInput(content.action)),
-  };
-}
-
-/** The declared `computer_*` tool: its name and the screen it declares. */
-interface ComputerTool {
-  name: string;
-  screen?: { width: number; height: number };
-}
-
-function computerToolOf(tool: Json): ComputerTool | undefined {
-  if (typeof tool.type !== "string" || !tool.type.startsWith("computer_")) {
-    return undefined;
-  }
-  const width = Number(tool.display_width_px);
-  const height = Number(tool.display_height_px);
-  return {
-    name: String(tool.name),
-    screen: Number.isInteger(width) && Number.isInteger(height) &&
-        width > 0 && height > 0
-      ? { width, height }
-      : undefined,
-  };
 }
 
 function parseMessages(

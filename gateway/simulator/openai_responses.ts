@@ -3,31 +3,23 @@
  * streamed and not.
  *
  * The computer-use agent plays when a `computer_use_preview` tool is declared
- * (its `display_width` / `display_height` give the screen): it answers
- * `computer_call` items (`click`, `double_click`, `type`, `keypress`,
- * `screenshot`), and reads the history back from `input`, where each call is
- * answered by a `computer_call_output` with a `computer_screenshot`. A call
- * that carries a pending safety check must be answered with that check in
- * `acknowledged_safety_checks`, else the request is refused with 400.
+ * (its `display_width` / `display_height` give the screen; see
+ * `openai_responses_computer.ts`): it answers `computer_call` items and reads
+ * the history back from `input`. A call that carries a pending safety check
+ * must be answered with that check in `acknowledged_safety_checks`, else the
+ * request is refused with 400.
  *
  * @module
  */
 
 import { asArray, isObject, type Json } from "./_json.ts";
-import {
-  type ComputerAction,
-  type ComputerPlan,
-  planComputerUse,
-  SAFETY_MESSAGE,
-  spellKey,
-} from "./computer_use.ts";
+import { planComputerUse } from "./computer_use.ts";
 import {
   BadRequestError,
   type Dialect,
   type Exchange,
   type SseEvent,
 } from "./exchange.ts";
-import { imageSizeFromUrl } from "./image.ts";
 import {
   contentText,
   measureContent,
@@ -38,94 +30,19 @@ import {
   usageNumbers,
 } from "./openai.ts";
 import {
-  type ComputerCall,
+  checkAcknowledgement,
+  computerCallItem,
+  type ComputerHistory,
+  computerScreenOf,
+  readComputerItem,
+} from "./openai_responses_computer.ts";
+import {
   type Prompt,
   PromptMeter,
   type Reply,
   type ToolDeclaration,
 } from "./reply.ts";
 import { splitEvenly, splitText } from "./tokens.ts";
-
-/** The code of the safety check a `[confirm]` prompt asks for (one of OpenAI's documented codes). */
-const SAFETY_CODE = "sensitive_domain";
-
-/**
- * The id of the safety check on a call: derived from its `call_id`, so the
- * acknowledgement can be checked without state.
- */
-function safetyCheckId(callId: string): string {
-  return `sc_${callId}`;
-}
-
-/**
- * A computer action in the Responses shape.
- *
- * @param action The action.
- * @returns The `action` of a `computer_call` item.
- */
-export function responsesAction(action: ComputerAction): Json {
-  switch (action.type) {
-    case "screenshot":
-      return { type: "screenshot" };
-    case "click":
-      return { type: "click", x: action.x, y: action.y, button: "left" };
-    case "double_click":
-      return { type: "double_click", x: action.x, y: action.y };
-    case "type":
-      return { type: "type", text: action.text };
-    case "key":
-      return {
-        type: "keypress",
-        keys: action.keys.map((key) => spellKey(key, "openai")),
-      };
-  }
-}
-
-function computerCallItem(call: ComputerCall, id: string, done: boolean): Json {
-  const callId = `call_${id}`;
-  return {
-    id: `cu_${id}`,
-    type: "computer_call",
-    call_id: callId,
-    action: responsesAction(call.action),
-    pending_safety_checks: call.safetyCheck
-      ? [{
-        id: safetyCheckId(callId),
-        code: SAFETY_CODE,
-        message: SAFETY_MESSAGE,
-      }]
-      : [],
-    status: done ? "completed" : "in_progress",
-  };
-}
-
-/** What the walk over `input` learns about the computer-use episode. */
-interface ComputerHistory {
-  /** `call_id`s of the `computer_call` items, in order. */
-  callIds: string[];
-  /** Safety-check ids acknowledged per answered `call_id`. */
-  acknowledged: Map<string, string[]>;
-}
-
-/**
- * Refuses a request whose answer to the call carrying the safety check does
- * not acknowledge it, as the contract asks of the agent's runner.
- */
-function checkAcknowledgement(
-  plan: ComputerPlan,
-  history: ComputerHistory,
-): void {
-  if (plan.confirmAt === undefined) return;
-  const callId = history.callIds[plan.confirmAt];
-  const acknowledged = callId && history.acknowledged.get(callId);
-  if (!acknowledged) return;
-  const wanted = safetyCheckId(callId);
-  if (!acknowledged.includes(wanted)) {
-    throw new BadRequestError(
-      `Invalid 'input': the computer_call_output for '${callId}' must acknowledge the pending safety check '${wanted}' in 'acknowledged_safety_checks'`,
-    );
-  }
-}
 
 interface ResponsesInput {
   prompt: Prompt;
@@ -149,14 +66,8 @@ function responsesTools(body: Json, meter: PromptMeter): ResponsesTools {
     if (tool.type === "function" && typeof tool.name === "string") {
       tools.push({ name: tool.name, schema: tool.parameters });
     }
-    if (tool.type === "computer_use_preview") {
-      const width = Number(tool.display_width);
-      const height = Number(tool.display_height);
-      computer = Number.isInteger(width) && Number.isInteger(height) &&
-          width > 0 && height > 0
-        ? { width, height }
-        : undefined;
-    }
+    const screen = computerScreenOf(tool);
+    if (screen !== null) computer = screen;
   }
   return { tools, computer };
 }
@@ -181,6 +92,7 @@ function parseResponses(body: Json): ResponsesInput {
         );
       }
       toolResult = undefined;
+      if (readComputerItem(item, history, meter)) continue;
       if (item.type === "function_call") {
         meter.text(item.name);
         meter.text(item.arguments);
@@ -193,18 +105,6 @@ function parseResponses(body: Json): ResponsesInput {
           : contentText(item.output);
         meter.text(text);
         toolResult = { name: callNames.get(String(item.call_id)), text };
-      } else if (item.type === "computer_call") {
-        meter.json(item.action);
-        history.callIds.push(String(item.call_id));
-      } else if (item.type === "computer_call_output") {
-        const output = isObject(item.output) ? item.output : {};
-        meter.image(imageSizeFromUrl(output.image_url));
-        history.acknowledged.set(
-          String(item.call_id),
-          asArray(item.acknowledged_safety_checks).map((check) =>
-            isObject(check) ? String(check.id) : ""
-          ),
-        );
       } else if (item.type === "reasoning") {
         meter.json(item.summary);
       } else {
