@@ -1,0 +1,224 @@
+/**
+ * The desktop the environment runs in: a virtual X screen (Xvfb), the page's
+ * own server on loopback, and Chromium showing the page full screen. Every
+ * piece picks free resources (display number, port, profile directory), so
+ * several desktops run side by side, and {@linkcode Desktop.close} stops them
+ * all.
+ *
+ * @module
+ */
+import { startXvfb, type Xvfb } from "../../tools/mod.ts";
+import type { Size } from "../../tools/mod.ts";
+import { type PageServer, startPageServer } from "./page_server.ts";
+
+/** Options of {@linkcode startDesktop}. */
+export interface DesktopOptions {
+  /** The real screen's size (default 1280×800). */
+  size?: Size;
+  /** The Chromium binary (default `CHROMIUM_PATH` or `/usr/bin/chromium`). */
+  chromium?: string;
+  /** How long everything may take to come up (ms, default 45 000). */
+  timeoutMs?: number;
+}
+
+/** A running desktop. */
+export interface Desktop extends AsyncDisposable {
+  /** The X server. */
+  xvfb: Xvfb;
+  /** The page's server. */
+  page: PageServer;
+  /** Chromium's process id (the leader of its process group). */
+  chromiumPid: number;
+  /** Stops Chromium, the page's server and Xvfb. Safe to call more than once. */
+  close(): Promise<void>;
+  /** Kills Chromium and Xvfb at once and removes the browser profile, synchronously (for `unload`); nothing once `close()` finished. */
+  killNow(): void;
+}
+
+/**
+ * Reads a screen size such as `1280x800`.
+ *
+ * @param text The size, `WxH`.
+ * @returns The size.
+ * @throws {RangeError} When it is not two integers from 16 to 8192.
+ */
+export function parseScreenSize(text: string): Size {
+  const match = /^\s*(\d+)\s*[x×]\s*(\d+)\s*$/i.exec(text);
+  const width = Number(match?.[1]);
+  const height = Number(match?.[2]);
+  if (!match || width < 16 || height < 16 || width > 8192 || height > 8192) {
+    throw new RangeError(
+      `Cannot use screen size "${text}": expected WIDTHxHEIGHT, e.g. 1280x800`,
+    );
+  }
+  return { width, height };
+}
+
+function killGroup(pid: number, signal: Deno.Signal): void {
+  try {
+    Deno.kill(-pid, signal);
+  } catch {
+    // the group is gone
+  }
+}
+
+function withTimeout<T>(
+  promise: Promise<T>,
+  ms: number,
+  what: string,
+): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`${what} did not happen within ${ms} ms`)),
+        ms,
+      );
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Starts Xvfb, the page's server and Chromium (kiosk, full screen, no
+ * first-run UI, its own profile), and resolves once the page reported its
+ * layout, full screen. On any failure everything started so far is stopped.
+ *
+ * @param options Size, Chromium binary and start time limit.
+ * @returns The running desktop.
+ * @throws {Error} When a piece is missing or does not come up in time.
+ */
+export async function startDesktop(
+  options: DesktopOptions = {},
+): Promise<Desktop> {
+  const size = options.size ?? { width: 1280, height: 800 };
+  const chromium = options.chromium ?? Deno.env.get("CHROMIUM_PATH") ??
+    "/usr/bin/chromium";
+  const timeoutMs = options.timeoutMs ?? 45_000;
+  const deadline = Date.now() + timeoutMs;
+  const left = () => Math.max(1, deadline - Date.now());
+
+  const stack = new AsyncDisposableStack();
+  try {
+    const xvfb = stack.use(
+      await startXvfb({ ...size, timeoutMs: Math.min(left(), 15_000) }),
+    );
+    const page = stack.use(await startPageServer());
+    const profile = await Deno.makeTempDir({ prefix: "desktop-chromium-" });
+    stack.defer(() =>
+      Deno.remove(profile, { recursive: true }).catch(() => {})
+    );
+    let child: Deno.ChildProcess;
+    try {
+      // setsid: Chromium and its helpers in a process group of their own,
+      // stopped together.
+      child = new Deno.Command("setsid", {
+        args: [
+          chromium,
+          "--no-sandbox",
+          "--test-type",
+          "--disable-gpu",
+          "--disable-dev-shm-usage",
+          "--no-first-run",
+          "--no-default-browser-check",
+          "--disable-background-networking",
+          "--disable-component-update",
+          "--disable-sync",
+          "--disable-extensions",
+          "--disable-translate",
+          "--disable-features=Translate,MediaRouter,OptimizationHints",
+          "--disable-session-crashed-bubble",
+          "--noerrdialogs",
+          "--password-store=basic",
+          "--force-device-scale-factor=1",
+          `--user-data-dir=${profile}`,
+          "--window-position=0,0",
+          // Without a window manager Chromium shrinks a window the size of
+          // the screen by one pixel each way; one pixel more covers it.
+          `--window-size=${size.width + 1},${size.height + 1}`,
+          "--kiosk",
+          page.url,
+        ],
+        env: { DISPLAY: xvfb.display },
+        stdin: "null",
+        stdout: "null",
+        stderr: "null",
+      }).spawn();
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) {
+        throw new Error(
+          `Cannot run Chromium: "${chromium}" or setsid is missing`,
+        );
+      }
+      throw error;
+    }
+    const pid = child.pid;
+    let exited = false;
+    child.status.then(() => exited = true);
+    stack.defer(async () => {
+      killGroup(pid, "SIGTERM");
+      const killer = setTimeout(() => killGroup(pid, "SIGKILL"), 2_000);
+      await child.status;
+      clearTimeout(killer);
+      killGroup(pid, "SIGKILL"); // helpers that outlived the browser
+    });
+
+    // Ready: the page reported a layout that fills the screen (a window
+    // manager-less kiosk window may report once before it is full size).
+    while (true) {
+      if (exited) throw new Error("Chromium exited before the page loaded");
+      const layout = await withTimeout(
+        page.layout(left()),
+        left(),
+        "The page's layout report",
+      );
+      if (
+        layout.window.innerWidth >= size.width &&
+        layout.window.innerHeight >= size.height
+      ) break;
+      if (Date.now() >= deadline) {
+        throw new Error(
+          `Chromium's window is ${layout.window.innerWidth}x${layout.window.innerHeight}, not the screen's ${size.width}x${size.height}`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+
+    const owned = stack.move();
+    let closed: Promise<void> | undefined;
+    let finished = false;
+    const close = () =>
+      closed ??= owned.disposeAsync().finally(() => finished = true);
+    // Once close() finished, the process ids may belong to someone else.
+    return {
+      xvfb,
+      page,
+      chromiumPid: pid,
+      close,
+      killNow: () => {
+        if (finished) return;
+        killGroup(pid, "SIGKILL");
+        try {
+          Deno.kill(xvfb.pid, "SIGKILL");
+        } catch {
+          // gone
+        }
+        // Killed helpers may still be writing for a moment: a few tries.
+        const pause = new Int32Array(new SharedArrayBuffer(4));
+        for (let attempt = 0; attempt < 10; attempt++) {
+          try {
+            Deno.removeSync(profile, { recursive: true });
+            return;
+          } catch (error) {
+            if (error instanceof Deno.errors.NotFound) return;
+            Atomics.wait(pause, 0, 0, 30);
+          }
+        }
+      },
+      [Symbol.asyncDispose]: close,
+    };
+  } catch (error) {
+    await stack.disposeAsync();
+    throw error;
+  }
+}
