@@ -151,18 +151,31 @@ export function imageSize(bytes: Uint8Array): ImageSize | undefined {
  */
 export function imageSizeFromBase64(data: unknown): ImageSize | undefined {
   if (typeof data !== "string") return undefined;
-  const head = data.slice(0, HEADER_BASE64_CHARS + 1024)
-    .replace(/\s+/g, "").replaceAll("-", "+").replaceAll("_", "/")
+  // Most headers sit in the first few dozen bytes; a JPEG's frame header may
+  // follow an EXIF block, so longer prefixes are decoded only when needed.
+  for (const chars of HEADER_PREFIXES) {
+    const size = imageSize(decodePrefix(data, chars));
+    if (size || data.length <= chars) return size;
+  }
+  return undefined;
+}
+
+/** Base64 prefixes tried in turn, the last {@linkcode HEADER_BASE64_CHARS}. */
+const HEADER_PREFIXES = [64, 8192, HEADER_BASE64_CHARS];
+
+/** The bytes of the first `chars` base64 characters (whitespace and URL-safe letters allowed). */
+function decodePrefix(data: string, chars: number): Uint8Array {
+  const head = data.slice(0, chars + 64).replace(/\s+/g, "")
+    .replaceAll("-", "+").replaceAll("_", "/").slice(0, chars)
     .replace(/=+$/, "");
-  const usable = head.slice(0, Math.min(head.length, HEADER_BASE64_CHARS));
-  const whole = usable.slice(0, usable.length - (usable.length % 4));
+  const whole = head.slice(0, head.length - (head.length % 4));
   let binary: string;
   try {
     binary = atob(whole);
   } catch {
-    return undefined;
+    return new Uint8Array();
   }
-  return imageSize(Uint8Array.from(binary, (c) => c.charCodeAt(0)));
+  return Uint8Array.from(binary, (c) => c.charCodeAt(0));
 }
 
 /**

@@ -144,6 +144,21 @@ Deno.test("imageSizeFromBase64() and imageSizeFromUrl() read only the header of 
   );
 });
 
+Deno.test("imageSizeFromBase64() finds a JPEG frame header behind a 40 KB EXIF block", () => {
+  const exif = new Uint8Array(40_004);
+  exif.set([0xff, 0xe1, 40_002 >> 8, 40_002 & 0xff]);
+  const header = jpegHeader(1024, 768);
+  const jpeg = new Uint8Array([
+    ...header.subarray(0, 2),
+    ...exif,
+    ...header.subarray(2),
+  ]);
+  assert.deepEqual(imageSizeFromBase64(toBase64(jpeg)), {
+    width: 1024,
+    height: 768,
+  });
+});
+
 Deno.test("imageTokens() bills each provider's rule", () => {
   const screen = { width: 1280, height: 800 };
   assert.equal(imageTokens(screen, "anthropic"), 1366);
