@@ -1,7 +1,7 @@
 // What the desktop suites share: whether the X programs and Chromium are
 // installed (the suites skip, saying so, when not), and an SDK client
 // transport that sends `_meta` with `initialize` (the display size).
-import type { JSONRPCMessage, StdioClientTransport } from "./_mcp_client.ts";
+import type { JSONRPCMessage } from "./_mcp_client.ts";
 
 const CHROMIUM = Deno.env.get("CHROMIUM_PATH") ?? "/usr/bin/chromium";
 
@@ -36,10 +36,12 @@ export function missingDesktopPrograms(suite: string): string[] {
 }
 
 /** Adds `_meta` to the `initialize` request a client sends through `transport`. */
-export function sendInitializeMeta(
-  transport: StdioClientTransport,
+export function sendInitializeMeta<
+  T extends { send(message: JSONRPCMessage): Promise<void> },
+>(
+  transport: T,
   meta: Record<string, unknown> | undefined,
-): StdioClientTransport {
+): T {
   if (!meta) return transport;
   const send = transport.send.bind(transport);
   transport.send = (message: JSONRPCMessage) => {
