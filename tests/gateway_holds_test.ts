@@ -341,6 +341,12 @@ const pngData = imageSize.map(({ width, height }) =>
 const textData = anyText.map((text) =>
   toBase64(new TextEncoder().encode(text))
 );
+const binaryData = fc.uint8Array({ maxLength: 3_000 }).map(toBase64);
+const pdfData = fc.uint8Array({ maxLength: 3_000 }).map((bytes) =>
+  toBase64(
+    new Uint8Array([...new TextEncoder().encode("%PDF-1.7\n"), ...bytes]),
+  )
+);
 
 /** Parts of one user message, in each convention's shapes, nested where the convention nests. */
 const chatParts = fc.array(
@@ -370,6 +376,17 @@ const chatFileParts = fc.array(
         file_data: `data:text/plain;base64,${data}`,
       },
     })),
+    pdfData.map((data) => ({
+      type: "file",
+      file: {
+        filename: "a.pdf",
+        file_data: `data:application/pdf;base64,${data}`,
+      },
+    })),
+    binaryData.map((data) => ({
+      type: "input_audio",
+      input_audio: { data, format: "wav" },
+    })),
   ),
   { minLength: 1, maxLength: 4 },
 );
@@ -390,6 +407,10 @@ const anthropicParts = fc.array(
     textData.map((data) => ({
       type: "document",
       source: { type: "base64", media_type: "text/plain", data },
+    })),
+    pdfData.map((data) => ({
+      type: "document",
+      source: { type: "base64", media_type: "application/pdf", data },
     })),
     fc.array(anyText, { minLength: 1, maxLength: 3 }).map((texts) => ({
       type: "document",
@@ -449,6 +470,10 @@ const geminiParts = fc.array(
     anyText.map((text) => ({ text })),
     pngData.map((data) => ({ inlineData: { mimeType: "image/png", data } })),
     pngData.map((data) => ({ inline_data: { mime_type: "image/png", data } })),
+    textData.map((data) => ({ inlineData: { mimeType: "text/csv", data } })),
+    pdfData.map((data) => ({
+      inlineData: { mimeType: "application/pdf", data },
+    })),
     fc.record({ data: pngData, text: anyText }).map(({ data, text }) => ({
       functionResponse: {
         name: "click_at",
