@@ -240,11 +240,22 @@ function responsesExchange(body: Json): Exchange {
       role: "assistant",
     };
   };
+  // The computer-use model reasons before each action: a reasoning item
+  // (with an empty summary unless one is asked for) precedes the call.
+  const leadingItems = (reply: Reply, id: string): Json[] =>
+    reply.content.kind === "computer"
+      ? [{ id: `rs_${id}`, type: "reasoning", summary: [] }]
+      : [];
   return {
     prompt,
     stream: body.stream === true,
     body: (reply, id) =>
-      envelope(id, finalStatus(reply), [outputItem(reply, id, true)], reply),
+      envelope(
+        id,
+        finalStatus(reply),
+        [...leadingItems(reply, id), outputItem(reply, id, true)],
+        reply,
+      ),
     events(reply, id) {
       const events: SseEvent[] = [];
       const push = (type: string, fields: Json) => {
@@ -261,8 +272,14 @@ function responsesExchange(body: Json): Exchange {
       push("response.in_progress", {
         response: envelope(id, "in_progress", []),
       });
+      const leading = leadingItems(reply, id);
+      leading.forEach((item, index) => {
+        push("response.output_item.added", { output_index: index, item });
+        push("response.output_item.done", { output_index: index, item });
+      });
+      const index = leading.length;
       push("response.output_item.added", {
-        output_index: 0,
+        output_index: index,
         item: outputItem(reply, id, false),
       });
       // A computer_call has no deltas: the item is whole when added.
@@ -272,19 +289,23 @@ function responsesExchange(body: Json): Exchange {
         for (const delta of splitEvenly(content.arguments, 4)) {
           push("response.function_call_arguments.delta", {
             item_id: itemId,
-            output_index: 0,
+            output_index: index,
             delta,
           });
         }
         push("response.function_call_arguments.done", {
           item_id: itemId,
-          output_index: 0,
+          output_index: index,
           name: content.name,
           arguments: content.arguments,
         });
       } else if (content.kind === "text") {
         const itemId = `msg_${id}`;
-        const where = { item_id: itemId, output_index: 0, content_index: 0 };
+        const where = {
+          item_id: itemId,
+          output_index: index,
+          content_index: 0,
+        };
         push("response.content_part.added", {
           ...where,
           part: {
@@ -313,10 +334,10 @@ function responsesExchange(body: Json): Exchange {
         });
       }
       const item = outputItem(reply, id, true);
-      push("response.output_item.done", { output_index: 0, item });
+      push("response.output_item.done", { output_index: index, item });
       const status = finalStatus(reply);
       push(`response.${status}`, {
-        response: envelope(id, status, [item], reply),
+        response: envelope(id, status, [...leading, item], reply),
       });
       return events;
     },

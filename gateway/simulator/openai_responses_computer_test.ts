@@ -96,9 +96,12 @@ for (const stream of [false, true]) {
       assert.ok(episode.usage[turn] - episode.usage[turn - 1] >= perImage);
     }
     if (stream) {
-      assert.deepEqual(episode.eventTypes.slice(0, 5), [
+      // A reasoning item, then the computer_call item, each added and done.
+      assert.deepEqual(episode.eventTypes.slice(0, 7), [
         "response.created",
         "response.in_progress",
+        "response.output_item.added",
+        "response.output_item.done",
         "response.output_item.added",
         "response.output_item.done",
         "response.completed",
@@ -170,11 +173,19 @@ Deno.test("Responses computer use streams the computer_call item whole in output
     .filter((line) => line.startsWith("data: "))
     .map((line) => JSON.parse(line.slice(6)));
   const added = events.find((event) =>
-    event.type === "response.output_item.added"
+    event.type === "response.output_item.added" &&
+    event.item.type === "computer_call"
   );
   const done = events.find((event) =>
-    event.type === "response.output_item.done"
+    event.type === "response.output_item.done" &&
+    event.item.type === "computer_call"
   );
+  const reasoning = events.find((event) =>
+    event.type === "response.output_item.done" &&
+    event.item.type === "reasoning"
+  );
+  assert.equal(reasoning.output_index, 0);
+  assert.equal(added.output_index, 1);
   assert.equal(added.item.type, "computer_call");
   assert.equal(added.item.status, "in_progress");
   assert.deepEqual(added.item.action, { type: "double_click", x: 5, y: 6 });
@@ -183,7 +194,7 @@ Deno.test("Responses computer use streams the computer_call item whole in output
   assert.equal(done.item.call_id, added.item.call_id);
   const completed = events.at(-1);
   assert.equal(completed.type, "response.completed");
-  assert.deepEqual(completed.response.output, [done.item]);
+  assert.deepEqual(completed.response.output, [reasoning.item, done.item]);
   assert.deepEqual(
     events.map((event) => event.sequence_number),
     events.map((_, i) => i),
