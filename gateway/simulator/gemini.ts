@@ -288,6 +288,15 @@ function parseGenerate(
   };
 }
 
+/** The prompt's tokens by modality: text, and images when there are any. */
+function promptDetails(reply: Reply): Json[] {
+  const images = reply.imageTokens ?? 0;
+  return [
+    { modality: "TEXT", tokenCount: reply.inputTokens - images },
+    ...(images > 0 ? [{ modality: "IMAGE", tokenCount: images }] : []),
+  ];
+}
+
 function usageMetadata(reply: Reply, final: boolean): Json {
   const usage: Json = {
     promptTokenCount: reply.inputTokens,
@@ -296,7 +305,7 @@ function usageMetadata(reply: Reply, final: boolean): Json {
     ...(reply.cachedTokens > 0
       ? { cachedContentTokenCount: reply.cachedTokens }
       : {}),
-    promptTokensDetails: [{ modality: "TEXT", tokenCount: reply.inputTokens }],
+    promptTokensDetails: promptDetails(reply),
   };
   if (reply.cachedTokens > 0) {
     usage.cacheTokensDetails = [{

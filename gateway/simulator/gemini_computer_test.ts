@@ -178,6 +178,21 @@ Deno.test("Gemini images are billed from their size; text inline data counts as 
       (await ask("image/png", await png(300, 200))),
     1548 - 258,
   );
+  const details = (await ai.models.generateContent({
+    model: "gemini-2.5-flash",
+    contents: [{
+      role: "user",
+      parts: [{
+        inlineData: { mimeType: "image/png", data: await png(1920, 1080) },
+      }, {
+        text: "abcd",
+      }],
+    }],
+  })).usageMetadata!.promptTokensDetails;
+  assert.deepEqual(details, [
+    { modality: "TEXT", tokenCount: 1 },
+    { modality: "IMAGE", tokenCount: 1548 },
+  ]);
   const text = btoa("x".repeat(40_000));
   assert.ok((await ask("text/plain", text)) >= 10_000);
 });

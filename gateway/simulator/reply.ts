@@ -254,6 +254,8 @@ export interface Reply {
   cachedTokens: number;
   /** Anthropic cache writes (part of `inputTokens`). */
   cacheCreationTokens: number;
+  /** The images' part of `inputTokens` (0 when a behaviour overrides the input count). */
+  imageTokens?: number;
   /** Completion tokens. */
   outputTokens: number;
 }
@@ -299,9 +301,10 @@ function chooseTool(prompt: Prompt): ToolDeclaration | undefined {
  */
 export function decideReply(prompt: Prompt, behaviour: Behaviour): Reply {
   const override = behaviour.usage ?? {};
+  const promptImageTokens = prompt.imageTokens ??
+    prompt.images * IMAGE_TOKENS;
   const inputTokens = override.inputTokens ??
-    tokensForChars(prompt.chars) +
-      (prompt.imageTokens ?? prompt.images * IMAGE_TOKENS);
+    tokensForChars(prompt.chars) + promptImageTokens;
   const cachedTokens = Math.min(
     override.cachedTokens ?? defaultCachedTokens(inputTokens),
     inputTokens,
@@ -310,7 +313,10 @@ export function decideReply(prompt: Prompt, behaviour: Behaviour): Reply {
     override.cacheCreationTokens ?? 0,
     inputTokens - cachedTokens,
   );
-  const usage = { inputTokens, cachedTokens, cacheCreationTokens };
+  const imageTokens = override.inputTokens === undefined
+    ? promptImageTokens
+    : 0;
+  const usage = { inputTokens, cachedTokens, cacheCreationTokens, imageTokens };
 
   const computer = prompt.toolsDisabled ? undefined : prompt.computer;
   const action = computer?.plan.actions[computer.done];
