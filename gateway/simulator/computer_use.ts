@@ -15,7 +15,8 @@
  * - `click … (X, Y)`: a left click, e.g. "Click the text box at (412, 300)".
  * - `double-click … (X, Y)`: a double click.
  * - `type "TEXT"`: types TEXT (straight or curly quotes).
- * - `press KEY`: a key or combination, e.g. "press Enter", "press ctrl+a".
+ * - `press KEY`: a key or combination, e.g. "press Enter", "press ctrl+a",
+ *   "press the Tab key".
  * - `[confirm]` anywhere: the first action after the screenshot carries a
  *   safety check that the next request must acknowledge (Responses and Gemini).
  *
@@ -61,7 +62,7 @@ const MAX_PROMPT_CHARS = 100_000;
 const MAX_STEPS = 200;
 
 const INSTRUCTION =
-  /screen\s+is\s+(\d{1,5})\s*[x×]\s*(\d{1,5})|\b(double[- ]?click|click)\b[^()\n]{0,120}?\(\s*(-?\d{1,6})\s*,\s*(-?\d{1,6})\s*\)|\btype\s+["“]([^"”\n]{0,2000})["”]|\bpress\s+([a-z0-9_]+(?:\s*\+\s*[a-z0-9_]+)*)|\[confirm\]/giu;
+  /screen\s+is\s+(\d{1,5})\s*[x×]\s*(\d{1,5})|\b(double[- ]?click|click)\b[^()\n]{0,120}?\(\s*(-?\d{1,6})\s*,\s*(-?\d{1,6})\s*\)|\btype\s+["“]([^"”\n]{0,2000})["”]|\bpress\s+(?:the\s+)?([a-z0-9_]+(?:\s*\+\s*[a-z0-9_]+)*)|\[confirm\]/giu;
 
 /** Canonical key names, with each convention's spelling. */
 const KEYS: Record<

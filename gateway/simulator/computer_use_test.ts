@@ -26,7 +26,7 @@ Deno.test("planComputerUse() reads the contract's sentence: a screenshot, then c
 Deno.test("planComputerUse() is case-insensitive and reads ×, curly quotes, double clicks, combinations and [confirm]", () => {
   const plan = planComputerUse(
     "[CONFIRM] SCREEN IS 800 × 600. DOUBLE-CLICK the word at ( 10 , 20 ); " +
-      "then Type “two words” and PRESS Ctrl+A, press return, click (1,2).",
+      "then Type “two words” and PRESS Ctrl+A, press the Return key, click (1,2).",
     undefined,
     "responses",
   );
