@@ -262,12 +262,10 @@ export class ComputerTool extends BaseTool<ComputerInputShape> {
    * computer.configure(ctx.meta))`.
    *
    * @param meta The `_meta`, possibly absent.
-   * @returns The size now in use.
    * @throws {RangeError} When a value is not an integer from 1 to 8192.
    */
-  configure(meta: DisplayMeta | undefined): Size {
+  configure(meta: DisplayMeta | undefined): void {
     this.#agent = agentSize(meta);
-    return this.agentSize;
   }
 
   /**

@@ -88,7 +88,8 @@ export function createDesktopServer(
 
   // The agent's screen size comes with the initialize request's _meta.
   mcp.initialize((ctx) => {
-    const agent = computer.configure(ctx.meta);
+    computer.configure(ctx.meta);
+    const agent = computer.agentSize;
     console.error(
       `desktop: screen ${width}x${height} on ${desktop.xvfb.display}, agent ${agent.width}x${agent.height}`,
     );
