@@ -1,6 +1,7 @@
 // What the desktop suites share: whether the X programs and Chromium are
 // installed (the suites skip, saying so, when not), and an SDK client
 // transport that sends `_meta` with `initialize` (the display size).
+import { pngSize } from "../tools/mod.ts";
 import type { JSONRPCMessage } from "./_mcp_client.ts";
 
 const CHROMIUM = Deno.env.get("CHROMIUM_PATH") ?? "/usr/bin/chromium";
@@ -71,6 +72,7 @@ export function pngSizeOf(data: string): { width: number; height: number } {
     atob(data.slice(0, 64)),
     (c) => c.charCodeAt(0),
   );
-  const view = new DataView(bytes.buffer);
-  return { width: view.getUint32(16), height: view.getUint32(20) };
+  const size = pngSize(bytes);
+  if (!size) throw new Error("Not a PNG");
+  return size;
 }

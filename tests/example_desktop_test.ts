@@ -86,7 +86,6 @@ Deno.test({
   name:
     "two desktop environments at once, agent 1024x640 and the default 1920x1080, each fill the form to reward 1",
   ignore: missing.length > 0,
-  sanitizeResources: false,
   async fn() {
     const [small, large] = await Promise.all([
       connect({ display_width: 1024, display_height: 640 }),
@@ -129,7 +128,6 @@ Deno.test({
   name:
     "the desktop scores a wrong word 0 and stops Chromium and Xvfb when the client closes",
   ignore: missing.length > 0,
-  sanitizeResources: false,
   async fn() {
     const client = await connect({ display_width: 1280, display_height: 800 }, {
       DESKTOP_SCREEN: "1024x768",
