@@ -128,9 +128,6 @@ export interface ComputerToolOptions {
   maxDurationMs?: number;
 }
 
-/** A refusal of bad input: answered as `isError` with its message. */
-class InputError extends Error {}
-
 function sideFrom(value: unknown, name: string, fallback: number): number {
   if (value === undefined || value === null) return fallback;
   const number = typeof value === "string" ? Number(value) : value;
@@ -326,7 +323,9 @@ export class ComputerTool extends BaseTool<ComputerInputShape> {
         return {
           content: [{
             type: "text",
-            text: `${text}, but the screenshot failed: ${message}`,
+            text: input.action === "screenshot"
+              ? message
+              : `${text}, but the screenshot after it failed: ${message}`,
           }],
           isError: true,
         };
@@ -359,7 +358,7 @@ export class ComputerTool extends BaseTool<ComputerInputShape> {
 
   #point(x: number | undefined, y: number | undefined, action: string): Point {
     if (x === undefined || y === undefined) {
-      throw new InputError(`Action "${action}" needs x and y`);
+      throw new RangeError(`Action "${action}" needs x and y`);
     }
     return this.#inside({ x, y });
   }
@@ -372,7 +371,7 @@ export class ComputerTool extends BaseTool<ComputerInputShape> {
       !Number.isFinite(x) || !Number.isFinite(y) || x < 0 || y < 0 ||
       x >= width || y >= height
     ) {
-      throw new InputError(
+      throw new RangeError(
         `Coordinate (${point.x}, ${point.y}) is outside the ${width}x${height} screen`,
       );
     }
@@ -381,10 +380,10 @@ export class ComputerTool extends BaseTool<ComputerInputShape> {
 
   #duration(value: number | undefined, action: string): number {
     if (value === undefined) {
-      throw new InputError(`Action "${action}" needs duration_ms`);
+      throw new RangeError(`Action "${action}" needs duration_ms`);
     }
     if (!Number.isFinite(value) || value < 0 || value > this.#maxDurationMs) {
-      throw new InputError(
+      throw new RangeError(
         `duration_ms must be from 0 to ${this.#maxDurationMs}, got ${value}`,
       );
     }
@@ -393,7 +392,7 @@ export class ComputerTool extends BaseTool<ComputerInputShape> {
 
   #keys(keys: string[] | undefined, action: string): string[] {
     if (!keys || keys.length === 0) {
-      throw new InputError(`Action "${action}" needs keys, e.g. ["ctrl", "a"]`);
+      throw new RangeError(`Action "${action}" needs keys, e.g. ["ctrl", "a"]`);
     }
     return keysyms(keys);
   }
@@ -432,7 +431,7 @@ export class ComputerTool extends BaseTool<ComputerInputShape> {
       case "drag": {
         const path = input.path;
         if (!path || path.length < 2 || path.length > MAX_PATH) {
-          throw new InputError(
+          throw new RangeError(
             `Action "drag" needs a path of 2 to ${MAX_PATH} points [{x, y}, …]`,
           );
         }
@@ -451,10 +450,10 @@ export class ComputerTool extends BaseTool<ComputerInputShape> {
         const dx = input.scroll_x ?? 0;
         const dy = input.scroll_y ?? 0;
         if (dx === 0 && dy === 0) {
-          throw new InputError(`Action "scroll" needs scroll_x or scroll_y`);
+          throw new RangeError(`Action "scroll" needs scroll_x or scroll_y`);
         }
         if (Math.abs(dx) > MAX_SCROLL || Math.abs(dy) > MAX_SCROLL) {
-          throw new InputError(
+          throw new RangeError(
             `scroll_x and scroll_y must be from -${MAX_SCROLL} to ${MAX_SCROLL}`,
           );
         }
@@ -473,15 +472,15 @@ export class ComputerTool extends BaseTool<ComputerInputShape> {
       case "type": {
         const text = input.text;
         if (text === undefined || text === "") {
-          throw new InputError(`Action "type" needs text`);
+          throw new RangeError(`Action "type" needs text`);
         }
         if (text.length > MAX_TEXT) {
-          throw new InputError(
+          throw new RangeError(
             `Text to type is ${text.length} characters; at most ${MAX_TEXT}`,
           );
         }
         if (text.includes("\0")) {
-          throw new InputError("Text to type must not contain NUL characters");
+          throw new RangeError("Text to type must not contain NUL characters");
         }
         await this.executor.type(text);
         return { text: `Typed ${JSON.stringify(text)}` };
@@ -506,6 +505,12 @@ export class ComputerTool extends BaseTool<ComputerInputShape> {
         const at = await this.toAgent(await this.executor.cursorPosition());
         return { text: JSON.stringify(at), structured: { ...at } };
       }
+      default:
+        throw new RangeError(
+          `Unknown action "${action as string}": expected one of ${
+            COMPUTER_ACTIONS.join(", ")
+          }`,
+        );
     }
   }
 }

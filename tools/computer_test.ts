@@ -218,6 +218,10 @@ Deno.test("ComputerTool answers bad input with isError and one line, doing nothi
       { action: "wait", duration_ms: -1 },
       /duration_ms must be from 0 to 30000/,
     ],
+    [
+      { action: "teleport" },
+      /Unknown action "teleport": expected one of screenshot, click/,
+    ],
   ];
   for (const [input, message] of refusals) {
     // deno-lint-ignore no-explicit-any -- hostile input on purpose
