@@ -10,14 +10,21 @@
  * document (`#`, `#/$defs/…`, `#/definitions/…`), `properties` with
  * `required` and `additionalProperties`, `minProperties`, `items`,
  * `prefixItems`, `minItems` / `maxItems`, `uniqueItems`, numeric bounds and
- * `multipleOf`, `minLength` / `maxLength`, string `format`s and, where a
- * short sample fits it, `pattern`. Bounds the Anthropic SDK moves into a
+ * `multipleOf`, `minLength` / `maxLength`, string `format`s and `pattern`
+ * (a string randexp builds from it, deterministically). Bounds the Anthropic SDK moves into a
  * `description` (`{minimum: 18}`) count as bounds, since a model reads them.
  * Recursive schemas end: past a depth only required properties and the fewest
  * items are generated.
  *
  * @module
  */
+
+import randexp from "randexp";
+
+// randexp is CommonJS: at run time the default import is `module.exports`
+// (the class); its types describe `exports.default`.
+const RandExp = ((randexp as unknown as { default?: unknown }).default ??
+  randexp) as typeof randexp.default;
 
 /** A JSON schema, loosely: the simulator reads only what it needs. */
 type Schema = Record<string, unknown>;
@@ -32,31 +39,74 @@ const FULL_DEPTH = 4;
 const MAX_DEPTH = 32;
 /** Patterns are only tried on samples this short, so a hostile pattern cannot take long. */
 const PATTERN_SAMPLE_LIMIT = 24;
+/** Longer patterns are not generated from. */
+const MAX_PATTERN_LENGTH = 1000;
+/** Generation is skipped when the counted repetitions (`{n}`) could multiply past this. */
+const MAX_REPETITION_PRODUCT = 10_000;
+const COUNTED_REPETITION = /\{\s*(\d+)\s*(?:,\s*\d*\s*)?\}/g;
 
-const FORMAT_SAMPLES: Record<string, string> = {
-  date: "2026-01-01",
-  "date-time": "2026-01-01T00:00:00Z",
-  time: "12:00:00Z",
-  duration: "P1D",
-  email: "user@example.com",
-  "idn-email": "user@example.com",
-  hostname: "example.com",
-  "idn-hostname": "example.com",
-  ipv4: "192.0.2.1",
-  ipv6: "2001:db8::1",
-  uri: "https://example.com/",
-  url: "https://example.com/",
-  iri: "https://example.com/",
-  "uri-reference": "https://example.com/",
-  "iri-reference": "https://example.com/",
-  "uri-template": "https://example.com/{id}",
-  uuid: "00000000-0000-4000-8000-000000000000",
-  "json-pointer": "/value",
-  "relative-json-pointer": "0",
-  regex: "^.*$",
-  byte: "c2ltdWxhdGVk",
-  int32: "7",
-  int64: "7",
+/**
+ * The shortest string randexp builds for a pattern (every repetition at its
+ * minimum, the first alternative and character), if it matches. Patterns
+ * whose counted repetitions could nest into a huge string are skipped.
+ */
+function stringMatching(pattern: RegExp): string | undefined {
+  const source = pattern.source;
+  if (source.length > MAX_PATTERN_LENGTH) return undefined;
+  let product = 1;
+  for (const [, count] of source.matchAll(COUNTED_REPETITION)) {
+    product *= Math.max(1, Number(count));
+    if (product > MAX_REPETITION_PRODUCT) return undefined;
+  }
+  try {
+    const generator = new RandExp(pattern);
+    generator.randInt = (low: number) => low;
+    const text: unknown = generator.gen();
+    return typeof text === "string" && pattern.test(text) ? text : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Samples per string format, the first preferred; later ones fit stricter patterns (zod's time has no offset). */
+const FORMAT_SAMPLES: Record<string, readonly string[]> = {
+  date: ["2026-01-01"],
+  "date-time": ["2026-01-01T00:00:00Z", "2026-01-01T00:00:00.000Z"],
+  time: ["12:00:00Z", "12:00:00"],
+  duration: ["P1D"],
+  email: ["user@example.com"],
+  "idn-email": ["user@example.com"],
+  hostname: ["example.com"],
+  "idn-hostname": ["example.com"],
+  ipv4: ["192.0.2.1"],
+  ipv6: ["2001:db8::1"],
+  cidrv4: ["192.0.2.0/24"],
+  cidrv6: ["2001:db8::/32"],
+  uri: ["https://example.com/"],
+  url: ["https://example.com/"],
+  iri: ["https://example.com/"],
+  "uri-reference": ["https://example.com/"],
+  "iri-reference": ["https://example.com/"],
+  "uri-template": ["https://example.com/{id}"],
+  uuid: ["00000000-0000-4000-8000-000000000000"],
+  "json-pointer": ["/value"],
+  "relative-json-pointer": ["0"],
+  regex: ["^.*$"],
+  byte: ["c2ltdWxhdGVk"],
+  base64: ["c2ltdWxhdGVk"],
+  base64url: ["c2ltdWxhdGVk"],
+  int32: ["7"],
+  int64: ["7"],
+  cuid: ["cjld2cjxh0000qzrmn831i7rn"],
+  cuid2: ["tz4a98xxat96iws9zmbrgj3a"],
+  ulid: ["01ARZ3NDEKTSV4RRFFQ69G5FAV"],
+  nanoid: ["V1StGXR8_Z5jdHi6B-myT"],
+  emoji: ["😀"],
+  e164: ["+15555550100"],
+  mac: ["00:00:5e:00:53:01"],
+  jwt: [
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJl",
+  ],
 };
 
 const PATTERN_CANDIDATES = [
@@ -144,14 +194,14 @@ function mergeAllOf(schema: Schema): Schema {
 }
 
 function sampleString(schema: Schema, name: string, index: number): string {
-  const format = typeof schema.format === "string"
+  const formats = typeof schema.format === "string"
     ? FORMAT_SAMPLES[schema.format.toLowerCase()]
     : undefined;
-  let text = format ??
+  const min = numberOf(schema.minLength) ?? 0;
+  const max = numberOf(schema.maxLength) ?? Infinity;
+  let text = formats?.[0] ??
     (index === 0 ? `${name} value` : `${name} value ${index + 1}`);
-  if (format === undefined) {
-    const min = numberOf(schema.minLength) ?? 0;
-    const max = numberOf(schema.maxLength) ?? Infinity;
+  if (formats === undefined) {
     if (text.length < min) text = text.padEnd(Math.min(min, 100_000), "x");
     if (text.length > max) text = text.slice(0, Math.max(0, max));
   }
@@ -162,9 +212,18 @@ function sampleString(schema: Schema, name: string, index: number): string {
   } catch {
     return text;
   }
-  const fits = (candidate: string) =>
-    candidate.length <= PATTERN_SAMPLE_LIMIT && pattern.test(candidate);
-  return [text, ...PATTERN_CANDIDATES].find(fits) ?? text;
+  // The text may be padded to any length; the format samples are ours and short.
+  const fits = (candidate: string, limit = PATTERN_SAMPLE_LIMIT) =>
+    candidate.length <= limit && pattern.test(candidate);
+  const matching = [
+    ...[text].filter((candidate) => fits(candidate)),
+    ...(formats ?? []).filter((candidate) => fits(candidate, 128)),
+    ...[stringMatching(pattern)].filter((c): c is string => c !== undefined),
+    ...PATTERN_CANDIDATES.filter((candidate) => fits(candidate)),
+  ];
+  // A sample within the length bounds wins; else the pattern beats the lengths.
+  return matching.find((c) => c.length >= min && c.length <= max) ??
+    matching[0] ?? text;
 }
 
 function sampleNumber(schema: Schema, integer: boolean, index: number): number {

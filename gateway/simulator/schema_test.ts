@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import fc from "fast-check";
+import { z } from "zod";
 import { argumentsFromSchema, valueFromSchema } from "./schema.ts";
 
 const ajv = new Ajv2020({ strict: false, validateFormats: true });
@@ -100,7 +101,7 @@ Deno.test("valueFromSchema() satisfies a strict OpenAI schema with nesting, enum
   const value = valueFromSchema(schema) as Record<string, unknown>;
   assertValid(schema, value);
   assert.equal(value.size, "S");
-  assert.equal(value.code, "ABC");
+  assert.equal(value.code, "AAA");
   assert.equal((value.attendees as unknown[]).length, 3);
 });
 
@@ -180,15 +181,56 @@ Deno.test("valueFromSchema() honours allOf, const, tuples, unique items and minP
   assert.deepEqual(value.tags, ["x", "y", "z"]);
 });
 
-Deno.test("valueFromSchema() answers a hostile pattern quickly", () => {
+Deno.test("valueFromSchema() answers hostile patterns quickly", () => {
   const started = performance.now();
-  const value = valueFromSchema({
-    type: "string",
-    pattern: "^(a+)+$",
-    minLength: 40,
+  for (
+    const pattern of [
+      "^(a+)+$",
+      "^(x+x+)+y$",
+      "^(a{1000}){1000}$",
+      "(((a{99}){99}){99})",
+    ]
+  ) {
+    const value = valueFromSchema({ type: "string", pattern, minLength: 40 });
+    assert.equal(typeof value, "string");
+  }
+  assert.ok(performance.now() - started < 1000);
+});
+
+Deno.test("valueFromSchema() satisfies zod's string checks, so a zod schema parses the value back", () => {
+  const Checks = z.object({
+    time: z.iso.time(),
+    datetime: z.iso.datetime(),
+    code: z.string().regex(/^[a-z]{2}-\d{3}$/),
+    prefixed: z.string().startsWith("pre"),
+    suffixed: z.string().endsWith("fix"),
+    middle: z.string().includes("mid"),
+    ids: z.tuple([
+      z.uuid(),
+      z.cuid(),
+      z.cuid2(),
+      z.ulid(),
+      z.nanoid(),
+      z.ksuid(),
+      z.xid(),
+    ]),
+    net: z.tuple([
+      z.ipv4(),
+      z.ipv6(),
+      z.cidrv4(),
+      z.cidrv6(),
+      z.mac(),
+      z.hostname(),
+    ]),
+    encoded: z.tuple([z.base64(), z.base64url(), z.jwt(), z.emoji(), z.e164()]),
+    cased: z.tuple([z.string().lowercase(), z.string().uppercase()]),
+    sized: z.string().min(3).max(4).regex(/^[a-z]+$/),
   });
-  assert.equal(typeof value, "string");
-  assert.ok(performance.now() - started < 500);
+  const value = valueFromSchema(z.toJSONSchema(Checks));
+  const parsed = Checks.safeParse(value);
+  assert.ok(parsed.success, JSON.stringify(parsed.error?.issues));
+  assert.equal(parsed.data.code, "aa-000");
+  assert.equal(parsed.data.sized, "size");
 });
 
 const leafSchema = fc.oneof(
@@ -216,6 +258,16 @@ const leafSchema = fc.oneof(
   fc.record({
     type: fc.constantFrom("integer", "number"),
     maximum: fc.integer({ min: -50, max: 50 }),
+  }),
+  fc.record({
+    type: fc.constant("string"),
+    pattern: fc.constantFrom(
+      "^[a-z]{2}-\\d{3}$",
+      "^\\d+$",
+      "^[A-Z][a-z]*$",
+      "^(foo|bar)-?[0-9a-f]{4}$",
+      "@",
+    ),
   }),
   fc.constant({ type: "boolean" }),
   fc.constant({ type: "null" }),
