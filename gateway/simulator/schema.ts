@@ -11,10 +11,10 @@
  * `required` and `additionalProperties`, `minProperties`, `items`,
  * `prefixItems`, `minItems` / `maxItems`, `uniqueItems`, numeric bounds and
  * `multipleOf`, `minLength` / `maxLength`, string `format`s and `pattern`
- * (a string randexp builds from it, deterministically). Bounds the Anthropic SDK moves into a
- * `description` (`{minimum: 18}`) count as bounds, since a model reads them.
- * Recursive schemas end: past a depth only required properties and the fewest
- * items are generated.
+ * (the shortest string randexp builds from it, when no sample fits). Bounds
+ * the Anthropic SDK moves into a `description` (`{minimum: 18}`) count as
+ * bounds, since a model reads them. Recursive schemas end: past a depth only
+ * required properties and the fewest items are generated.
  *
  * @module
  */
