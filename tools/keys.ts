@@ -46,6 +46,18 @@ alias("Caps_Lock", "capslock");
 alias("Print", "printscreen", "prtsc");
 alias("Menu", "contextmenu", "apps");
 for (let n = 1; n <= 24; n++) alias(`F${n}`);
+alias("Pause", "break");
+alias("Num_Lock", "numlock");
+alias("Scroll_Lock", "scrolllock");
+for (let n = 0; n <= 9; n++) alias(`KP_${n}`);
+alias("KP_Add");
+alias("KP_Subtract");
+alias("KP_Multiply");
+alias("KP_Divide");
+alias("KP_Decimal");
+alias("XF86AudioMute", "audiovolumemute", "volumemute");
+alias("XF86AudioRaiseVolume", "audiovolumeup", "volumeup");
+alias("XF86AudioLowerVolume", "audiovolumedown", "volumedown");
 
 /** Printable characters that are not their own keysym name. */
 const PUNCTUATION: Record<string, string> = {

@@ -38,6 +38,8 @@ Deno.test("keysyms() maps the aliases of each provider to xdotool keysyms", () =
     [["ctrl", "-"], ["ctrl", "minus"]],
     [["/"], ["slash"]],
     [["shift+Tab"], ["shift", "Tab"]],
+    [["KP_5"], ["KP_5"]],
+    [["VolumeUp"], ["XF86AudioRaiseVolume"]],
   ];
   for (const [input, expected] of cases) {
     assert.deepEqual(keysyms(input), expected, JSON.stringify(input));
