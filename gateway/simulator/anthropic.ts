@@ -36,6 +36,7 @@ import {
   type Prompt,
   PromptMeter,
   type Reply,
+  scriptOf,
   type ToolDeclaration,
 } from "./reply.ts";
 import { splitEvenly, splitText } from "./tokens.ts";
@@ -253,6 +254,8 @@ function parseMessages(
       forcedTool,
       toolsDisabled: choice.type === "none",
       maxOutputTokens: body.max_tokens,
+      script: scriptOf(firstUserText ?? "", tools),
+      calledTools: toolUses,
       outputFormat,
       computer: plan && {
         plan,

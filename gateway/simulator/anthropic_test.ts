@@ -278,3 +278,101 @@ Deno.test("an x-api-key header is accepted and recorded as the key used", async 
   assert.equal(sim.requests[0].key, "sk-header");
   assert.equal(sim.requests[0].headers["x-api-key"], "sk-header");
 });
+
+const scriptTools = [
+  {
+    name: "look",
+    description: "What you know",
+    input_schema: {
+      type: "object" as const,
+      properties: { verbose: { type: "boolean" } },
+      required: ["verbose"],
+    },
+  },
+  {
+    name: "guess",
+    description: "Try a number",
+    input_schema: {
+      type: "object" as const,
+      properties: { number: { type: "integer" } },
+      required: ["number"],
+    },
+  },
+];
+
+for (const stream of [false, true]) {
+  Deno.test(`the scripted agent calls the backticked tools in order over Messages, then answers (stream=${stream})`, async () => {
+    await using sim = await startSimulator();
+    const client = new Anthropic({
+      baseURL: sim.baseUrls.anthropic,
+      apiKey: "sk-ant",
+    });
+    const messages: Anthropic.MessageParam[] = [{
+      role: "user",
+      content: "Play: `guess` after `look`; `missing` is not a tool.",
+    }];
+    const calls: [string, unknown][] = [];
+    for (let turn = 0; turn < 5; turn++) {
+      const request = {
+        model: "claude-sonnet-4-5",
+        max_tokens: 200,
+        tools: scriptTools,
+        messages,
+      };
+      const message = stream
+        ? await client.messages.stream(request).finalMessage()
+        : await client.messages.create(request);
+      const [block] = message.content;
+      if (block.type !== "tool_use") {
+        assert.equal(message.stop_reason, "end_turn");
+        assert.deepEqual(block, {
+          type: "text",
+          text: "Tool look returned: range 1-10",
+        });
+        break;
+      }
+      assert.equal(message.stop_reason, "tool_use");
+      calls.push([block.name, block.input]);
+      messages.push({ role: "assistant", content: message.content });
+      messages.push({
+        role: "user",
+        content: [{
+          type: "tool_result",
+          tool_use_id: block.id,
+          content: block.name === "look" ? "range 1-10" : "correct",
+        }],
+      });
+    }
+    assert.deepEqual(calls, [["guess", { number: 7 }], ["look", {
+      verbose: true,
+    }]]);
+    assert.equal(sim.requests.length, 3);
+  });
+}
+
+Deno.test("the computer-use agent goes before the scripted agent when a computer tool is declared", async () => {
+  await using sim = await startSimulator();
+  const client = new Anthropic({
+    baseURL: sim.baseUrls.anthropic,
+    apiKey: "sk-ant",
+  });
+  const message = await client.beta.messages.create({
+    model: "claude-sonnet-4-5",
+    max_tokens: 200,
+    betas: ["computer-use-2025-01-24"],
+    tools: [{
+      type: "computer_20250124",
+      name: "computer",
+      display_width_px: 1280,
+      display_height_px: 800,
+    }, scriptTools[0]],
+    messages: [{
+      role: "user",
+      content: "Call `look`. Click the text box at (412, 300).",
+    }],
+  });
+  const [block] = message.content;
+  assert.ok(block.type === "tool_use");
+  assert.equal(block.name, "computer");
+  assert.deepEqual(block.input, { action: "screenshot" });
+});

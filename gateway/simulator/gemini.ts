@@ -39,6 +39,7 @@ import {
   PromptMeter,
   type Reply,
   type ReplyContent,
+  scriptOf,
   type ToolDeclaration,
 } from "./reply.ts";
 import { splitText } from "./tokens.ts";
@@ -109,7 +110,15 @@ function measureMedia(meter: PromptMeter, part: Json): void {
   if (field(part, "fileData", "file_data") !== undefined) meter.image();
 }
 
-function measureParts(meter: PromptMeter, parts: unknown): string {
+/**
+ * Measures parts and returns their text; the names of their function calls
+ * are appended to `calls`, when given.
+ */
+function measureParts(
+  meter: PromptMeter,
+  parts: unknown,
+  calls?: string[],
+): string {
   let text = "";
   for (const part of asArray(parts)) {
     if (!isObject(part)) continue;
@@ -122,6 +131,7 @@ function measureParts(meter: PromptMeter, parts: unknown): string {
     if (isObject(call)) {
       meter.text(call.name);
       meter.json(call.args);
+      if (typeof call.name === "string") calls?.push(call.name);
     }
     const response = field(part, "functionResponse", "function_response");
     if (isObject(response)) {
@@ -193,13 +203,14 @@ function parseGenerate(
   if (isObject(system)) measureParts(meter, system.parts);
   let lastUserText = "";
   let firstUserText: string | undefined;
+  const calledTools: string[] = [];
   for (const content of body.contents) {
     if (!isObject(content)) {
       throw new BadRequestError(
         "* GenerateContentRequest.contents: each content must be an object",
       );
     }
-    const text = measureParts(meter, content.parts);
+    const text = measureParts(meter, content.parts, calledTools);
     if (content.role !== "model" && text !== "") {
       lastUserText = text;
       firstUserText ??= text;
@@ -282,6 +293,8 @@ function parseGenerate(
         : undefined,
       toolsDisabled: mode === "NONE",
       maxOutputTokens: limit as number | undefined,
+      script: scriptOf(firstUserText ?? "", tools),
+      calledTools,
       outputFormat,
       computer: plan && history && { plan, done: history.calls },
     },

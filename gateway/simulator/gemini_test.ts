@@ -1,5 +1,13 @@
 import assert from "node:assert/strict";
-import { FunctionCallingConfigMode, GoogleGenAI, Type } from "@google/genai";
+import {
+  type Content,
+  Environment,
+  FunctionCallingConfigMode,
+  type FunctionDeclaration,
+  GoogleGenAI,
+  type Part,
+  Type,
+} from "@google/genai";
 import { startSimulator } from "./mod.ts";
 
 function client(baseUrl: string, apiKey = "g-key"): GoogleGenAI {
@@ -234,4 +242,89 @@ Deno.test("Gemini errors use Google's error body, with RetryInfo on 429", async 
   );
   assert.equal(bad.status, 400);
   assert.equal((await bad.json()).error.status, "INVALID_ARGUMENT");
+});
+
+const scriptDeclarations: FunctionDeclaration[] = [
+  {
+    name: "look",
+    parameters: {
+      type: Type.OBJECT,
+      properties: { verbose: { type: Type.BOOLEAN } },
+      required: ["verbose"],
+    },
+  },
+  {
+    name: "guess",
+    parameters: {
+      type: Type.OBJECT,
+      properties: { number: { type: Type.INTEGER } },
+      required: ["number"],
+    },
+  },
+];
+
+for (const stream of [false, true]) {
+  Deno.test(`the scripted agent calls the backticked tools in order over generateContent, then answers (stream=${stream})`, async () => {
+    await using sim = await startSimulator();
+    const ai = client(sim.baseUrls.gemini);
+    const contents: Content[] = [{
+      role: "user",
+      parts: [{ text: "Play: `look`, then `guess`; `missing` is not a tool." }],
+    }];
+    const config = { tools: [{ functionDeclarations: scriptDeclarations }] };
+    const calls: [string | undefined, unknown][] = [];
+    for (let turn = 0; turn < 5; turn++) {
+      const request = { model: "gemini-2.5-flash", contents, config };
+      let parts: Part[] = [];
+      if (stream) {
+        for await (
+          const chunk of await ai.models.generateContentStream(request)
+        ) {
+          parts.push(...(chunk.candidates?.[0].content?.parts ?? []));
+        }
+      } else {
+        const response = await ai.models.generateContent(request);
+        parts = response.candidates?.[0].content?.parts ?? [];
+      }
+      const call = parts.find((part) => part.functionCall)?.functionCall;
+      if (!call) {
+        assert.equal(
+          parts.map((part) => part.text ?? "").join(""),
+          'Tool guess returned: {"result":"correct"}',
+        );
+        break;
+      }
+      calls.push([call.name, call.args]);
+      contents.push({ role: "model", parts: [{ functionCall: call }] }, {
+        role: "user",
+        parts: [{
+          functionResponse: {
+            name: call.name,
+            response: {
+              result: call.name === "look" ? "range 1-10" : "correct",
+            },
+          },
+        }],
+      });
+    }
+    assert.deepEqual(calls, [["look", { verbose: true }], ["guess", {
+      number: 7,
+    }]]);
+    assert.equal(sim.requests.length, 3);
+  });
+}
+
+Deno.test("the computer-use agent goes before the scripted agent over generateContent", async () => {
+  await using sim = await startSimulator();
+  const response = await client(sim.baseUrls.gemini).models.generateContent({
+    model: "gemini-2.5-computer-use-preview-10-2025",
+    contents: "Call `look`. Click the text box at (412, 300).",
+    config: {
+      tools: [
+        { computerUse: { environment: Environment.ENVIRONMENT_BROWSER } },
+        { functionDeclarations: scriptDeclarations },
+      ],
+    },
+  });
+  assert.equal(response.functionCalls?.[0].name, "click_at");
 });

@@ -40,6 +40,7 @@ import {
   type Prompt,
   PromptMeter,
   type Reply,
+  scriptOf,
   type ToolDeclaration,
 } from "./reply.ts";
 import { splitEvenly, splitText } from "./tokens.ts";
@@ -80,6 +81,7 @@ function parseResponses(body: Json): ResponsesInput {
   let firstUserText: string | undefined;
   let toolResult: Prompt["toolResult"];
   const history: ComputerHistory = { callIds: [], acknowledged: new Map() };
+  const calledTools: string[] = [];
   if (typeof body.input === "string") {
     meter.text(body.input);
     lastUserText = firstUserText = body.input;
@@ -96,6 +98,7 @@ function parseResponses(body: Json): ResponsesInput {
       if (item.type === "function_call") {
         meter.text(item.name);
         meter.text(item.arguments);
+        if (typeof item.name === "string") calledTools.push(item.name);
         if (typeof item.call_id === "string" && typeof item.name === "string") {
           callNames.set(item.call_id, item.name);
         }
@@ -150,6 +153,8 @@ function parseResponses(body: Json): ResponsesInput {
         body.max_output_tokens,
         "max_output_tokens",
       ),
+      script: scriptOf(firstUserText ?? "", tools),
+      calledTools,
       outputFormat,
       computer: plan && { plan, done: history.callIds.length },
     },

@@ -7,10 +7,13 @@
  * - Computer-use agent: when the request declares a computer tool and the
  *   first user message gives instructions, the next action of the plan
  *   (`computer_use.ts`), then a text starting with "Done".
- * - Scripted agent (OpenAI chat): the first user message names declared tools
- *   in backticks (`` `look` ``): call each once, in the order named, with
- *   arguments generated from its schema; after the last, the rules below
- *   answer (with the last tool result).
+ * - Scripted agent (every convention: chat, Responses, Messages, Gemini): the
+ *   first user message names declared tools in backticks (`` `look` ``): call
+ *   each once, in the order named, with arguments generated from its schema;
+ *   after the last, the rules below answer (with the last tool result). The
+ *   tools already called are read from the conversation in the wire's own
+ *   shape (chat `tool_calls`, Responses `function_call` items, Anthropic
+ *   `tool_use` blocks, Gemini `functionCall` parts).
  * - The last message is a tool result: reply `Tool <name> returned: <result>`.
  * - Tools are declared and either the request forces one (`tool_choice`
  *   `required`/named, Anthropic `any`/`tool`, Gemini mode `ANY`) or the last
