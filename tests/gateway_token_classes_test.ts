@@ -468,6 +468,21 @@ Deno.test("Gemini: counts an earlier chunk gave and the last one leaves out are 
       `${model} ${route}`,
     );
   }
+  // A translated stream's usage chunk shows the caller what it is billed.
+  const response = await h.post("/v1/chat/completions", {
+    ...callBody("chat", "gemini-2.5-pro", true),
+    stream_options: { include_usage: true },
+  });
+  const shown = (await readSse(response)).map((event) =>
+    event.data === "[DONE]" ? undefined : JSON.parse(event.data).usage
+  ).filter((usage) => usage);
+  assert.deepEqual(shown, [{
+    prompt_tokens: 1_350,
+    completion_tokens: 700,
+    total_tokens: 2_050,
+    prompt_tokens_details: { cached_tokens: 1_000 },
+    completion_tokens_details: { reasoning_tokens: 500 },
+  }]);
   // A whole answer whose total holds thinking tokens no count reports.
   upstream.answer = {
     json: geminiChunk({
@@ -489,6 +504,11 @@ Deno.test("Gemini: counts an earlier chunk gave and the last one leaves out are 
       `${model} ${route} whole`,
     );
   }
+  const whole = await h.post(
+    "/v1/chat/completions",
+    callBody("chat", "gemini-2.5-pro", false),
+  );
+  assert.equal((await whole.json()).usage.completion_tokens, 889);
   await assertLedgerExact(h.kv, h.caller.id);
 });
 

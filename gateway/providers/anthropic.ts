@@ -18,6 +18,7 @@ import {
   fromAnthropicResponse,
   toAnthropicRequest,
 } from "../translate/chat_anthropic.ts";
+import { chatUsage } from "../translate/chat_types.ts";
 import type { Usage } from "../types.ts";
 import { normalUsage, tokenCount } from "../usage.ts";
 import {
@@ -231,10 +232,9 @@ function chatTranslated(call: CallInput): Exchange {
     headers: { "anthropic-version": API_VERSION },
     response(upstream) {
       const message = upstream as AnthropicResponse;
-      return {
-        body: fromAnthropicResponse(message, call.entry.id),
-        usage: anthropicUsage(message.usage, ttl),
-      };
+      const usage = anthropicUsage(message.usage, ttl);
+      const body = fromAnthropicResponse(message, call.entry.id);
+      return { body: { ...body, usage: chatUsage(usage) }, usage };
     },
     relay: () =>
       translatedChatRelay(

@@ -21,6 +21,7 @@ import {
   toGeminiRequest,
   usageFromGemini,
 } from "../translate/chat_gemini.ts";
+import { chatUsage } from "../translate/chat_types.ts";
 import type { Usage } from "../types.ts";
 import { coveringTotal, tokenCount } from "../usage.ts";
 import {
@@ -141,10 +142,9 @@ function chatTranslated(call: CallInput): Exchange {
     body,
     response(upstream) {
       const answer = upstream as GeminiResponse;
-      return {
-        body: fromGeminiResponse(answer, call.entry.id),
-        usage: geminiUsage(answer.usageMetadata),
-      };
+      const usage = geminiUsage(answer.usageMetadata);
+      const body = fromGeminiResponse(answer, call.entry.id);
+      return { body: { ...body, usage: chatUsage(usage) }, usage };
     },
     relay: () =>
       translatedChatRelay(

@@ -7,7 +7,7 @@
  */
 import { GatewayError, streamErrorFrame } from "../errors.ts";
 import type { ChatStreamBase } from "../translate/_shared.ts";
-import type { ChatRequest } from "../translate/chat_types.ts";
+import { type ChatRequest, chatUsage } from "../translate/chat_types.ts";
 import type { CatalogEntry, ProviderName, RouteName, Usage } from "../types.ts";
 import { mergeUsageCounts } from "../usage.ts";
 
@@ -237,7 +237,8 @@ export class StreamUsage {
  * A relay for a chat stream translated from another convention: each piece
  * becomes a `data:` frame, and `[DONE]` closes a stream that did not fail.
  * The call is billed the usage read from the upstream's own events in the
- * provider's format, every token class at its price.
+ * provider's format, every token class at its price, and the final usage
+ * chunk shows the caller that usage.
  *
  * @param translator The convention pair's stream translator.
  * @param usageFormat Where the upstream's events carry usage, and how it is read.
@@ -247,9 +248,15 @@ export function translatedChatRelay(
   translator: ChatStreamBase,
   usageFormat: StreamUsageFormat,
 ): StreamRelay {
-  const frames = (pieces: unknown[]) =>
-    pieces.map((piece) => sseFrame(JSON.stringify(piece))).join("");
   const usage = new StreamUsage(usageFormat);
+  const billed = (piece: unknown) =>
+    typeof piece === "object" && piece !== null &&
+      typeof (piece as { usage?: unknown }).usage === "object" &&
+      (piece as { usage?: unknown }).usage !== null
+      ? { ...piece, usage: chatUsage(usage.usage) }
+      : piece;
+  const frames = (pieces: unknown[]) =>
+    pieces.map((piece) => sseFrame(JSON.stringify(billed(piece)))).join("");
   return {
     event: (event, data) => {
       usage.event(event, data);
