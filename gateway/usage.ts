@@ -28,13 +28,22 @@ export class UnreadableUsageError extends Error {
 }
 
 /**
+ * The most tokens one count may report: a trillion, far above any call. A
+ * call's classes are sums of a few counts, so they stay a few trillion
+ * tokens: exact integers, and priced at up to $150 per million tokens a cost
+ * inside the balance range. A provider reporting absurd counts fails the
+ * call where the usage enters, instead of its settlement.
+ */
+export const MAX_TOKEN_COUNT = 1e12;
+
+/**
  * One token count from a provider: a number or a numeric string, rounded up
  * to a whole token; absent (`undefined`, `null`) is 0.
  *
  * @param value What the provider sent.
  * @param field The field's name, for the error.
  * @returns The count.
- * @throws {UnreadableUsageError} For a negative, non-finite, non-numeric or unsafe count.
+ * @throws {UnreadableUsageError} For a negative, non-finite or non-numeric count, or one above {@linkcode MAX_TOKEN_COUNT}.
  */
 export function tokenCount(value: unknown, field: string): number {
   if (value === undefined || value === null) return 0;
@@ -43,7 +52,7 @@ export function tokenCount(value: unknown, field: string): number {
     : value;
   if (
     typeof number !== "number" || !Number.isFinite(number) || number < 0 ||
-    number > Number.MAX_SAFE_INTEGER
+    number > MAX_TOKEN_COUNT
   ) {
     throw new UnreadableUsageError(field, value);
   }

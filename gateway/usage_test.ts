@@ -13,11 +13,23 @@ Deno.test("tokenCount() reads numbers and numeric strings, rounds up, and treats
   assert.equal(tokenCount(3.2, "f"), 4);
   assert.equal(tokenCount(undefined, "f"), 0);
   assert.equal(tokenCount(null, "f"), 0);
+  assert.equal(tokenCount(1e12, "f"), 1e12);
 });
 
 Deno.test("tokenCount() refuses what cannot be a token count, naming the field", () => {
   for (
-    const bad of [-1, "abc", "", Number.NaN, Infinity, {}, [], true, 2 ** 60]
+    const bad of [
+      -1,
+      "abc",
+      "",
+      Number.NaN,
+      Infinity,
+      {},
+      [],
+      true,
+      2 ** 60,
+      1e12 + 1,
+    ]
   ) {
     assert.throws(
       () => tokenCount(bad, "usage.completion_tokens"),

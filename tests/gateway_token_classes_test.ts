@@ -746,3 +746,39 @@ Deno.test("OpenAI Responses: cache reads and reasoning are billed at their price
   );
   await assertLedgerExact(h.kv, h.caller.id);
 });
+
+Deno.test("a count above a trillion tokens fails the call where it enters: a 502 that charges nothing, or a stream's error that bills what was relayed", async () => {
+  await using upstream = startScriptedUpstream();
+  await using h = await startHarness({ env: upstream.env });
+  const absurd = { ...TOTALS_DELTA, output_tokens: 2 ** 50 };
+  upstream.answer = anthropicAnswer(absurd);
+  const response = await h.post(
+    callPath("messages", "claude-opus-4-1", false),
+    callBody("messages", "claude-opus-4-1", false),
+  );
+  assert.equal(response.status, 502);
+  assert.match(await response.text(), /token count/);
+  const trace = await chargedTraceOf(
+    h,
+    response.headers.get("x-request-id")!,
+  );
+  assert.equal(trace.costMicros, 0);
+  upstream.answer = anthropicStream(SPLIT_START, absurd);
+  const streamed = await h.post(
+    callPath("messages", "claude-opus-4-1", true),
+    callBody("messages", "claude-opus-4-1", true),
+  );
+  const events = await readSse(streamed);
+  assert.match(events.at(-1)!.data, /token count/);
+  const entry = await ledgerEntryOf(
+    h.kv,
+    h.caller.id,
+    streamed.headers.get("x-request-id")!,
+  );
+  assert.ok(entry.amountMicros < 0 && entry.amountMicros > -1_000_000);
+  assert.deepEqual(
+    h.logs.filter((record) => /Settling/.test(String(record.message))),
+    [],
+  );
+  await assertLedgerExact(h.kv, h.caller.id);
+});
