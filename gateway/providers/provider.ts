@@ -185,7 +185,7 @@ export interface StreamUsageFormat {
  * event that gave it) and read again, so an unreadable count fails the
  * stream where it arrives.
  *
- * @example Anthropic's split from message_start, its larger total from message_delta
+ * @example Counts spread over two events
  * ```ts
  * import { StreamUsage } from "./provider.ts";
  *
