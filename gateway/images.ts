@@ -15,8 +15,9 @@
  *   figure here is capped at {@linkcode ANTHROPIC_MAX_IMAGE_TOKENS}.
  * - OpenAI ({@link https://platform.openai.com/docs/guides/images-vision#calculating-costs}):
  *   detail `high`/`auto`: fit within 2048 × 2048, then the shortest side to
- *   768, then 170 tokens per 512-px tile plus 85 (`computer-use-preview`
- *   screenshots alike); detail `low`: 85. Models differ in the two numbers
+ *   768 (the docs do not say how sizes round to whole pixels: the hold takes
+ *   the most tiles any rounding gives), then 170 tokens per 512-px tile plus
+ *   85 (`computer-use-preview` screenshots alike); detail `low`: 85. Models differ in the two numbers
  *   (gpt-5: 70/140, computer-use-preview: 65/129, gpt-4o-mini: 2,833/5,667)
  *   and the mini/nano models bill 32-px patches (at most 1,536) times a
  *   multiplier (1.62 for gpt-5-mini and gpt-4.1-mini, 2.46 for the nanos,
@@ -331,17 +332,38 @@ export function anthropicImageTokens(image: ImageSize): number {
   );
 }
 
-function openaiTiles(image: ImageSize): number {
-  // Rounded up at each step: a tile more, never one fewer.
-  const fit = Math.min(1, 2048 / image.width, 2048 / image.height);
-  let width = Math.ceil(image.width * fit);
-  let height = Math.ceil(image.height * fit);
+/** 512-px tiles of an image already within 2048 × 2048, after its shortest side goes down to 768 (whole pixels, rounded up). */
+function tilesAfterShortest(width: number, height: number): number {
   const shortest = Math.min(width, height);
   if (shortest > 768) {
     width = Math.ceil((width * 768) / shortest);
     height = Math.ceil((height * 768) / shortest);
   }
   return Math.ceil(width / 512) * Math.ceil(height / 512);
+}
+
+function openaiTiles(image: ImageSize): number {
+  // OpenAI does not say how it rounds the fitted size to whole pixels, and
+  // neither rounding bounds the other: rounding the shortest side up shrinks
+  // the other side in the next step (1036 × 2073 fits to 1024 × 2048, hence
+  // 768 × 1536 and 6 tiles, or truncated to 1023 × 2048, hence 768 × 1537
+  // and 8); and rounding to nearest can bill more than both (1121 × 2244:
+  // 6 tiles up or truncated, 8 at 1023 × 2048). So the hold takes the most
+  // tiles over each fitted side rounded either way, which covers rounding
+  // up, truncating and rounding to nearest; the second step rounds up, as
+  // tiles only grow with its sides.
+  const longest = Math.max(image.width, image.height);
+  if (longest <= 2048) return tilesAfterShortest(image.width, image.height);
+  // The exact fitted sides, from one correctly rounded division each.
+  const width = (image.width * 2048) / longest;
+  const height = (image.height * 2048) / longest;
+  let most = 0;
+  for (const w of new Set([Math.floor(width), Math.ceil(width)])) {
+    for (const h of new Set([Math.floor(height), Math.ceil(height)])) {
+      most = Math.max(most, tilesAfterShortest(w, h));
+    }
+  }
+  return most;
 }
 
 function openaiPatches(image: ImageSize): number {

@@ -228,3 +228,88 @@ Deno.test("imageTokens() takes the highest rule for xAI and OpenRouter and the p
   });
   assert.ok(Number.isSafeInteger(huge) && huge === 258 * 131 * 131, `${huge}`);
 });
+
+/** OpenAI's tile rule with one rounding to whole pixels after each resize. */
+function referenceTiles(
+  { width, height }: { width: number; height: number },
+  round: (x: number) => number,
+): number {
+  const fit = Math.min(1, 2048 / Math.max(width, height));
+  let w = round(width * fit);
+  let h = round(height * fit);
+  const shortest = Math.min(w, h);
+  if (shortest > 768) {
+    w = round((w * 768) / shortest);
+    h = round((h * 768) / shortest);
+  }
+  return Math.ceil(w / 512) * Math.ceil(h / 512);
+}
+
+/** A small seeded generator (mulberry32), so a failure can be replayed. */
+function seeded(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+Deno.test("openaiImageTokens() holds the most of rounding up, truncating and rounding to nearest: 1036 × 2073 is 8 tiles, not 6", () => {
+  const size = { width: 1036, height: 2073 };
+  assert.equal(referenceTiles(size, Math.ceil), 6);
+  assert.equal(referenceTiles(size, Math.floor), 8);
+  assert.equal(openaiImageTokens("gpt-4o", size), 85 + 170 * 8);
+  assert.equal(
+    openaiImageTokens("gpt-4o", { width: 2073, height: 1036 }),
+    85 + 170 * 8,
+  );
+  // Rounding to nearest can bill more than both: 1121 × 2244 is 6 tiles
+  // rounded up (1024 × 2048) or truncated (1023 × 2047), 8 rounded to
+  // nearest (1023 × 2048, then 768 × 1538).
+  const mixed = { width: 1121, height: 2244 };
+  assert.equal(referenceTiles(mixed, Math.ceil), 6);
+  assert.equal(referenceTiles(mixed, Math.floor), 6);
+  assert.equal(referenceTiles(mixed, Math.round), 8);
+  assert.equal(openaiImageTokens("gpt-4o", mixed), 85 + 170 * 8);
+  // Sizes within 2048 px need no fit and bill alike under every rounding.
+  assert.equal(
+    openaiImageTokens("gpt-4o", { width: 1280, height: 800 }),
+    85 + 170 * 6,
+  );
+});
+
+Deno.test("openaiImageTokens() is at least the bill under any rounding, over random sizes", () => {
+  const random = seeded(20261124);
+  const between = (low: number, high: number) =>
+    low + Math.floor(random() * (high - low + 1));
+  let disagreements = 0;
+  for (let i = 0; i < 5_000; i++) {
+    // Half any size; half a long side past the 2048-px fit with the aspect
+    // ratio near one where the other side ends on a 512-px tile edge after
+    // the 768-px step (4:3, 2:1, 8:3), where the roundings part ways.
+    let long = between(1, 10_000);
+    let short = between(1, 10_000);
+    if (i % 2 === 1) {
+      long = between(2_049, 10_000);
+      const ratio = [4 / 3, 2, 8 / 3][between(0, 2)];
+      short = Math.max(1, Math.round(long / ratio) + between(-2, 2));
+    }
+    const size = i % 4 < 2
+      ? { width: short, height: long }
+      : { width: long, height: short };
+    const held = openaiImageTokens("gpt-4o", size);
+    const bills = [Math.ceil, Math.floor, Math.round].map((round) =>
+      85 + 170 * referenceTiles(size, round)
+    );
+    if (new Set(bills).size > 1) disagreements += 1;
+    for (const billed of bills) {
+      assert.ok(
+        held >= billed,
+        `${size.width} × ${size.height}: held ${held} < ${billed}`,
+      );
+    }
+  }
+  // The sample must hold sizes where rounding matters, or it proves nothing.
+  assert.ok(disagreements >= 50, `only ${disagreements} disagreements`);
+});

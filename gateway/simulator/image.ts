@@ -214,11 +214,13 @@ function anthropicTokens({ width, height }: ImageSize): number {
 
 function openaiTokens({ width, height }: ImageSize, detail: string): number {
   if (detail === "low") return 85;
-  // Whole pixels after each resize, rounded up (OpenAI does not say how it
-  // rounds; the gateway's hold reads the rule the same way).
-  const fit = Math.min(1, 2048 / Math.max(width, height));
-  let w = Math.ceil(width * fit);
-  let h = Math.ceil(height * fit);
+  // Whole pixels after each resize, rounded up: one definite reading, as
+  // OpenAI does not say how it rounds. Rounding up is not always the dearer
+  // reading (it can shrink the other side in the next step), so the
+  // gateway's hold takes the larger of rounding up and truncating.
+  const longest = Math.max(width, height);
+  let w = longest > 2048 ? Math.ceil((width * 2048) / longest) : width;
+  let h = longest > 2048 ? Math.ceil((height * 2048) / longest) : height;
   const shortest = Math.min(w, h);
   if (shortest > 768) {
     w = Math.ceil((w * 768) / shortest);

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { encodePng, pngHeader, toBase64 } from "../../tests/fixtures/png.ts";
+import { imageTokens as gatewayImageTokens } from "../images.ts";
 import {
   IMAGE_TOKENS,
   imageSize,
@@ -181,5 +182,34 @@ Deno.test("imageTokens() bills each provider's rule", () => {
   );
   for (const billing of ["anthropic", "openai", "gemini"] as const) {
     assert.equal(imageTokens(undefined, billing), IMAGE_TOKENS);
+  }
+});
+
+Deno.test("imageTokens() bills OpenAI sizes rounded up, never above the gateway's hold", () => {
+  // Rounded up: 1036 × 2073 fits to 1024 × 2048, then 768 × 1536, 6 tiles
+  // (truncating would give 8, which the gateway's hold covers).
+  assert.equal(
+    imageTokens({ width: 1036, height: 2073 }, "openai"),
+    85 + 170 * 6,
+  );
+  let seed = 7;
+  const random = () => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed / 2147483648;
+  };
+  for (let i = 0; i < 2_000; i++) {
+    const size = {
+      width: 1 + Math.floor(random() * 9_000),
+      height: 1 + Math.floor(random() * 9_000),
+    };
+    const billed = imageTokens(size, "openai");
+    const held = gatewayImageTokens(
+      { provider: "openai", upstream: "gpt-4o" },
+      size,
+    );
+    assert.ok(
+      billed <= held,
+      `${size.width} × ${size.height}: ${billed} > ${held}`,
+    );
   }
 });
