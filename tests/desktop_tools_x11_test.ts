@@ -121,7 +121,9 @@ Deno.test({
             );
             assert.ok(
               seen,
-              `the page saw no click on "${element}" (aimed at ${aim.x}, ${aim.y} of ${agent.width}x${agent.height})`,
+              `the page saw no click on "${element}" in run ${run} (aimed at ${aim.x}, ${aim.y} of ${agent.width}x${agent.height}); clicks seen: ${
+                JSON.stringify(desktop.page.clicks)
+              }`,
             );
             assert.ok(
               inside(layout, element, seen.x, seen.y),
