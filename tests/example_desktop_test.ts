@@ -1,10 +1,16 @@
 // The desktop example as real subprocesses over stdio, driven by the SDK
 // client and the scripted agent: a real Xvfb, xdotool and Chromium. Two
 // environments run at once with different agent sizes, each to reward 1;
-// a wrong word scores 0; closing the client stops Chromium and Xvfb.
+// a wrong word scores 0; closing the client (stdio) and SIGTERM (HTTP) stop
+// Chromium and Xvfb.
 import assert from "node:assert/strict";
 import { playPrompt } from "../examples/desktop/agent.ts";
-import { Client, StdioClientTransport } from "./_mcp_client.ts";
+import { startServerProcess } from "./_example_process.ts";
+import {
+  Client,
+  StdioClientTransport,
+  StreamableHTTPClientTransport,
+} from "./_mcp_client.ts";
 import {
   missingDesktopPrograms,
   pngSizeOf,
@@ -146,6 +152,43 @@ Deno.test({
       );
     } finally {
       await client.close();
+    }
+    assert.deepEqual(
+      await waitGone(processes),
+      [],
+      "Xvfb and Chromium stopped",
+    );
+  },
+});
+
+Deno.test({
+  name:
+    "the desktop over Streamable HTTP reaches reward 1, and SIGTERM stops Chromium and Xvfb and exits 0",
+  ignore: missing.length > 0,
+  async fn() {
+    const server = await startServerProcess(
+      Deno.execPath(),
+      ["run", "-A", MAIN, "http"],
+      60_000,
+    );
+    let processes: number[] = [];
+    try {
+      const client = new Client({ name: "http-player", version: "1.0.0" });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${server.baseUrl}/mcp`)),
+      );
+      try {
+        const current = await status(client);
+        processes = [current.processes.xvfb, current.processes.chromium];
+        assert.deepEqual(current.agent, { width: 1920, height: 1080 });
+        const played = await run(client, "Quartz");
+        assert.equal(played.result.reward, 1, played.result.content);
+      } finally {
+        await client.close();
+      }
+    } finally {
+      const exit = await server.stop("SIGTERM");
+      assert.equal(exit.code, 0, server.stderr());
     }
     assert.deepEqual(
       await waitGone(processes),
