@@ -58,6 +58,11 @@ async function computerClient(
 function screenshotSize(result: Result) {
   const image = result.content.find((item) => item.type === "image");
   assert.ok(image?.data, "a screenshot");
+  // A blank screen compresses to a few hundred bytes; the page's text does not.
+  assert.ok(
+    image.data.length > 8_000,
+    `the screenshot shows the page (${image.data.length} base64 characters)`,
+  );
   return pngSizeOf(image.data);
 }
 
