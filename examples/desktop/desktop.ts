@@ -108,6 +108,11 @@ export async function startDesktop(
     stack.defer(() =>
       Deno.remove(profile, { recursive: true }).catch(() => {})
     );
+    if (!(await Deno.stat(chromium).then((info) => info.isFile, () => false))) {
+      throw new Error(
+        `Cannot run Chromium: "${chromium}" does not exist (set CHROMIUM_PATH, or apt-get install chromium)`,
+      );
+    }
     let child: Deno.ChildProcess;
     try {
       // setsid: Chromium and its helpers in a process group of their own,
@@ -153,8 +158,12 @@ export async function startDesktop(
       throw error;
     }
     const pid = child.pid;
-    let exited = false;
-    child.status.then(() => exited = true);
+    const exited = child.status.then((status) => {
+      throw new Error(
+        `Chromium ("${chromium}") exited with code ${status.code} before the page was ready`,
+      );
+    });
+    exited.catch(() => {});
     stack.defer(async () => {
       killGroup(pid, "SIGTERM");
       const killer = setTimeout(() => killGroup(pid, "SIGKILL"), 2_000);
@@ -166,12 +175,10 @@ export async function startDesktop(
     // Ready: the page reported a layout that fills the screen (a window
     // manager-less kiosk window may report once before it is full size).
     while (true) {
-      if (exited) throw new Error("Chromium exited before the page loaded");
-      const layout = await withTimeout(
-        page.layout(left()),
-        left(),
-        "The page's layout report",
-      );
+      const layout = await Promise.race([
+        withTimeout(page.layout(left()), left(), "The page's layout report"),
+        exited,
+      ]);
       if (
         layout.window.innerWidth >= size.width &&
         layout.window.innerHeight >= size.height

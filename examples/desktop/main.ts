@@ -26,16 +26,15 @@ try {
 } catch (error) {
   fail((error as Error).message);
 }
-const ownWorkspace = !Deno.env.get("DESKTOP_WORKSPACE");
-const workspace = Deno.env.get("DESKTOP_WORKSPACE") ??
-  await Deno.makeTempDir({ prefix: "desktop-workspace-" });
-
 let desktop;
 try {
   desktop = await startDesktop({ size });
 } catch (error) {
   fail(`cannot start the desktop: ${(error as Error).message}`);
 }
+const ownWorkspace = !Deno.env.get("DESKTOP_WORKSPACE");
+const workspace = Deno.env.get("DESKTOP_WORKSPACE") ??
+  await Deno.makeTempDir({ prefix: "desktop-workspace-" });
 // Deno.exit (SIGINT, a SIGTERM whose hooks time out) skips `finally`:
 // kill the browser and the X server synchronously then.
 const started = desktop;
