@@ -197,3 +197,34 @@ Deno.test({
     );
   },
 });
+
+Deno.test({
+  name:
+    "the desktop fails to start at once with one line and exit 1 when Chromium cannot run",
+  ignore: missing.length > 0,
+  async fn() {
+    const started = Date.now();
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", MAIN, "stdio"],
+      cwd: ROOT,
+      env: { CHROMIUM_PATH: "/bin/false", NO_COLOR: "1" },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(output.code, 1);
+    assert.ok(
+      Date.now() - started < 20_000,
+      "fails fast, not at the time limit",
+    );
+    assert.equal(
+      new TextDecoder().decode(output.stdout),
+      "",
+      "stdout stays clean for MCP",
+    );
+    assert.equal(
+      new TextDecoder().decode(output.stderr).trim(),
+      'desktop: cannot start the desktop: Chromium ("/bin/false") exited with code 1 before the page was ready',
+    );
+  },
+});
