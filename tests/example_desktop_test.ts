@@ -228,3 +228,30 @@ Deno.test({
     );
   },
 });
+
+Deno.test({
+  name:
+    "after an agent closed Chromium the next run's setup says so in one line",
+  ignore: missing.length > 0,
+  async fn() {
+    const client = await connect();
+    try {
+      const { processes } = await status(client);
+      await client.callTool({
+        name: "computer",
+        arguments: { action: "key", keys: ["ctrl", "w"], screenshot: false },
+      });
+      assert.deepEqual(await waitGone([processes.chromium]), []);
+      await assert.rejects(
+        () =>
+          client.getPrompt({
+            name: "desktop:fill_form",
+            arguments: { word: "lantern" },
+          }),
+        /Chromium is no longer running \(an earlier run closed it\): restart the environment/,
+      );
+    } finally {
+      await client.close();
+    }
+  },
+});

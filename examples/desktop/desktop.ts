@@ -29,6 +29,8 @@ export interface Desktop extends AsyncDisposable {
   page: PageServer;
   /** Chromium's process id (the leader of its process group). */
   chromiumPid: number;
+  /** Whether Chromium still runs (an agent may have closed it). */
+  readonly chromiumRunning: boolean;
   /** Stops Chromium, the page's server and Xvfb. Safe to call more than once. */
   close(): Promise<void>;
   /** Kills Chromium and Xvfb at once and removes the browser profile, synchronously (for `unload`); nothing once `close()` finished. */
@@ -158,7 +160,9 @@ export async function startDesktop(
       throw error;
     }
     const pid = child.pid;
+    let running = true;
     const exited = child.status.then((status) => {
+      running = false;
       throw new Error(
         `Chromium ("${chromium}") exited with code ${status.code} before the page was ready`,
       );
@@ -201,6 +205,9 @@ export async function startDesktop(
       xvfb,
       page,
       chromiumPid: pid,
+      get chromiumRunning() {
+        return running;
+      },
       close,
       killNow: () => {
         if (finished) return;

@@ -111,6 +111,11 @@ export function createDesktopServer(
     // A GUI task: with a shell the agent could post the form without the page.
     excludeTools: ["bash", "edit"],
   }, async function* ({ word }) {
+    if (!desktop.chromiumRunning) {
+      throw new Error(
+        "Chromium is no longer running (an earlier run closed it): restart the environment",
+      );
+    }
     const { run, layout } = await desktop.page.startRun(pageTimeoutMs);
     const box = await computer.toAgent(elementCenter(layout, "word"));
     const agent = computer.agentSize;
