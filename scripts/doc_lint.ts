@@ -20,6 +20,7 @@ const ENTRY_POINTS = [
   "gateway/simulator/mod.ts",
   "mcp/mod.ts",
   "eval/mod.ts",
+  "tools/mod.ts",
 ];
 
 const output = await new Deno.Command(Deno.execPath(), {
