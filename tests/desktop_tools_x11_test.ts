@@ -49,7 +49,7 @@ async function computerClient(
       name: "computer",
       arguments: args,
     }) as Result;
-    assert.notEqual(result.isError, true, result.content[0]?.text);
+    assert.notEqual(result.isError, true, result.content[0]?.text ?? "");
     return result;
   };
   return { client, computer, act };
