@@ -33,6 +33,23 @@ export interface ModelPricing {
   cacheWrite1h?: number;
 }
 
+/**
+ * A model's end of life, dates in ISO 8601 (a bare day is its start in
+ * UTC). Callers see the dates on `GET /models` and in `Deprecation` and
+ * `Sunset` headers; from `retires` on a call is refused with 410 naming the
+ * successor, or, with `reroute`, served by the successor at its price.
+ */
+export interface ModelLifecycle {
+  /** From when the model is deprecated (still served). */
+  deprecated?: string;
+  /** From when the model is retired (no longer served as itself). */
+  retires?: string;
+  /** The catalog model that replaces it. */
+  successor?: string;
+  /** Whether calls after retirement go to the successor instead of being refused. */
+  reroute?: boolean;
+}
+
 /** One entry of the model catalog (`gateway/catalog.json`). */
 export interface CatalogEntry {
   /** The id callers send as `model`. */
@@ -49,6 +66,8 @@ export interface CatalogEntry {
   maxOutputTokens: number;
   /** Other catalog models (the same model on another provider) a call falls back to, in order, when this one cannot be served. */
   alternates?: string[];
+  /** Its deprecation, retirement and successor, when it has an end. */
+  lifecycle?: ModelLifecycle;
 }
 
 /**
