@@ -15,6 +15,7 @@ import {
   runAgent,
   type SafetyCheck,
 } from "./agent.ts";
+import type { Trajectory } from "./agents/trajectory.ts";
 import { modelConvention } from "./convention.ts";
 import {
   agentTools,
@@ -66,6 +67,8 @@ export interface EvalResult {
   safety_checks: SafetyCheck[];
   /** Wall time of the run, ms. */
   duration_ms: number;
+  /** What the agent did, step by step (see `eval/agents/trajectory.ts`; the report shows it). */
+  trajectory?: Trajectory;
 }
 
 /** Options of {@linkcode runEval}. */
@@ -197,6 +200,7 @@ async function runTask(
     refused_tool_calls: agent.refusedToolCalls,
     safety_checks: agent.safetyChecks,
     duration_ms: Math.round(performance.now() - started),
+    trajectory: agent.trajectory,
   });
   try {
     const setup = await env.setup(task.scenario, args, runId);

@@ -9,6 +9,7 @@
  */
 import type { PromptMessage } from "../environment.ts";
 import {
+  addTokens,
   type AgentOutcome,
   type AgentRun,
   callModel,
@@ -17,9 +18,12 @@ import {
   emptyOutcome,
   isObject,
   type JsonObject,
+  modelSaid,
   promptPart,
   ToolGate,
+  traceToolCall,
 } from "./loop.ts";
+import { trajectoryPrompt } from "./trajectory.ts";
 
 /** A chat-completions message (`role`, `content`, `tool_calls`, …). */
 export type ChatMessage = Record<string, unknown>;
@@ -61,6 +65,7 @@ export async function runChat(
 ): Promise<AgentOutcome> {
   const gate = new ToolGate(run, outcome);
   const messages = chatMessages(run.prompt);
+  outcome.trajectory.prompt = trajectoryPrompt(run.prompt);
   const tools = run.tools.map((tool) => ({
     type: "function",
     function: {
@@ -76,13 +81,20 @@ export async function runChat(
       ...(tools.length > 0 && { tools }),
     });
     const usage = isObject(body.usage) ? body.usage : {};
-    outcome.tokens.input += count(usage.prompt_tokens);
-    outcome.tokens.output += count(usage.completion_tokens);
+    addTokens(
+      outcome,
+      count(usage.prompt_tokens),
+      count(usage.completion_tokens),
+    );
     const choice = Array.isArray(body.choices) ? body.choices[0] : undefined;
     const message: JsonObject = isObject(choice) && isObject(choice.message)
       ? choice.message
       : {};
     messages.push(message);
+    modelSaid(
+      outcome,
+      typeof message.content === "string" ? message.content : "",
+    );
     const calls = (Array.isArray(message.tool_calls) ? message.tool_calls : [])
       .filter(isObject);
     if (calls.length === 0) {
@@ -94,7 +106,13 @@ export async function runChat(
     const images: JsonObject[] = [];
     for (const call of calls) {
       const fn = isObject(call.function) ? call.function : {};
-      const result = await gate.callJson(String(fn.name ?? ""), fn.arguments);
+      const name = String(fn.name ?? "");
+      const result = await traceToolCall(
+        outcome,
+        name,
+        fn.arguments,
+        () => gate.callJson(name, fn.arguments),
+      );
       messages.push({
         role: "tool",
         tool_call_id: call.id,

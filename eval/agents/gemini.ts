@@ -11,6 +11,7 @@
  */
 import type { PromptMessage } from "../environment.ts";
 import {
+  addTokens,
   type AgentOutcome,
   type AgentRun,
   callModel,
@@ -21,12 +22,15 @@ import {
   emptyOutcome,
   isObject,
   type JsonObject,
+  modelSaid,
   promptPart,
   runComputer,
   type SafetyCheck,
   ToolGate,
   type ToolResult,
+  traceToolCall,
 } from "./loop.ts";
+import { trajectoryPrompt } from "./trajectory.ts";
 
 /** Wheel clicks a `scroll_document` turns (about a page). */
 const DOCUMENT_SCROLL_CLICKS = 10;
@@ -312,6 +316,7 @@ export async function runGemini(
   const gate = new ToolGate(run, outcome);
   const { declared, computer } = geminiTools(run);
   const contents = geminiContents(run.prompt);
+  outcome.trajectory.prompt = trajectoryPrompt(run.prompt);
   const path = `/v1beta/models/${run.endpoint.model}:generateContent`;
   while (outcome.steps < run.maxSteps) {
     const body = await callModel(run, outcome, path, {
@@ -319,9 +324,11 @@ export async function runGemini(
       ...(declared.length > 0 && { tools: declared }),
     });
     const usage = isObject(body.usageMetadata) ? body.usageMetadata : {};
-    outcome.tokens.input += count(usage.promptTokenCount);
-    outcome.tokens.output += count(usage.candidatesTokenCount) +
-      count(usage.thoughtsTokenCount);
+    addTokens(
+      outcome,
+      count(usage.promptTokenCount),
+      count(usage.candidatesTokenCount) + count(usage.thoughtsTokenCount),
+    );
     const candidate = Array.isArray(body.candidates)
       ? body.candidates[0]
       : undefined;
@@ -332,11 +339,13 @@ export async function runGemini(
       isObject,
     );
     contents.push({ role: "model", parts });
+    const text = parts.filter((part) =>
+      typeof part.text === "string" && part.thought !== true
+    ).map((part) => part.text).join("");
+    modelSaid(outcome, text);
     const calls = parts.map((part) => part.functionCall).filter(isObject);
     if (calls.length === 0) {
-      outcome.answer = parts.filter((part) =>
-        typeof part.text === "string" && part.thought !== true
-      ).map((part) => part.text).join("");
+      outcome.answer = text;
       return outcome;
     }
     const responses: JsonObject[] = [];
@@ -347,15 +356,16 @@ export async function runGemini(
         : {};
       const check = safetyCheck(call, isObject(call.args) ? call.args : {});
       if (check) outcome.safetyChecks.push(check);
-      let result: ToolResult;
-      if (GEMINI_COMPUTER_FUNCTIONS.includes(name)) {
-        result = computer
-          ? await runComputer(gate, geminiComputerPlan(name, args, run.display))
-          : gate.refuse(name);
-      } else if (computer && name === "computer") {
+      const result = await traceToolCall(outcome, name, args, () => {
+        if (GEMINI_COMPUTER_FUNCTIONS.includes(name)) {
+          return computer
+            ? runComputer(gate, geminiComputerPlan(name, args, run.display))
+            : gate.refuse(name);
+        }
         // The computer is offered only through `computerUse`.
-        result = gate.refuse(name);
-      } else result = await gate.callJson(name, args);
+        if (computer && name === "computer") return gate.refuse(name);
+        return gate.callJson(name, args);
+      }, check ? [check] : []);
       responses.push(functionResponse(call, result, check !== undefined));
     }
     contents.push({ role: "user", parts: responses });

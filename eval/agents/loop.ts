@@ -7,6 +7,12 @@
  * @module
  */
 import type { AgentTool, PromptMessage } from "../environment.ts";
+import {
+  emptyTrajectory,
+  type Trajectory,
+  type TrajectoryStep,
+  type TrajectoryToolCall,
+} from "./trajectory.ts";
 
 /** The wire conventions the runner speaks, named after the gateway's routes. */
 export type Convention = "chat" | "messages" | "responses" | "gemini";
@@ -27,6 +33,81 @@ export interface ModelEndpoint {
   key: string;
   /** The model id. */
   model: string;
+  /**
+   * How model calls travel (default {@linkcode gatewayTransport} of this
+   * endpoint): the one seam every loop's model calls pass, which recording
+   * and replay wrap (see `eval/record.ts`).
+   */
+  transport?: ModelTransport;
+}
+
+/** A model call as a loop sends it, before it meets the network. */
+export interface ModelRequest {
+  /** The route's path under the gateway, e.g. `/v1/messages`. */
+  path: string;
+  /** Headers the convention needs (`trace-id`, `anthropic-beta`); never the key. */
+  headers: Record<string, string>;
+  /** The request body. */
+  body: JsonObject;
+  /** The run's `trace-id`. */
+  traceId: string;
+  /** The model call's number in the run, from 1. */
+  step: number;
+  /** Stops the call. */
+  signal?: AbortSignal;
+}
+
+/** A model call's answer, read whole. */
+export interface ModelResponse {
+  /** The HTTP status. */
+  status: number;
+  /** The status text. */
+  statusText: string;
+  /** Headers, names lower case (`x-gateway-cost` is read from here). */
+  headers: Record<string, string>;
+  /** The body's text. */
+  body: string;
+  /** Set when a recording answered, not the gateway. */
+  replayed?: boolean;
+}
+
+/** Sends one model call and reads its answer whole. */
+export type ModelTransport = (request: ModelRequest) => Promise<ModelResponse>;
+
+/**
+ * The transport that calls the gateway over HTTP with the endpoint's key.
+ *
+ * @example
+ * ```ts ignore
+ * import { gatewayTransport } from "./loop.ts";
+ * const send = gatewayTransport({ gatewayUrl: "http://localhost:8080", key: "gk_…", model: "gpt-4o-mini" });
+ * ```
+ *
+ * @param endpoint The gateway and key.
+ * @returns The transport.
+ */
+export function gatewayTransport(
+  endpoint: Pick<ModelEndpoint, "gatewayUrl" | "key">,
+): ModelTransport {
+  const base = endpoint.gatewayUrl.replace(/\/$/, "");
+  return async (request) => {
+    const response = await fetch(`${base}${request.path}`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${endpoint.key}`,
+        "content-type": "application/json",
+        ...request.headers,
+      },
+      body: JSON.stringify(request.body),
+      signal: request.signal,
+    });
+    return {
+      status: response.status,
+      statusText: response.statusText,
+      headers: Object.fromEntries(response.headers),
+      body: await response.text(),
+    };
+  };
 }
 
 /** A safety check the model raised and the runner acknowledged. */
@@ -55,6 +136,8 @@ export interface AgentOutcome {
   refusedToolCalls: number;
   /** Safety checks the model raised, each acknowledged so the run could go on. */
   safetyChecks: SafetyCheck[];
+  /** What happened, step by step. */
+  trajectory: Trajectory;
 }
 
 /**
@@ -71,6 +154,7 @@ export function emptyOutcome(): AgentOutcome {
     stepLimitReached: false,
     refusedToolCalls: 0,
     safetyChecks: [],
+    trajectory: emptyTrajectory(),
   };
 }
 
@@ -158,8 +242,9 @@ export const DEFAULT_DISPLAY: DisplaySize = { width: 1280, height: 800 };
 export type JsonObject = Record<string, unknown>;
 
 /**
- * Calls the model through the gateway: counts the step and its cost, and
- * throws with the gateway's message when the call fails.
+ * Calls the model through the endpoint's transport: counts the step and its
+ * cost, opens the step in the trajectory, and throws with the gateway's
+ * message when the call fails.
  *
  * @param run The run (endpoint, trace id, signal).
  * @param outcome Where the step and cost are counted.
@@ -177,23 +262,35 @@ export async function callModel(
 ): Promise<JsonObject> {
   run.signal?.throwIfAborted();
   outcome.steps++;
-  const response = await fetch(
-    `${run.endpoint.gatewayUrl.replace(/\/$/, "")}${path}`,
-    {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${run.endpoint.key}`,
-        "content-type": "application/json",
-        "trace-id": run.traceId,
-        ...headers,
-      },
-      body: JSON.stringify(body),
-      signal: run.signal,
-    },
-  );
-  const answer = await response.json().catch(() => ({}));
-  outcome.costMicros += usdToMicros(response.headers.get("x-gateway-cost"));
-  if (!response.ok) {
+  const send = run.endpoint.transport ?? gatewayTransport(run.endpoint);
+  const response = await send({
+    path,
+    headers: { "trace-id": run.traceId, ...headers },
+    body,
+    traceId: run.traceId,
+    step: outcome.steps,
+    signal: run.signal,
+  });
+  let answer: unknown = {};
+  try {
+    answer = JSON.parse(response.body);
+  } catch {
+    // Not JSON: reported below.
+  }
+  const costMicros = response.replayed
+    ? 0
+    : usdToMicros(response.headers["x-gateway-cost"] ?? null);
+  outcome.costMicros += costMicros;
+  outcome.trajectory.steps.push({
+    step: outcome.steps,
+    status: response.status,
+    text: "",
+    tool_calls: [],
+    tokens: { input: 0, output: 0 },
+    cost_usd: costMicros / 1_000_000,
+    ...(response.replayed && { replayed: true }),
+  });
+  if (response.status < 200 || response.status > 299) {
     const error = isObject(answer) ? answer.error : undefined;
     const message = isObject(error) && typeof error.message === "string"
       ? error.message
@@ -204,6 +301,95 @@ export async function callModel(
     throw new Error("The model call answered something other than JSON");
   }
   return answer;
+}
+
+function currentStep(outcome: AgentOutcome): TrajectoryStep {
+  const step = outcome.trajectory.steps.at(-1);
+  if (!step) throw new Error("No model call was made yet");
+  return step;
+}
+
+/**
+ * Counts a model call's tokens, in the outcome and in its trajectory step.
+ *
+ * @param outcome The outcome (its last step is the call's).
+ * @param input Input tokens.
+ * @param output Output tokens.
+ */
+export function addTokens(
+  outcome: AgentOutcome,
+  input: number,
+  output: number,
+): void {
+  outcome.tokens.input += input;
+  outcome.tokens.output += output;
+  const step = currentStep(outcome);
+  step.tokens.input += input;
+  step.tokens.output += output;
+}
+
+/**
+ * Keeps the model's text of the current call in the trajectory.
+ *
+ * @param outcome The outcome (its last step is the call's).
+ * @param text What the model wrote.
+ */
+export function modelSaid(outcome: AgentOutcome, text: string): void {
+  currentStep(outcome).text = text;
+}
+
+/**
+ * Runs one tool call of the current model turn and keeps it in the
+ * trajectory: its name and arguments first (so a call that throws is still
+ * shown), then its result, whether the gate refused it, and the safety
+ * checks it raised.
+ *
+ * @param outcome The outcome (its last step is the turn's).
+ * @param name The name the model called.
+ * @param args The arguments as the model sent them.
+ * @param act Runs the call.
+ * @param safetyChecks The checks the call raised.
+ * @returns The call's result.
+ */
+export async function traceToolCall(
+  outcome: AgentOutcome,
+  name: string,
+  args: unknown,
+  act: () => ToolResult | Promise<ToolResult>,
+  safetyChecks: SafetyCheck[] = [],
+): Promise<ToolResult> {
+  const call: TrajectoryToolCall = {
+    name,
+    arguments: args,
+    ...(safetyChecks.length > 0 && { safety_checks: safetyChecks }),
+  };
+  currentStep(outcome).tool_calls.push(call);
+  const refusedBefore = outcome.refusedToolCalls;
+  const result = await act();
+  call.result = {
+    text: result.text,
+    images: result.images.map((image) => ({ ...image })),
+    is_error: result.isError,
+  };
+  if (outcome.refusedToolCalls > refusedBefore) call.refused = true;
+  return result;
+}
+
+/**
+ * Adds an image the model was sent after a tool call (e.g. the fresh
+ * screenshot a Responses `computer_call_output` must carry) to the call's
+ * result in the trajectory.
+ *
+ * @param outcome The outcome (its last step is the turn's).
+ * @param image The image.
+ */
+export function traceImage(outcome: AgentOutcome, image: ToolImage): void {
+  const result = currentStep(outcome).tool_calls.at(-1)?.result;
+  if (
+    result && !result.images.some((i) => "data" in i && i.data === image.data)
+  ) {
+    result.images.push({ ...image });
+  }
 }
 
 /**

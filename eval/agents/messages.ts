@@ -9,6 +9,7 @@
  */
 import type { AgentTool, PromptMessage } from "../environment.ts";
 import {
+  addTokens,
   type AgentOutcome,
   type AgentRun,
   callModel,
@@ -18,13 +19,16 @@ import {
   emptyOutcome,
   isObject,
   type JsonObject,
+  modelSaid,
   pixel,
   promptPart,
   runComputer,
   ToolGate,
   type ToolImage,
   type ToolResult,
+  traceToolCall,
 } from "./loop.ts";
+import { trajectoryPrompt } from "./trajectory.ts";
 
 /** Output tokens a Messages call may use (the API requires a limit). */
 const MAX_TOKENS = 4096;
@@ -351,6 +355,7 @@ export async function runMessages(
   const computer = names.has("computer") &&
     computerTool(run.tools) !== undefined;
   const messages = claudeMessages(run.prompt);
+  outcome.trajectory.prompt = trajectoryPrompt(run.prompt);
   const pointer: ClaudePointer = {};
   while (outcome.steps < run.maxSteps) {
     const body = await callModel(run, outcome, "/v1/messages", {
@@ -360,19 +365,24 @@ export async function runMessages(
       ...(declared.length > 0 && { tools: declared }),
     }, beta ? { "anthropic-beta": COMPUTER_BETA } : {});
     const usage = isObject(body.usage) ? body.usage : {};
-    outcome.tokens.input += count(usage.input_tokens) +
-      count(usage.cache_creation_input_tokens) +
-      count(usage.cache_read_input_tokens);
-    outcome.tokens.output += count(usage.output_tokens);
+    addTokens(
+      outcome,
+      count(usage.input_tokens) +
+        count(usage.cache_creation_input_tokens) +
+        count(usage.cache_read_input_tokens),
+      count(usage.output_tokens),
+    );
     const content = (Array.isArray(body.content) ? body.content : []).filter(
       isObject,
     );
     messages.push({ role: "assistant", content });
+    const text = content.filter((block) => block.type === "text").map((
+      block,
+    ) => String(block.text ?? "")).join("");
+    modelSaid(outcome, text);
     const uses = content.filter((block) => block.type === "tool_use");
     if (uses.length === 0) {
-      outcome.answer = content.filter((block) => block.type === "text").map((
-        block,
-      ) => String(block.text ?? "")).join("");
+      outcome.answer = text;
       return outcome;
     }
     const results: JsonObject[] = [];
@@ -380,11 +390,13 @@ export async function runMessages(
       const modelName = String(use.name ?? "");
       const envName = names.get(modelName);
       const input = isObject(use.input) ? use.input : {};
-      let result: ToolResult;
-      if (envName === undefined) result = gate.refuse(modelName);
-      else if (computer && modelName === "computer") {
-        result = await runComputer(gate, claudeComputerPlan(input, pointer));
-      } else result = await gate.callJson(envName, input);
+      const result = await traceToolCall(outcome, modelName, input, () => {
+        if (envName === undefined) return gate.refuse(modelName);
+        if (computer && modelName === "computer") {
+          return runComputer(gate, claudeComputerPlan(input, pointer));
+        }
+        return gate.callJson(envName, input);
+      });
       results.push(toolResultBlock(use.id, result));
     }
     messages.push({ role: "user", content: results });

@@ -10,6 +10,7 @@
  */
 import type { PromptMessage } from "../environment.ts";
 import {
+  addTokens,
   type AgentOutcome,
   type AgentRun,
   callModel,
@@ -21,6 +22,7 @@ import {
   emptyOutcome,
   isObject,
   type JsonObject,
+  modelSaid,
   pixel,
   promptPart,
   runComputer,
@@ -28,7 +30,10 @@ import {
   ToolGate,
   type ToolImage,
   type ToolResult,
+  traceImage,
+  traceToolCall,
 } from "./loop.ts";
+import { trajectoryPrompt } from "./trajectory.ts";
 
 /** Pixels of a Responses scroll per wheel click of the `computer` tool. */
 const PIXELS_PER_WHEEL_CLICK = 100;
@@ -213,6 +218,7 @@ export async function runResponses(
   const gate = new ToolGate(run, outcome);
   const { declared, computer } = responsesTools(run);
   const input = responsesInput(run.prompt);
+  outcome.trajectory.prompt = trajectoryPrompt(run.prompt);
   while (outcome.steps < run.maxSteps) {
     const body = await callModel(run, outcome, "/v1/responses", {
       model: run.endpoint.model,
@@ -221,20 +227,21 @@ export async function runResponses(
       ...(computer && { truncation: "auto" }),
     });
     const usage = isObject(body.usage) ? body.usage : {};
-    outcome.tokens.input += count(usage.input_tokens);
-    outcome.tokens.output += count(usage.output_tokens);
+    addTokens(outcome, count(usage.input_tokens), count(usage.output_tokens));
     const output = (Array.isArray(body.output) ? body.output : []).filter(
       isObject,
     );
     input.push(...output);
+    const text = output.filter((item) => item.type === "message")
+      .flatMap((item) => Array.isArray(item.content) ? item.content : [])
+      .filter((part) => isObject(part) && part.type === "output_text")
+      .map((part) => String(part.text ?? "")).join("");
+    modelSaid(outcome, text);
     const calls = output.filter((item) =>
       item.type === "computer_call" || item.type === "function_call"
     );
     if (calls.length === 0) {
-      outcome.answer = output.filter((item) => item.type === "message")
-        .flatMap((item) => Array.isArray(item.content) ? item.content : [])
-        .filter((part) => isObject(part) && part.type === "output_text")
-        .map((part) => String(part.text ?? "")).join("");
+      outcome.answer = text;
       return outcome;
     }
     // What a call's output cannot carry (an error's text, a function's
@@ -242,9 +249,12 @@ export async function runResponses(
     const notes: JsonObject[] = [];
     for (const call of calls) {
       if (call.type === "function_call") {
-        const result = await gate.callJson(
-          String(call.name ?? ""),
+        const name = String(call.name ?? "");
+        const result = await traceToolCall(
+          outcome,
+          name,
           call.arguments,
+          () => gate.callJson(name, call.arguments),
         );
         input.push({
           type: "function_call_output",
@@ -258,21 +268,28 @@ export async function runResponses(
       }
       const checks = safetyChecks(call);
       outcome.safetyChecks.push(...checks);
-      const result = computer
-        ? await runComputer(
-          gate,
-          responsesComputerPlan(isObject(call.action) ? call.action : {}),
-        )
-        : gate.refuse("computer");
+      const action = isObject(call.action) ? call.action : {};
+      const result = await traceToolCall(
+        outcome,
+        "computer",
+        action,
+        () =>
+          computer
+            ? runComputer(gate, responsesComputerPlan(action))
+            : gate.refuse("computer"),
+        checks,
+      );
       if (result.isError) {
         notes.push({ type: "input_text", text: result.text });
       }
+      const screenshot = await screenshotOf(gate, result, computer);
+      if (computer) traceImage(outcome, screenshot);
       input.push({
         type: "computer_call_output",
         call_id: call.call_id,
         output: {
           type: "computer_screenshot",
-          image_url: dataUrl(await screenshotOf(gate, result, computer)),
+          image_url: dataUrl(screenshot),
         },
         ...(checks.length > 0 && {
           acknowledged_safety_checks: call.pending_safety_checks,
