@@ -17,7 +17,7 @@ import { LimitCounters } from "./limits/counters.ts";
 import { LiveCatalog } from "./live_catalog.ts";
 import { createMetrics } from "./metrics.ts";
 import { modelPathOf } from "./_path.ts";
-import { Catalog, DEFAULT_CATALOG } from "./catalog.ts";
+import { Catalog, DEFAULT_CATALOG, lifecycleInfo } from "./catalog.ts";
 import type { GatewayConfig } from "./config.ts";
 import { createCallerAuthenticator } from "./callers.ts";
 import { createBilling } from "./credits/billing.ts";
@@ -238,6 +238,8 @@ export function createGateway(options: GatewayOptions): GatewayApp {
         cache_write: m.pricing.cacheWrite,
         cache_write_1h: m.pricing.cacheWrite1h,
       },
+      // Its deprecation and retirement dates and successor, when it has an end.
+      ...(m.lifecycle ? { lifecycle: lifecycleInfo(m, Date.now()) } : {}),
     };
   };
   api.get(

@@ -23,6 +23,7 @@ import {
   parseCall,
   type ParsedCall,
 } from "./call_input.ts";
+import { lifecycleHeaders } from "./catalog.ts";
 import { errorResponse, GatewayError, toGatewayError } from "./errors.ts";
 import type { CallInput, Exchange, Provider } from "./providers/provider.ts";
 import { NO_USAGE } from "./providers/provider.ts";
@@ -160,11 +161,16 @@ class Call implements AsyncDisposable {
     const parsed = parseCall(request);
     this.stream = parsed.stream;
     checkStaticLimits(request.caller.limits, parsed.model, Date.now());
+    // The first candidate serves the id asked for, which the allowlist let
+    // through (it is the successor of a retired model the operator reroutes).
     const candidates = fallbackCandidates(deps, request.route, parsed)
-      .filter((entry) =>
-        request.caller.limits?.models?.includes(entry.id) ?? true
+      .filter((entry, index) =>
+        index === 0 ||
+        (request.caller.limits?.models?.includes(entry.id) ?? true)
       );
     this.entry = candidates[0];
+    // What the caller is told about the end of the model it asked for.
+    const notice = lifecycleHeaders(deps.model(parsed.model) ?? candidates[0]);
     const inputTokens = estimateInputTokens(parsed.body, candidates);
     const outputTokens = Math.max(
       ...candidates.map((entry) => outputLimit(entry, parsed.maxOutputTokens)),
@@ -198,13 +204,14 @@ class Call implements AsyncDisposable {
       });
       this.#relayed = true;
       relay.ended.then((end) => this.#streamEnded(end));
-      return servedBy(entry, relay.response);
+      return servedBy(entry, notice, relay.response);
     }
     const { body, usage, text } = await readAnswer(exchange, upstream);
     const cost = costMicros(usage, entry.pricing);
     const { availableMicros } = this.#closeBehind({ usage, cost, status: 200 });
     return servedBy(
       entry,
+      notice,
       // A body the exchange passed through untouched goes out as it came in,
       // not serialised again.
       new Response(body === undefined ? text : JSON.stringify(body), {
@@ -507,9 +514,16 @@ function worthFallingBack(error: GatewayError): boolean {
     error.status === 503 || error.status === 504;
 }
 
-/** The response, marked with the model and provider that served it. */
-function servedBy(entry: CatalogEntry, response: Response): Response {
+/** The response, marked with the model and provider that served it, and the end of the model asked for. */
+function servedBy(
+  entry: CatalogEntry,
+  notice: Record<string, string>,
+  response: Response,
+): Response {
   response.headers.set("x-gateway-model", entry.id);
   response.headers.set("x-gateway-provider", entry.provider);
+  for (const [name, value] of Object.entries(notice)) {
+    response.headers.set(name, value);
+  }
   return response;
 }

@@ -11,6 +11,7 @@ import type { CallDeps, CallRequest } from "./call.ts";
 import { GatewayError } from "./errors.ts";
 import type { CallInput, Exchange, Provider } from "./providers/provider.ts";
 import { parseJson } from "./providers/provider.ts";
+import { modelStatus } from "./catalog.ts";
 import { chatRequestSchema, TranslationError } from "./translate/chat_types.ts";
 import type { CatalogEntry, RouteName } from "./types.ts";
 
@@ -127,17 +128,60 @@ export function parseCall(request: CallRequest): ParsedCall {
 }
 
 /**
- * The catalog entry of a model a caller asked for on `route`.
+ * The catalog entry that serves a call to the model a caller asked for on
+ * `route`. A retired model is refused with 410 naming its successor, or,
+ * where the operator set `reroute`, is served by its successor (resolved the
+ * same way, so a chain of retirements is followed), whose entry, and price,
+ * the call then uses.
  *
  * @param deps The catalog lookups.
  * @param route The route.
  * @param id The model id.
+ * @param now The moment the call is made, epoch ms.
  * @returns The entry.
- * @throws {GatewayError} 404 for an unknown model, 400 for one not on the route.
+ * @throws {GatewayError} 404 for an unknown model, 400 for one not on the
+ * route, 410 for a retired model that is not rerouted.
  */
 export function resolveModel(
   deps: Pick<CallDeps, "model" | "modelsOn">,
   route: RouteName,
+  id: string,
+  now: number = Date.now(),
+): CatalogEntry {
+  let entry = knownModel(deps, id);
+  const seen = new Set<string>();
+  while (modelStatus(entry, now) === "retired") {
+    seen.add(entry.id);
+    const { retires, successor, reroute } = entry.lifecycle ?? {};
+    const next = successor === undefined ? undefined : deps.model(successor);
+    if (!reroute || !next || seen.has(next.id)) {
+      throw retired(entry, retires ?? "", successor, next !== undefined);
+    }
+    entry = next;
+  }
+  if (!entry.routes.includes(route)) {
+    const native = deps.modelsOn(route);
+    const asked = entry.id === id ? "" : ` (the successor of retired "${id}")`;
+    throw new GatewayError(
+      400,
+      `Model "${entry.id}"${asked} is not available on the ${route} route; it is available on: ${
+        entry.routes.join(", ")
+      }. The ${route} route serves ${
+        native.length > 0 ? native.join(", ") : "no model"
+      }${
+        entry.routes.includes("chat")
+          ? `; reach "${entry.id}" through POST /v1/chat/completions`
+          : ""
+      }`,
+      { code: "model_not_on_route", param: "model" },
+    );
+  }
+  return entry;
+}
+
+/** The entry of a model the catalog lists; 404 otherwise. */
+function knownModel(
+  deps: Pick<CallDeps, "model">,
   id: string,
 ): CatalogEntry {
   const entry = deps.model(id);
@@ -145,29 +189,29 @@ export function resolveModel(
     throw new GatewayError(
       404,
       `Model "${id}" does not exist; GET /models lists the models`,
-      {
-        code: "model_not_found",
-        param: "model",
-      },
-    );
-  }
-  if (!entry.routes.includes(route)) {
-    const native = deps.modelsOn(route);
-    throw new GatewayError(
-      400,
-      `Model "${id}" is not available on the ${route} route; it is available on: ${
-        entry.routes.join(", ")
-      }. The ${route} route serves ${
-        native.length > 0 ? native.join(", ") : "no model"
-      }${
-        entry.routes.includes("chat")
-          ? `; reach "${id}" through POST /v1/chat/completions`
-          : ""
-      }`,
-      { code: "model_not_on_route", param: "model" },
+      { code: "model_not_found", param: "model" },
     );
   }
   return entry;
+}
+
+/** The refusal of a call to a retired model: 410, naming what to call instead. */
+function retired(
+  entry: CatalogEntry,
+  retires: string,
+  successor: string | undefined,
+  successorListed: boolean,
+): GatewayError {
+  const instead = successor === undefined
+    ? "; GET /models lists the models still served"
+    : successorListed
+    ? `; use its successor "${successor}" instead`
+    : `; its successor "${successor}" is not served here; GET /models lists the models`;
+  return new GatewayError(
+    410,
+    `Model "${entry.id}" was retired on ${retires}${instead}`,
+    { code: "model_retired", param: "model" },
+  );
 }
 
 /**
@@ -215,15 +259,17 @@ export function outputLimit(
  * @param deps The catalog lookups.
  * @param route The route.
  * @param parsed The parsed call.
- * @returns The candidates, the model asked for first, no duplicates.
+ * @param now The moment the call is made, epoch ms.
+ * @returns The candidates, the model that serves the one asked for first, no duplicates.
  * @throws {GatewayError} As {@linkcode resolveModel}, or a 400 for a bad `models` list.
  */
 export function fallbackCandidates(
   deps: Pick<CallDeps, "model" | "modelsOn">,
   route: RouteName,
   parsed: ParsedCall,
+  now: number = Date.now(),
 ): CatalogEntry[] {
-  const primary = resolveModel(deps, route, parsed.model);
+  const primary = resolveModel(deps, route, parsed.model, now);
   const listed = parsed.body.models;
   if (
     listed !== undefined &&
@@ -242,12 +288,16 @@ export function fallbackCandidates(
   ];
   const candidates = [primary];
   for (const id of ids) {
-    const entry = deps.model(id);
     const listedByCaller = (listed as string[] | undefined)?.includes(id);
     // The caller's own list is checked as `model` is; a catalog alternate
-    // that is missing or off this route is skipped.
-    if (listedByCaller) candidates.push(resolveModel(deps, route, id));
-    else if (entry?.routes.includes(route)) candidates.push(entry);
+    // that is missing, retired or off this route is skipped.
+    if (listedByCaller) candidates.push(resolveModel(deps, route, id, now));
+    else {
+      const entry = deps.model(id);
+      if (
+        entry?.routes.includes(route) && modelStatus(entry, now) !== "retired"
+      ) candidates.push(entry);
+    }
   }
   return [...new Set(candidates)];
 }

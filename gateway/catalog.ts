@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import catalogData from "./catalog.json" with { type: "json" };
-import type { CatalogEntry } from "./types.ts";
+import type { CatalogEntry, ModelLifecycle } from "./types.ts";
 import { firstIssue } from "./_zod.ts";
 
 /**
@@ -28,6 +28,45 @@ const MAX_ALTERNATES = 8;
 const price = z.number().finite().nonnegative().max(MAX_PRICE_USD_PER_MILLION);
 const modelId = z.string().min(1).max(256);
 
+/**
+ * A lifecycle date: a day (`2026-11-30`, its start in UTC) or an instant
+ * with its offset (`2026-11-30T17:00:00Z`), within years 2000 to 9999 so
+ * every header and page can write it.
+ */
+const lifecycleDate = z.union(
+  [z.iso.date(), z.iso.datetime({ offset: true })],
+  {
+    error: "expected an ISO 8601 date (2026-11-30) or date-time with offset",
+  },
+).refine((text) => {
+  const at = Date.parse(text);
+  return at >= Date.UTC(2000, 0, 1) && at < Date.UTC(10_000, 0, 1);
+}, "expected a date between the years 2000 and 9999");
+
+const lifecycleSchema = z.strictObject({
+  deprecated: lifecycleDate.optional(),
+  retires: lifecycleDate.optional(),
+  successor: modelId.optional(),
+  reroute: z.boolean().optional(),
+}).superRefine((lifecycle, context) => {
+  const { deprecated, retires, successor, reroute } = lifecycle;
+  if (deprecated && retires && Date.parse(retires) < Date.parse(deprecated)) {
+    context.addIssue({
+      code: "custom",
+      path: ["retires"],
+      message: `expected a date on or after "deprecated" (${deprecated})`,
+    });
+  }
+  if (reroute && !(successor && retires)) {
+    context.addIssue({
+      code: "custom",
+      path: ["reroute"],
+      message:
+        'needs "retires" and "successor": it routes calls to the successor after retirement',
+    });
+  }
+});
+
 const entrySchema = z.object({
   id: modelId,
   provider: z.enum(["openai", "anthropic", "gemini", "xai", "openrouter"]),
@@ -43,6 +82,15 @@ const entrySchema = z.object({
   }),
   maxOutputTokens: z.number().int().positive().max(MAX_OUTPUT_TOKENS),
   alternates: z.array(modelId).max(MAX_ALTERNATES).optional(),
+  lifecycle: lifecycleSchema.optional(),
+}).superRefine((entry, context) => {
+  if (entry.lifecycle?.successor === entry.id) {
+    context.addIssue({
+      code: "custom",
+      path: ["lifecycle", "successor"],
+      message: "expected another model than the entry itself",
+    });
+  }
 });
 
 /** A catalog entry that is not valid; the message names the field. */
@@ -140,6 +188,116 @@ export class Catalog {
   list(): CatalogEntry[] {
     return [...this.#byId.values()];
   }
+}
+
+/** Where a model stands in its life at one moment. */
+export type ModelStatus = "active" | "deprecated" | "retired";
+
+/**
+ * The instant a lifecycle date stands for, epoch ms: a bare day is its
+ * start in UTC.
+ *
+ * @param date A validated lifecycle date.
+ * @returns Epoch milliseconds.
+ */
+function instantOf(date: string): number {
+  return Date.parse(date);
+}
+
+/**
+ * Where a model stands at `now`: retired from its `retires` date on,
+ * deprecated from its `deprecated` date on, active otherwise.
+ *
+ * @param entry The catalog entry.
+ * @param now The moment, epoch ms.
+ * @returns Its status.
+ *
+ * @example A model past its retirement date
+ * ```ts
+ * import { modelStatus } from "./catalog.ts";
+ *
+ * const entry = { lifecycle: { retires: "2026-01-01" } };
+ * modelStatus(entry, Date.UTC(2026, 5, 1)); // "retired"
+ * ```
+ */
+export function modelStatus(
+  entry: Pick<CatalogEntry, "lifecycle">,
+  now: number,
+): ModelStatus {
+  const { deprecated, retires } = entry.lifecycle ?? {};
+  if (retires !== undefined && now >= instantOf(retires)) return "retired";
+  if (deprecated !== undefined && now >= instantOf(deprecated)) {
+    return "deprecated";
+  }
+  return "active";
+}
+
+/**
+ * The headers that tell a caller of `entry` about its end: `Deprecation`
+ * (RFC 9745, `@` and epoch seconds) once a deprecation date is set,
+ * `Sunset` (RFC 8594, an HTTP date) once a retirement date is set, and a
+ * `Link` to the successor (`rel="successor-version"`, RFC 5829) and to the
+ * model's own entry, which holds the dates (`rel="deprecation"`).
+ *
+ * @param entry The catalog entry.
+ * @returns Header names and values; empty for a model with no end in sight.
+ *
+ * @example The headers of a deprecated model
+ * ```ts
+ * import { lifecycleHeaders } from "./catalog.ts";
+ *
+ * lifecycleHeaders({
+ *   id: "old",
+ *   lifecycle: { deprecated: "2026-09-30", retires: "2026-11-30", successor: "new" },
+ * });
+ * // { deprecation: "@1790726400", sunset: "Mon, 30 Nov 2026 00:00:00 GMT",
+ * //   link: '</v1/models/old>; rel="deprecation"; type="application/json", </v1/models/new>; rel="successor-version"' }
+ * ```
+ */
+export function lifecycleHeaders(
+  entry: Pick<CatalogEntry, "id" | "lifecycle">,
+): Record<string, string> {
+  const lifecycle = entry.lifecycle;
+  if (!lifecycle?.deprecated && !lifecycle?.retires) return {};
+  const headers: Record<string, string> = {};
+  if (lifecycle.deprecated) {
+    headers.deprecation = `@${
+      Math.floor(instantOf(lifecycle.deprecated) / 1000)
+    }`;
+  }
+  if (lifecycle.retires) {
+    headers.sunset = new Date(instantOf(lifecycle.retires)).toUTCString();
+  }
+  const links = [
+    `</v1/models/${
+      encodeURIComponent(entry.id)
+    }>; rel="deprecation"; type="application/json"`,
+  ];
+  if (lifecycle.successor) {
+    links.push(
+      `</v1/models/${
+        encodeURIComponent(lifecycle.successor)
+      }>; rel="successor-version"`,
+    );
+  }
+  headers.link = links.join(", ");
+  return headers;
+}
+
+/**
+ * A model's lifecycle as `GET /models` shows it: its status now, its dates
+ * as the catalog gives them, its successor and whether calls go there after
+ * retirement.
+ *
+ * @param entry The catalog entry.
+ * @param now The moment, epoch ms.
+ * @returns The fields to show; `{status: "active"}` alone for a model with no dates.
+ */
+export function lifecycleInfo(
+  entry: Pick<CatalogEntry, "lifecycle">,
+  now: number,
+): { status: ModelStatus } & ModelLifecycle {
+  return { status: modelStatus(entry, now), ...entry.lifecycle };
 }
 
 /** The catalog shipped with the gateway (`gateway/catalog.json`). */
