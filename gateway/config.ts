@@ -243,3 +243,27 @@ export async function loadConfig(
   }
   return parseConfig({ env, file });
 }
+
+/**
+ * One line for each provider the gateway holds no key for: its models are
+ * listed but every call to them is refused (503), until the operator sets
+ * its keys.
+ *
+ * @param config The validated configuration.
+ * @returns The warnings, in provider order; empty when every provider has a key.
+ *
+ * @example
+ * ```ts
+ * import { parseConfig, providerKeyWarnings } from "./config.ts";
+ *
+ * providerKeyWarnings(parseConfig({ env: { OPENAI_API_KEYS: "sk-1" } })).length; // 4
+ * ```
+ */
+export function providerKeyWarnings(config: GatewayConfig): string[] {
+  return PROVIDERS.filter((provider) =>
+    config.providers[provider].apiKeys.length === 0
+  ).map((provider) => {
+    const variable = `${provider.toUpperCase()}_API_KEYS`;
+    return `Warning: no ${provider} key configured: calls to ${provider} models get 503 until ${variable} is set`;
+  });
+}

@@ -35,7 +35,11 @@ import {
   microsToUsd,
   usdToMicros,
 } from "./credits/money.ts";
+import { resolve } from "node:path";
 import { openKv } from "./server.ts";
+
+/** The KV the gateway and this command open when `GATEWAY_KV_PATH` is unset. */
+const DEFAULT_KV_PATH = "./data/gateway.kv";
 
 /** The usage text printed by `help`. */
 export const USAGE = `Usage: deno task keys <command> [options]
@@ -53,7 +57,9 @@ Commands:
   model-set '<catalog entry JSON>'         add or replace a model for every gateway process
   model-remove <model id>                  remove a model for every gateway process
 
-The KV is GATEWAY_KV_PATH (default ./data/gateway.kv).`;
+The KV is GATEWAY_KV_PATH (default ./data/gateway.kv, from the checkout's root under
+deno task); the first line on stderr names the one opened, and says when it was just
+created (empty).`;
 
 /** The largest amount of USD a command takes (the largest balance). */
 const MAX_USD = microsToUsd(MAX_BALANCE_MICROS);
@@ -252,7 +258,48 @@ async function run(
   }
 }
 
-/** Opens the KV at `path`, creating the folder of a local file first. */
+/**
+ * Opens the KV the commands work on, and says on stderr which one: its
+ * path, and whether the file was created just now (then it is empty, and a
+ * `list` printing `[]` says nothing about the gateway's callers).
+ *
+ * @param path `GATEWAY_KV_PATH`, or the default when it is unset.
+ * @param fromEnv Whether `GATEWAY_KV_PATH` named it.
+ * @returns The open KV.
+ */
+async function openStore(path: string, fromEnv: boolean): Promise<Deno.Kv> {
+  const local = path !== ":memory:" && !/^https?:\/\//.test(path);
+  const existed = !local || await exists(path);
+  const kv = await openKv(path);
+  const where = local ? resolve(path) : path;
+  const source = fromEnv
+    ? "GATEWAY_KV_PATH"
+    : "the default: GATEWAY_KV_PATH is unset";
+  if (path === ":memory:") {
+    console.error(
+      `Store: KV in memory (${source}): empty, and gone when this command ends`,
+    );
+    return kv;
+  }
+  console.error(
+    existed
+      ? `Store: KV ${where} (${source})`
+      : `Store: KV ${where} (${source}) did not exist and was created just now, empty; set GATEWAY_KV_PATH to the gateway's own KV`,
+  );
+  return kv;
+}
+
+/** Whether a file is there. */
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+}
+
 /**
  * The command line: runs `args` and returns the exit code.
  *
@@ -268,8 +315,10 @@ export async function main(args: string[]): Promise<number> {
     (command === undefined ? console.error : console.log)(USAGE);
     return command === undefined ? 1 : 0;
   }
-  const kv = await openKv(
-    Deno.env.get("GATEWAY_KV_PATH") || "./data/gateway.kv",
+  const fromEnv = Boolean(Deno.env.get("GATEWAY_KV_PATH"));
+  const kv = await openStore(
+    Deno.env.get("GATEWAY_KV_PATH") || DEFAULT_KV_PATH,
+    fromEnv,
   );
   try {
     const result = await run(kv, command, rest);

@@ -80,10 +80,10 @@ Deno.test("keys CLI creates, lists, shows, tops up and revokes keys in a KV file
     );
     const gone = await keys(kvPath, "show", caller.id);
     assert.equal(gone.code, 1);
-    assert.equal(
-      gone.stderr.trim(),
+    assert.deepEqual(gone.stderr.trim().split("\n"), [
+      `Store: KV ${kvPath} (GATEWAY_KV_PATH)`,
       `Caller key "${caller.id}" not found; run "deno task keys help" for usage`,
-    );
+    ]);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -110,8 +110,11 @@ Deno.test("keys CLI exits 1 with one line on bad input", async () => {
     for (const [args, expected] of cases) {
       const result = await keys(kvPath, ...args);
       assert.equal(result.code, 1, args.join(" "));
-      assert.equal(result.stderr.trim().split("\n").length, 1, result.stderr);
-      assert.match(result.stderr, expected);
+      // The store opened, then the one line about the mistake.
+      const [store, ...rest] = result.stderr.trim().split("\n");
+      assert.match(store, /^Store: KV /);
+      assert.equal(rest.length, 1, result.stderr);
+      assert.match(rest[0], expected);
     }
     const help = await keys(kvPath, "help");
     assert.equal(help.code, 0);
@@ -165,8 +168,31 @@ Deno.test("keys limits sets and removes a key's limits, and a bad limit is one l
       '{"spend":{"amount":5,"period":"year"}}',
     );
     assert.equal(bad.code, 1);
-    assert.equal(bad.stderr.split("\n").length, 1);
-    assert.match(bad.stderr, /Invalid limits: "spend\.period"/);
+    assert.equal(bad.stderr.split("\n").length, 2, bad.stderr);
+    assert.match(bad.stderr.split("\n")[1], /Invalid limits: "spend\.period"/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("keys CLI names the store it opened, and says when it created an empty one", async () => {
+  const dir = await Deno.makeTempDir();
+  const kvPath = join(dir, "fresh", "gateway.kv");
+  try {
+    const first = await keys(kvPath, "list");
+    assert.equal(first.code, 0, first.stderr);
+    assert.equal(first.stdout.trim(), "[]");
+    assert.equal(
+      first.stderr.trim(),
+      `Store: KV ${kvPath} (GATEWAY_KV_PATH) did not exist and was created just now, empty; set GATEWAY_KV_PATH to the gateway's own KV`,
+    );
+    const again = await keys(kvPath, "list");
+    assert.equal(again.stderr.trim(), `Store: KV ${kvPath} (GATEWAY_KV_PATH)`);
+    const memory = await keys(":memory:", "list");
+    assert.match(
+      memory.stderr,
+      /^Store: KV in memory .*gone when this command ends/,
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { ConfigError, loadConfig } from "./config.ts";
+import { ConfigError, loadConfig, providerKeyWarnings } from "./config.ts";
 import { startGateway } from "./server.ts";
 
 if (import.meta.main) {
@@ -21,6 +21,7 @@ if (import.meta.main) {
             : `mcpkit gateway listening on ${url} (KV: ${config.kvPath})`,
         ),
     });
+    for (const warning of providerKeyWarnings(config)) console.error(warning);
   } catch (error) {
     // A configuration mistake (a bad variable, a busy port) is one line.
     if (!(error instanceof ConfigError)) throw error;

@@ -54,8 +54,8 @@ Deno.test("every catalog model answers on each of its routes, streamed and not, 
       }
     }
   }
-  // 12 models on chat, 4 on messages, 5 on responses, 1 on gemini; × 2 × 2.
-  assert.equal(calls, (14 + 4 + 5 + 1) * 4);
+  // 15 models on chat, 5 on messages, 5 on responses, 1 on gemini; × 2 × 2.
+  assert.equal(calls, (15 + 5 + 5 + 1) * 4);
 });
 
 Deno.test("the upstream receives the upstream model id, not the catalog id", async () => {
@@ -109,7 +109,7 @@ Deno.test("every model is refused with 400 naming its routes on each route it do
       }
     }
   }
-  assert.equal(refusals, (16 * 4 - (14 + 4 + 5 + 1)) * 4);
+  assert.equal(refusals, (17 * 4 - (15 + 5 + 5 + 1)) * 4);
   assert.equal(h.sim.requests.length, 0, "nothing refused reaches a provider");
 });
 
