@@ -16,10 +16,11 @@ import {
   type Transport,
 } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { globMatch } from "../mcp/scenario.ts";
+import { declaresRunIsolation, globMatch } from "../mcp/scenario.ts";
 import {
   DEFAULT_DISPLAY,
   type DisplaySize,
+  type ToolHost,
   type ToolImage,
   type ToolResult,
 } from "./agents/loop.ts";
@@ -47,6 +48,57 @@ export class EnvironmentError extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = "EnvironmentError";
+  }
+}
+
+/** The end of a stdio environment's stderr kept for error messages, bytes. */
+export const STDERR_TAIL_BYTES = 4096;
+
+/**
+ * The last bytes written to a stream, for an error message: a bounded ring,
+ * so a chatty environment costs no more than `limit` bytes.
+ */
+export class OutputTail {
+  readonly #limit: number;
+  #bytes = new Uint8Array(0);
+
+  /**
+   * Creates an empty tail.
+   *
+   * @param limit Bytes kept at most (default {@linkcode STDERR_TAIL_BYTES}).
+   */
+  constructor(limit: number = STDERR_TAIL_BYTES) {
+    this.#limit = limit;
+  }
+
+  /**
+   * Keeps a chunk, dropping the oldest bytes past the limit.
+   *
+   * @param chunk Bytes (or text) written.
+   */
+  push(chunk: Uint8Array | string): void {
+    const bytes = typeof chunk === "string"
+      ? new TextEncoder().encode(chunk)
+      : chunk;
+    const kept = Math.min(
+      this.#bytes.length,
+      this.#limit - Math.min(bytes.length, this.#limit),
+    );
+    const next = new Uint8Array(kept + Math.min(bytes.length, this.#limit));
+    next.set(this.#bytes.subarray(this.#bytes.length - kept));
+    next.set(bytes.subarray(Math.max(0, bytes.length - this.#limit)), kept);
+    this.#bytes = next;
+  }
+
+  /**
+   * The kept text: its last `lines` lines, trimmed of trailing space.
+   *
+   * @param lines Lines at most (default 20).
+   * @returns The text, or `""` when nothing was written.
+   */
+  text(lines = 20): string {
+    return new TextDecoder().decode(this.#bytes).replace(/^\uFFFD+/, "")
+      .trimEnd().split("\n").slice(-lines).join("\n");
   }
 }
 
@@ -248,13 +300,32 @@ export class Environment {
   readonly name: string;
   /** The screen size the environment was told. */
   readonly display: DisplaySize;
+  /**
+   * Whether the environment says concurrent runs against it are isolated
+   * (the `mcpkit/runs` experimental capability); `undefined` when it says
+   * nothing.
+   */
+  readonly isolatesRuns: boolean | undefined;
+  /** The end of a stdio environment's stderr (empty over HTTP). */
+  readonly stderr: OutputTail;
   readonly #harnessToken?: string;
   readonly #toolTimeoutMs: number;
   readonly #limits: { maxBytes: number; maxImages: number };
 
-  private constructor(client: Client, name: string, options: ConnectOptions) {
+  private constructor(
+    client: Client,
+    name: string,
+    options: ConnectOptions,
+    stderr: OutputTail,
+  ) {
     this.client = client;
     this.name = name;
+    this.stderr = stderr;
+    this.isolatesRuns = declaresRunIsolation(
+      client.getServerCapabilities() as
+        | { experimental?: Record<string, unknown> }
+        | undefined,
+    );
     this.display = options.display ?? DEFAULT_DISPLAY;
     this.#harnessToken = options.harnessToken;
     this.#toolTimeoutMs = options.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
@@ -274,11 +345,14 @@ export class Environment {
    * every later request, for the stateless era, whose first request runs
    * the environment's initialize hooks). A stdio child gets the harness
    * token as `MCP_HARNESS_TOKEN` and `options.env`, beside the variables the
-   * SDK passes (PATH, HOME, …).
+   * SDK passes (PATH, HOME, …). Its stderr is kept (the last
+   * {@linkcode STDERR_TAIL_BYTES}) and shown when it fails to start.
    *
    * @param target Where the environment is.
    * @param options Harness token, child variables, display size, limits.
    * @returns The connected environment.
+   * @throws {EnvironmentError} When it cannot be reached or started: the
+   * message says why, with the end of a stdio environment's stderr.
    */
   static async connect(
     target: EnvironmentTarget,
@@ -286,40 +360,43 @@ export class Environment {
   ): Promise<Environment> {
     const info = { name: "mcpkit-eval", version: "0.1.0" };
     const display = displayMeta(options.display ?? DEFAULT_DISPLAY);
+    const stderr = new OutputTail();
     let client: Client;
+    let transport: Transport;
     if ("url" in target) {
       client = new Client(info, { versionNegotiation: { mode: "auto" } });
-      await client.connect(
-        withInitializeMeta(
-          new StreamableHTTPClientTransport(new URL(target.url)),
-          display,
-        ),
-      );
+      transport = new StreamableHTTPClientTransport(new URL(target.url));
     } else {
       client = new Client(info);
-      await client.connect(
-        withInitializeMeta(
-          new StdioClientTransport({
-            command: target.command,
-            args: target.args,
-            cwd: target.cwd,
-            env: {
-              ...options.env,
-              ...(options.harnessToken &&
-                { MCP_HARNESS_TOKEN: options.harnessToken }),
-            },
-            stderr: "ignore",
-          }),
-          display,
-        ),
+      const stdio = new StdioClientTransport({
+        command: target.command,
+        args: target.args,
+        cwd: target.cwd,
+        env: {
+          ...options.env,
+          ...(options.harnessToken &&
+            { MCP_HARNESS_TOKEN: options.harnessToken }),
+        },
+        stderr: "pipe",
+      });
+      stdio.stderr?.on("data", (chunk: Uint8Array) => stderr.push(chunk));
+      transport = stdio;
+    }
+    try {
+      await client.connect(withInitializeMeta(transport, display));
+    } catch (error) {
+      await client.close().catch(() => {});
+      throw new EnvironmentError(
+        startFailure(target, error, await settledTail(stderr)),
+        { cause: error },
       );
     }
     const name = client.getServerVersion()?.name;
     if (!name) {
       await client.close();
-      throw new Error("The environment did not say its name");
+      throw new EnvironmentError("The environment did not say its name");
     }
-    return new Environment(client, name, options);
+    return new Environment(client, name, options, stderr);
   }
 
   /** The `_meta` every request carries: the display size. */
@@ -404,7 +481,9 @@ export class Environment {
 
   /**
    * Calls a tool for the agent: its result capped (text bytes, images), an
-   * error the model can act on (bad arguments) as an error result.
+   * error the model can act on (bad arguments) as an error result. With a
+   * run id, the call carries it in `_meta.run_id`, so the environment finds
+   * the run's own state.
    *
    * @returns The result's text and images, and whether it is an error.
    * @throws {EnvironmentError} When the tool does not answer in time or the
@@ -414,11 +493,18 @@ export class Environment {
     name: string,
     args: Record<string, unknown>,
     signal?: AbortSignal,
+    runId?: string,
   ): Promise<ToolResult> {
     let result;
     try {
       result = await this.client.callTool(
-        { name, arguments: args, _meta: this.#displayMeta },
+        {
+          name,
+          arguments: args,
+          _meta: runId === undefined
+            ? this.#displayMeta
+            : { ...this.#displayMeta, run_id: runId },
+        },
         { signal, timeout: this.#toolTimeoutMs },
       );
     } catch (error) {
@@ -512,10 +598,54 @@ export class Environment {
     return evaluation;
   }
 
+  /**
+   * The tool host of one run: every call carries the run's id.
+   *
+   * @param runId The run (as sent with its prompt).
+   * @returns The host the agent loop calls tools through.
+   */
+  forRun(runId: string): ToolHost {
+    return {
+      callTool: (name, args, signal) =>
+        this.callTool(name, args, signal, runId),
+    };
+  }
+
   /** Closes the connection (and the process, for stdio). */
   async close(): Promise<void> {
     await this.client.close();
   }
+}
+
+/**
+ * Why an environment did not start, in a line, then the end of its stderr.
+ */
+function startFailure(
+  target: EnvironmentTarget,
+  error: unknown,
+  tail: string,
+): string {
+  const reason = error instanceof Error ? error.message : String(error);
+  if ("url" in target) {
+    const refused =
+      /ECONNREFUSED|Connection refused|fetch failed|error sending request/i
+        .test(reason + String((error as Error)?.cause ?? ""));
+    return refused
+      ? `Cannot reach the environment at ${target.url}: nothing answers there`
+      : `Cannot connect to the environment at ${target.url}: ${reason}`;
+  }
+  const command = [target.command, ...target.args].join(" ");
+  return tail
+    ? `The environment \`${command}\` did not start (${reason}); the end of its stderr:\n${
+      tail.replace(/^/gm, "  | ")
+    }`
+    : `The environment \`${command}\` did not start (${reason}) and wrote nothing to stderr`;
+}
+
+/** The tail once a dying child's last output has had a moment to arrive. */
+async function settledTail(tail: OutputTail): Promise<string> {
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  return tail.text();
 }
 
 function displayMeta(display: DisplaySize): Record<string, unknown> {

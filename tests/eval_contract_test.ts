@@ -105,7 +105,7 @@ Deno.test("the harness token and --env variables reach a stdio environment, so t
 Deno.test("a reward that is not a finite number is an error, not a zero", async () => {
   const { result } = await runScripted("nan", [{ text: "Done" }]);
   assert.match(result.error ?? "", /reward of "nan" is not a finite number/);
-  assert.equal(result.reward, 0);
+  assert.equal(result.reward, null);
   assert.equal(result.steps, 1);
   assert.ok(result.cost_usd > 0, "the model call made before it still counts");
 });
@@ -148,7 +148,7 @@ Deno.test("a tool that does not answer within the time-out is an error, not a ze
     { toolTimeoutMs: 1000 },
   );
   assert.match(result.error ?? "", /The tool "hang" did not answer within 1 s/);
-  assert.equal(result.reward, 0);
+  assert.equal(result.reward, null);
   assert.ok(performance.now() - started < 15_000);
 });
 
@@ -161,7 +161,7 @@ Deno.test("an environment that dies during a tool call is an error, not a zero",
     result.error ?? "",
     /The tool "crash" failed in the environment/,
   );
-  assert.equal(result.reward, 0);
+  assert.equal(result.reward, null);
 });
 
 Deno.test("the display size reaches the environment's initialize hook over stdio (handshake) and http (stateless era)", async () => {

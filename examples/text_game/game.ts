@@ -108,6 +108,14 @@ export class NumberGame {
     this.#high = max;
   }
 
+  /**
+   * The secret, for graders; the agent learns it only from the status once
+   * the game is over.
+   */
+  get secret(): number {
+    return this.#target;
+  }
+
   /** Whether the secret was found. */
   get solved(): boolean {
     return this.#history.at(-1)?.hint === "correct";

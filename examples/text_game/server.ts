@@ -1,8 +1,11 @@
 /**
  * A number-guessing evaluation environment on {@linkcode MCPServer}. The
- * harness starts a game through the hidden `setup` hub, the agent plays with
- * `look` and `guess`, and the harness scores the run through the hidden
- * `evaluate` hub.
+ * `guess` scenario gives every run its own game (kept in a
+ * {@linkcode RunState}, so concurrent runs against one process never share
+ * one); the agent plays with `look` and `guess`. The hidden `setup` and
+ * `evaluate` hubs play the older way: one game per process, started and
+ * scored by the harness, which `look` and `guess` play when the caller has
+ * no run of its own.
  *
  * @example Playing in-process
  * ```ts
@@ -15,12 +18,20 @@
  * @module
  */
 import { z } from "zod";
-import { BaseHub, type EvaluationResult, MCPServer } from "../../mcp/mod.ts";
+import {
+  BaseHub,
+  type EvaluationResult,
+  MCPServer,
+  type ScenarioAnswer,
+  type ScenarioResult,
+} from "../../mcp/mod.ts";
+import { runIsolation, RunState } from "../../mcp/scenario.ts";
+import type { ToolExtra } from "../../mcp/tool.ts";
 import { type GameStatus, NumberGame } from "./game.ts";
 
 /** The state the tools and hubs share. */
 export interface TextGameEnv {
-  /** The game in play; absent until `setup/start`. */
+  /** The hubs' game (one per process); absent until `setup/start`. */
   game?: NumberGame;
   /** Characters per line of `look`, from the client's `display_width` (pixels, 8 per character). */
   columns: number;
@@ -38,6 +49,8 @@ export interface TextGame {
   setup: BaseHub<TextGameEnv>;
   /** Hidden tools that score a game. */
   evaluate: BaseHub<TextGameEnv>;
+  /** The scenario runs' games, one per run. */
+  games: RunState<NumberGame>;
 }
 
 const DEFAULT_DISPLAY_WIDTH = 1920;
@@ -101,7 +114,10 @@ export function createTextGameServer(): TextGame {
     instructions:
       "Guess the secret number. `look` shows what you know; `guess` tries a number " +
       "and answers higher, lower or correct. Use as few guesses as you can.",
+    // Each scenario run has its own game: runs may share the process.
+    capabilities: runIsolation(true),
   });
+  const games = new RunState<NumberGame>();
   const setup = new BaseHub<TextGameEnv>(
     "setup",
     "Prepare a game (harness only).",
@@ -119,11 +135,14 @@ export function createTextGameServer(): TextGame {
     }
     return setup.env;
   };
-  const game = (): NumberGame => {
+  /** The hubs' game, one per process. */
+  const hubGame = (): NumberGame => {
     const current = env().game;
     if (!current) throw new Error("No game in play: call setup/start first");
     return current;
   };
+  /** The caller's game: its run's, else the hubs'. */
+  const game = (extra: ToolExtra): NumberGame => games.get(extra) ?? hubGame();
 
   mcp.initialize(async (ctx) => {
     await ctx.progress(0, "Preparing the game");
@@ -176,14 +195,14 @@ export function createTextGameServer(): TextGame {
     description:
       "Show the range the secret is in, the guesses left and the guesses so far.",
     annotations: { readOnlyHint: true },
-  }, () => describe(game().status(), env().columns));
+  }, (_args, extra) => describe(game(extra).status(), env().columns));
 
   mcp.tool({
     name: "guess",
     description: "Guess the secret number. Answers higher, lower or correct.",
     input: { number: z.number().int().describe("Your guess") },
-  }, ({ number }) => {
-    const current = game();
+  }, ({ number }, extra) => {
+    const current = game(extra);
     const hint = current.guess(number);
     const status = current.status();
     const answer = hint === "correct"
@@ -198,7 +217,7 @@ export function createTextGameServer(): TextGame {
     description:
       "Reward 1 when the secret was found within the guess budget, else 0.",
   }, (): EvaluationResult => {
-    const status = game().status();
+    const status = hubGame().status();
     return {
       reward: status.solved ? 1 : 0,
       done: status.over,
@@ -213,7 +232,7 @@ export function createTextGameServer(): TextGame {
     description:
       "Reward in [0, 1]: 1 for a first-try solve, falling linearly to 0 at the budget.",
   }, (): EvaluationResult => {
-    const status = game().status();
+    const status = hubGame().status();
     const used = status.history.length;
     const reward = status.solved
       ? status.maxGuesses === 1
@@ -227,9 +246,9 @@ export function createTextGameServer(): TextGame {
     };
   });
 
-  // The same game as a scenario (HUD's shape): setup starts it, the prompt
-  // names the agent's tools, the answer and the game are scored. State is
-  // one game per process, like the hubs: one run at a time per environment.
+  // The same game as a scenario (HUD's shape): setup starts the run's own
+  // game, the prompt names the agent's tools, the answer and the game are
+  // scored, and the game goes with the run.
   mcp.scenario({
     name: "guess",
     description:
@@ -247,41 +266,17 @@ export function createTextGameServer(): TextGame {
       ),
     },
     excludeTools: ["setup", "evaluate"],
-  }, async function* ({ target, seed, max, max_guesses }) {
-    const state = env();
-    const played = new NumberGame({
-      seed,
-      target,
-      max,
-      maxGuesses: max_guesses,
-    });
-    state.game = played;
-    state.gamesStarted += 1;
-    const answer = yield `I picked a secret number between 1 and ${max}. ` +
-      `Find it with \`look\` and \`guess\` (at most ${max_guesses} guesses), ` +
-      `then answer with the number.`;
-    const status = played.status();
-    const text = typeof answer === "string"
-      ? answer
-      : JSON.stringify(answer.content);
-    const named = new RegExp(`\\b${status.target}\\b`).test(text);
-    const efficiency = status.solved
-      ? (status.maxGuesses - status.history.length + 1) / status.maxGuesses
-      : 0;
-    const subscores = [
-      { name: "solved", weight: 0.6, value: status.solved ? 1 : 0 },
-      { name: "efficiency", weight: 0.2, value: efficiency },
-      { name: "answer", weight: 0.2, value: named ? 1 : 0 },
-    ];
-    yield {
-      reward: subscores.reduce((sum, s) => sum + s.weight * s.value, 0),
-      done: true,
-      content: `${status.solved ? "Solved" : "Not solved"} after ${
-        guessCount(status.history.length)
-      }; the answer ${named ? "names" : "does not name"} the secret`,
-      info: { target: status.target, guesses: status.history.length },
-      subscores,
-    };
+  }, async function* ({ target, seed, max, max_guesses }, ctx) {
+    const played = games.set(
+      ctx,
+      new NumberGame({ seed, target, max, maxGuesses: max_guesses }),
+    );
+    env().gamesStarted += 1;
+    try {
+      yield* playScenario(played, max, max_guesses);
+    } finally {
+      games.delete(ctx);
+    }
   });
 
   mcp.resource("game://status", {
@@ -295,5 +290,41 @@ export function createTextGameServer(): TextGame {
     game: setup.env?.game?.status() ?? null,
   }));
 
-  return { mcp, setup, evaluate };
+  return { mcp, setup, evaluate, games };
+}
+
+/**
+ * One run of the `guess` scenario on its game: the prompt, then the score
+ * of the game and of the answer (whether it names the secret number).
+ */
+async function* playScenario(
+  played: NumberGame,
+  max: number,
+  maxGuesses: number,
+): AsyncGenerator<string | ScenarioResult, void, ScenarioAnswer> {
+  const answer = yield `I picked a secret number between 1 and ${max}. ` +
+    `Find it with \`look\` and \`guess\` (at most ${maxGuesses} guesses), ` +
+    `then answer with the number.`;
+  const status = played.status();
+  const text = typeof answer === "string"
+    ? answer
+    : JSON.stringify(answer.content);
+  const named = new RegExp(`\\b${played.secret}\\b`).test(text);
+  const efficiency = status.solved
+    ? (status.maxGuesses - status.history.length + 1) / status.maxGuesses
+    : 0;
+  const subscores = [
+    { name: "solved", weight: 0.6, value: status.solved ? 1 : 0 },
+    { name: "efficiency", weight: 0.2, value: efficiency },
+    { name: "answer", weight: 0.2, value: named ? 1 : 0 },
+  ];
+  yield {
+    reward: subscores.reduce((sum, s) => sum + s.weight * s.value, 0),
+    done: true,
+    content: `${status.solved ? "Solved" : "Not solved"} after ${
+      guessCount(status.history.length)
+    }; the answer ${named ? "names" : "does not name"} the secret`,
+    info: { target: played.secret, guesses: status.history.length },
+    subscores,
+  };
 }
