@@ -1,0 +1,177 @@
+/**
+ * A real PostgreSQL for tests: Debian's `postgresql-15` binaries run `initdb`
+ * in a temporary directory and a server on a free loopback port (its unix
+ * socket in the same directory). As root (CI), the server runs as the
+ * `postgres` system user through `setpriv`, since PostgreSQL refuses to run
+ * as root. Without the binaries, {@linkcode POSTGRES_MISSING} says why and the
+ * suites skip.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { freePort } from "./_ports.ts";
+
+const BIN = Deno.env.get("PG_BIN") ?? "/usr/lib/postgresql/15/bin";
+
+/** Why PostgreSQL tests cannot run here, or `undefined` when they can. */
+export const POSTGRES_MISSING: string | undefined = (() => {
+  try {
+    Deno.statSync(join(BIN, "initdb"));
+    Deno.statSync(join(BIN, "postgres"));
+  } catch {
+    return `PostgreSQL binaries not found in ${BIN} (apt-get install postgresql-15): skipping the PostgreSQL suites`;
+  }
+  if (Deno.uid() === 0) {
+    try {
+      const id = new Deno.Command("id", { args: ["-u", "postgres"] })
+        .outputSync();
+      if (!id.success) throw new Error();
+    } catch {
+      return "Running as root without a `postgres` system user to run PostgreSQL as: skipping the PostgreSQL suites";
+    }
+  }
+  return undefined;
+})();
+
+/** Prints the skip reason once, so a skipped suite is never silent. */
+export function reportSkip(): void {
+  if (POSTGRES_MISSING) console.log(POSTGRES_MISSING);
+}
+
+/** A PostgreSQL server started for a test. */
+export interface TestPostgres {
+  /** `postgres://postgres@127.0.0.1:<port>/postgres`. */
+  readonly url: string;
+  /** The server's port. */
+  readonly port: number;
+  /** Creates a fresh, empty database and returns its URL. */
+  createDatabase(name: string): Promise<string>;
+  /** Stops the server and removes its directory. */
+  stop(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+function asPostgres(
+  cmd: string,
+  args: string[],
+  output: "null" | "piped" = "null",
+): Deno.Command {
+  if (Deno.uid() !== 0) {
+    return new Deno.Command(cmd, { args, stdout: output, stderr: output });
+  }
+  // setpriv execs the command itself (runuser would stay its parent and not
+  // pass signals on), so the server stops on our signal.
+  return new Deno.Command("setpriv", {
+    args: [
+      "--reuid=postgres",
+      "--regid=postgres",
+      "--init-groups",
+      "--",
+      cmd,
+      ...args,
+    ],
+    stdout: output,
+    stderr: output,
+  });
+}
+
+async function run(cmd: string, args: string[]): Promise<void> {
+  const out = await asPostgres(cmd, args, "piped").output();
+  if (!out.success) {
+    throw new Error(
+      `${cmd} failed: ${new TextDecoder().decode(out.stderr).trim()}`,
+    );
+  }
+}
+
+/**
+ * Runs `initdb` in a temporary directory and starts a server on a free
+ * loopback port, trusting local connections (the test is the only client).
+ *
+ * @returns The running server.
+ */
+export async function startPostgres(): Promise<TestPostgres> {
+  const dir = await Deno.makeTempDir({ prefix: "mcpkit-pg-" });
+  if (Deno.uid() === 0) {
+    await Deno.chmod(dir, 0o700);
+    await new Deno.Command("chown", { args: ["postgres:", dir] }).output();
+  }
+  const data = join(dir, "data");
+  await run(join(BIN, "initdb"), [
+    "-D",
+    data,
+    "-U",
+    "postgres",
+    "--auth=trust",
+    "--no-sync",
+    "-E",
+    "UTF8",
+  ]);
+  const port = freePort();
+  const server = asPostgres(join(BIN, "postgres"), [
+    "-D",
+    data,
+    "-p",
+    String(port),
+    "-h",
+    "127.0.0.1",
+    "-k",
+    dir,
+    "-c",
+    "fsync=off",
+    "-c",
+    "synchronous_commit=off",
+    "-c",
+    "full_page_writes=off",
+    "-c",
+    "max_connections=200",
+  ]).spawn();
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+      conn.close();
+      break;
+    } catch {
+      if (Date.now() > deadline) {
+        server.kill("SIGKILL");
+        throw new Error(`PostgreSQL did not listen on port ${port} in 20 s`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+  // Accepting connections a moment before it accepts logins.
+  for (;;) {
+    const ready = await new Deno.Command(join(BIN, "pg_isready"), {
+      args: ["-h", "127.0.0.1", "-p", String(port), "-U", "postgres"],
+    }).output();
+    if (ready.success || Date.now() > deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  let stopped: Promise<void> | undefined;
+  const stop = () =>
+    stopped ??= (async () => {
+      server.kill("SIGINT");
+      await server.status;
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    })();
+  return {
+    url,
+    port,
+    async createDatabase(name: string): Promise<string> {
+      await run(join(BIN, "createdb"), [
+        "-h",
+        "127.0.0.1",
+        "-p",
+        String(port),
+        "-U",
+        "postgres",
+        name,
+      ]);
+      return `postgres://postgres@127.0.0.1:${port}/${name}`;
+    },
+    stop,
+    [Symbol.asyncDispose]: stop,
+  };
+}
