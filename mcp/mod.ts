@@ -2,7 +2,8 @@
  * A base class for MCP servers that run as evaluation environments in
  * containers: the official SDK's `McpServer` plus initialize and shutdown
  * hooks, hubs of hidden setup/evaluate tools, result normalisation, and a
- * runner for stdio, Streamable HTTP and legacy SSE with dev endpoints.
+ * runner for stdio, Streamable HTTP and legacy SSE with dev endpoints, and
+ * HUD v6's control channel (`transport: "hud"`).
  *
  * @example A counter environment
  * ```ts
@@ -91,3 +92,9 @@ export type {
   Subscore,
 } from "./scenario.ts";
 export type { JsonSchema } from "./_schema.ts";
+export {
+  type Capability,
+  cdpCapability,
+  mcpCapability,
+  rfbCapability,
+} from "./hud/capability.ts";

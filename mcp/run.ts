@@ -11,6 +11,7 @@ import {
   type SessionHost,
   startStdio,
 } from "./run_stdio.ts";
+import type { HudSource } from "./hud/serve.ts";
 import type { RunOptions } from "./server.ts";
 import {
   installSignalHandlers,
@@ -45,27 +46,44 @@ export function env(name: string): string | undefined {
   }
 }
 
+/** A started transport; the control channel also says whether a call is being answered. */
+export type StartedTransport = RunningTransport & { busy?(): boolean };
+
 /**
  * Starts the transport `options` name with its settings: the options, else
  * `MCP_PORT`, `MCP_HOST`, `MCP_MAX_SESSIONS`, `MCP_DEV_TOKEN`, else defaults.
- * The HTTP stack (Hono, sessions, `/dev`) is loaded only for http and sse.
+ * The HTTP stack (Hono, sessions, `/dev`) is loaded only for http, sse and
+ * hud (whose `mcp` capability is Streamable HTTP).
  *
  * @param host The server.
  * @param options `run()`'s options.
+ * @param hud The server's tasks, capabilities and hooks, for `"hud"`.
  * @returns The running transport.
  * @throws {TypeError} For an unknown transport or a bad `MCP_MAX_SESSIONS`.
  */
 export async function startTransport(
   host: SessionHost,
   options: RunOptions,
-): Promise<RunningTransport> {
+  hud?: () => HudSource,
+): Promise<StartedTransport> {
   const transport = options.transport ?? "stdio";
-  if (transport !== "stdio" && transport !== "http" && transport !== "sse") {
+  if (
+    transport !== "stdio" && transport !== "http" && transport !== "sse" &&
+    transport !== "hud"
+  ) {
     throw new TypeError(
-      `Unknown transport "${transport}": expected "stdio", "http" or "sse"`,
+      `Unknown transport "${transport}": expected "stdio", "http", "sse" or "hud"`,
     );
   }
   if (transport === "stdio") return await startStdio(host);
+  if (transport === "hud") {
+    if (!hud) throw new TypeError("The hud transport needs the server's tasks");
+    return (await import("./hud/serve.ts")).startHud(host, hud(), {
+      port: options.port ?? Number(env("MCP_PORT") ?? DEFAULT_PORT),
+      host: options.host ?? env("MCP_HOST") ?? DEFAULT_HOST,
+      onListen: options.onListen,
+    });
+  }
   return (await import("./transports.ts")).startHttp(host, {
     transport: transport as "http" | "sse",
     port: options.port ?? Number(env("MCP_PORT") ?? DEFAULT_PORT),

@@ -24,6 +24,7 @@ import {
 import { harnessAllowed, harnessRefusal } from "./harness.ts";
 import type { BaseHub } from "./hub.ts";
 import {
+  type InitializeContext,
   initializeContext,
   type InitializeHook,
   InitializeHooks,
@@ -36,9 +37,16 @@ import {
   type ResourceOptions,
 } from "./resource.ts";
 import { runShutdownHooks, type ShutdownHook } from "./signals.ts";
-import { env, handleStopSignals, startTransport } from "./run.ts";
+import {
+  env,
+  handleStopSignals,
+  type StartedTransport,
+  startTransport,
+} from "./run.ts";
 import { z } from "zod";
 import type { ScenarioFunction, ScenarioOptions } from "./scenario.ts";
+import type { Capability } from "./hud/capability.ts";
+import type { TaskDefinition } from "./hud/channel.ts";
 import { Scenarios } from "./scenario_wire.ts";
 import {
   type PromptFunction,
@@ -57,7 +65,6 @@ import {
   type ToolOptions,
   type ToolReturn,
 } from "./tool.ts";
-import type { RunningTransport } from "./run_stdio.ts";
 
 /** Options of the {@linkcode MCPServer} constructor; the rest goes to the SDK. */
 export interface MCPServerOptions extends McpServerOptions {
@@ -87,15 +94,15 @@ export interface MCPServerOptions extends McpServerOptions {
 export type ListName = "tools" | "resources" | "prompts";
 
 /** The transports `run()` serves. */
-export type TransportName = "stdio" | "http" | "sse";
+export type TransportName = "stdio" | "http" | "sse" | "hud";
 
 /** Options of {@linkcode MCPServer.run}. */
 export interface RunOptions {
-  /** `"stdio"` (default), `"http"` (Streamable HTTP at `/mcp`) or `"sse"` (legacy SSE). */
+  /** `"stdio"` (default), `"http"` (Streamable HTTP at `/mcp`), `"sse"` (legacy SSE) or `"hud"` (HUD v6's control channel over TCP). */
   transport?: TransportName | (string & Record<never, never>);
-  /** Port for http and sse; default `MCP_PORT` or 8765; 0 picks a free port. */
+  /** Port for http, sse and hud; default `MCP_PORT` or 8765; 0 picks a free port. */
   port?: number;
-  /** Interface for http and sse; default `MCP_HOST` or 127.0.0.1 (`0.0.0.0` in containers). */
+  /** Interface for http, sse and hud; default `MCP_HOST` or 127.0.0.1 (`0.0.0.0` in containers). */
   host?: string;
   /** Legacy sessions without a request for this long are closed (ms, default 5 min). */
   sessionIdleMs?: number;
@@ -111,7 +118,7 @@ export interface RunOptions {
   resumable?: boolean;
   /** Stops the server when aborted. */
   signal?: AbortSignal;
-  /** Called with the bound address once http or sse listens. */
+  /** Called with the bound address once http, sse or hud listens. */
   onListen?: (addr: Deno.NetAddr) => void;
   /** Install SIGTERM/SIGINT handling (default true); embedders and tests may opt out. */
   handleSignals?: boolean;
@@ -170,8 +177,10 @@ export class MCPServer extends McpServer {
   readonly #hubs = new Map<string, BaseHub>();
   readonly #compositions = new Map<MCPServer, Composition>();
   readonly #changeListeners = new Set<(list: ListName) => void>();
-  #running: RunningTransport | undefined;
+  #running: StartedTransport | undefined;
   #scenarios: Scenarios | undefined;
+  readonly #tasks = new Map<string, TaskDefinition>();
+  readonly #capabilities: Capability[] = [];
 
   /**
    * Creates the server. Tools, resources, prompts and logging are declared as
@@ -519,7 +528,44 @@ export class MCPServer extends McpServer {
       this.#harnessToken,
     );
     this.#scenarios.add(options, fn);
+    this.#tasks.set(options.name, {
+      options: options as ScenarioOptions,
+      fn: fn as unknown as ScenarioFunction,
+    });
     return fn;
+  }
+
+  /**
+   * Publishes a capability for the HUD v6 control channel (`run({transport:
+   * "hud"})`): a daemon the environment runs on loopback, listed in
+   * `hello`'s bindings and reached with `tunnel.open`. The server's own tools
+   * are the `mcp` capability without this. Call it from an initialize hook,
+   * once the daemon listens; a capability of the same name is replaced.
+   *
+   * @example
+   * ```ts
+   * import { MCPServer } from "./mod.ts";
+   * import { rfbCapability } from "./hud/mod.ts";
+   *
+   * const mcp = new MCPServer({ name: "desktop" });
+   * mcp.initialize(() => {
+   *   mcp.addCapability(rfbCapability("rfb://127.0.0.1:5901", { display: 1 }));
+   * });
+   * ```
+   *
+   * @param capability `{name, protocol, url, params}`, e.g. from `rfbCapability()`.
+   */
+  addCapability(capability: Capability): void {
+    const index = this.#capabilities.findIndex((c) =>
+      c.name === capability.name
+    );
+    if (index >= 0) this.#capabilities.splice(index, 1);
+    this.#capabilities.push(capability);
+  }
+
+  /** The capabilities published with {@linkcode MCPServer.addCapability}. */
+  get capabilityBindings(): readonly Capability[] {
+    return [...this.#capabilities];
   }
 
   /**
@@ -631,7 +677,12 @@ export class MCPServer extends McpServer {
     if (this.#running) {
       throw new Error(`Server "${this.info.name}" is already running`);
     }
-    const running = await startTransport(this, options);
+    const running = await startTransport(this, options, () => ({
+      tasks: () => this.#tasks,
+      bindings: () => this.#capabilities,
+      initialize: () => this.#initializeHooks.run(hudInitializeContext()),
+      harnessToken: this.#harnessToken,
+    }));
     this.#running = running;
     const removeSignals = options.handleSignals === false
       ? () => {}
@@ -640,6 +691,7 @@ export class MCPServer extends McpServer {
         shutdownTimeoutMs: this.shutdownTimeoutMs,
         shutdownHooks: this.#shutdownHooks,
         busy: () =>
+          running.busy?.() ||
           [...this.#protocols.keys()].some((server) =>
             inFlightRequests(server) > 0
           ),
@@ -674,4 +726,17 @@ export class MCPServer extends McpServer {
   override async connect(transport: Transport): Promise<void> {
     await super.connect(transport);
   }
+}
+
+/**
+ * The initialize hooks' context on the control channel, where they run
+ * before the port is bound: no request, so no `_meta` and no progress.
+ */
+function hudInitializeContext(): InitializeContext {
+  return {
+    meta: {},
+    session: { sendProgressNotification: () => Promise.resolve() },
+    progress: () => Promise.resolve(),
+    signal: new AbortController().signal,
+  };
 }

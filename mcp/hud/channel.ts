@@ -1,0 +1,639 @@
+/**
+ * The control session: JSON-RPC 2.0 over one connection (`hello`,
+ * `tasks.list`, `tasks.start`, `tasks.grade`, `tasks.cancel`, `bye`), and the
+ * suspended tasks, one per session id, that outlive their connection.
+ *
+ * A task is a scenario run by the same generator machinery the MCP wire
+ * uses (`mcp/scenario.ts`): setup up to the first yield, the prompt, the
+ * answer sent in, the second yield as the grade. A dropped connection parks
+ * its session's task; `hello {session_id}` resumes it, and a plain
+ * `tasks.grade` adopts the parked task when exactly one is parked.
+ *
+ * @module
+ */
+import { shapeToJsonSchema } from "../_schema.ts";
+import { constantTimeEqual } from "../harness.ts";
+import {
+  coerceArguments,
+  normalizeAnswer,
+  promptMessages,
+  runKey,
+  type ScenarioAnswer,
+  type ScenarioContext,
+  type ScenarioFunction,
+  type ScenarioOptions,
+  scenarioResult,
+} from "../scenario.ts";
+import type { ToolExtra } from "../tool.ts";
+import type { Capability } from "./capability.ts";
+import {
+  encodeFrame,
+  type FrameReader,
+  oversizedMessage,
+  writeAll,
+} from "./framing.ts";
+
+/** JSON-RPC error codes the channel answers with. */
+export const ErrorCode = {
+  ParseError: -32700,
+  InvalidRequest: -32600,
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  ServerError: -32000,
+} as const;
+
+/** A scenario as the channel serves it: a task. */
+export interface TaskDefinition {
+  /** Name, description, input shape, tool filters. */
+  options: ScenarioOptions;
+  /** The generator. */
+  fn: ScenarioFunction;
+}
+
+/** What the channel needs from the environment. */
+export interface ChannelHost {
+  /** Name and version, for `hello`. */
+  info: { name: string; version: string };
+  /** The tasks, by name. */
+  tasks(): ReadonlyMap<string, TaskDefinition>;
+  /** The capability bindings `hello` publishes. */
+  bindings(): readonly Capability[];
+  /** When set, task methods answer only a session whose `hello` carried it as `harness_token`. */
+  harnessToken?: string;
+}
+
+/** A failed call: the JSON-RPC error to answer with. */
+export class ChannelError extends Error {
+  /** The JSON-RPC error code. */
+  readonly code: number;
+
+  /**
+   * Creates the error.
+   *
+   * @param code The JSON-RPC code.
+   * @param message One line.
+   */
+  constructor(code: number, message: string) {
+    super(message);
+    this.name = "ChannelError";
+    this.code = code;
+  }
+}
+
+/** The grade frame: the score and what the scenario said about it. */
+export interface GradeFrame {
+  /** The reward, a finite number. */
+  score: number;
+  /** Whether the task is over. */
+  done: boolean;
+  /** An explanation. */
+  content?: string;
+  /** Anything else the grader keeps. */
+  info?: Record<string, unknown>;
+  /** Whether grading failed. */
+  isError?: boolean;
+  /** Weighted parts of the score. */
+  subscores?: { name: string; weight: number; value: number }[];
+}
+
+/** One task between `tasks.start` and `tasks.grade`. */
+class TaskRun {
+  readonly #name: string;
+  readonly #generator: AsyncGenerator<unknown, unknown, ScenarioAnswer>;
+  /** When its session lost its connection (ms), while parked. */
+  parkedAt: number | undefined;
+
+  private constructor(
+    name: string,
+    generator: AsyncGenerator<unknown, unknown, ScenarioAnswer>,
+  ) {
+    this.#name = name;
+    this.#generator = generator;
+  }
+
+  /** Runs setup to the first yield; the prompt frame and the suspended run. */
+  static async start(
+    task: TaskDefinition,
+    args: Record<string, unknown>,
+    context: ScenarioContext,
+  ): Promise<{ run: TaskRun; prompt: Record<string, unknown> }> {
+    const { name } = task.options;
+    const coerced = coerceArguments(task.options.input ?? {}, args);
+    if (!coerced.ok) {
+      throw new ChannelError(
+        ErrorCode.InvalidParams,
+        `Invalid arguments for task "${name}": ${coerced.error}`,
+      );
+    }
+    const generator = task.fn(coerced.value as never, context);
+    let first;
+    try {
+      first = await generator.next();
+    } catch (error) {
+      await generator.return(undefined).catch(() => {});
+      throw new ChannelError(
+        ErrorCode.ServerError,
+        `Setup of task "${name}" failed: ${messageOf(error)}`,
+      );
+    }
+    if (first.done) {
+      throw new ChannelError(
+        ErrorCode.ServerError,
+        `Task "${name}" ended before yielding its prompt`,
+      );
+    }
+    let prompt: unknown;
+    try {
+      prompt = typeof first.value === "string"
+        ? first.value
+        : promptMessages(first.value);
+    } catch (error) {
+      await generator.return(undefined).catch(() => {});
+      throw new ChannelError(ErrorCode.ServerError, messageOf(error));
+    }
+    const meta: Record<string, unknown> = {};
+    if (task.options.excludeTools) {
+      meta.exclude_tools = task.options.excludeTools;
+    }
+    if (task.options.allowedTools) {
+      meta.allowed_tools = task.options.allowedTools;
+    }
+    return {
+      run: new TaskRun(name, generator),
+      prompt: {
+        prompt,
+        ...(Object.keys(meta).length > 0 && { _meta: meta }),
+      },
+    };
+  }
+
+  /** Sends the answer in and returns the second yield as a grade frame; the run ends. */
+  async grade(answer: unknown): Promise<GradeFrame> {
+    try {
+      const next = await this.#generator.next(normalizeAnswer(answer ?? ""));
+      const result = scenarioResult(next.value);
+      if (!Number.isFinite(result.reward)) {
+        throw new TypeError(
+          `Task "${this.#name}" graded with a reward that is not a finite number`,
+        );
+      }
+      const { reward, ...rest } = result;
+      return { score: reward, ...rest };
+    } catch (error) {
+      return {
+        score: 0,
+        done: true,
+        isError: true,
+        content: messageOf(error),
+      };
+    } finally {
+      this.cancel();
+    }
+  }
+
+  /** Closes the generator (its `finally` blocks run). */
+  cancel(): void {
+    this.#generator.return(undefined).catch(() => {});
+  }
+}
+
+/** How long a parked task is kept before it is cancelled, ms. */
+export const PARKED_TTL_MS = 30 * 60_000;
+/** The most tasks held at once (live and parked); past it the oldest parked goes. */
+export const MAX_TASKS = 256;
+
+/**
+ * The serving-time state of one control channel: the tasks by session id,
+ * and which sessions have a live connection.
+ */
+export class ControlChannel {
+  readonly #host: ChannelHost;
+  readonly #runs = new Map<string, TaskRun>();
+  readonly #live = new Set<string>();
+  readonly #authorised = new Set<string>();
+  #draining = false;
+  #inFlight = 0;
+
+  /**
+   * Creates the channel.
+   *
+   * @param host The environment's side.
+   */
+  constructor(host: ChannelHost) {
+    this.#host = host;
+  }
+
+  /** Tasks held now, live and parked. */
+  get tasks(): number {
+    return this.#runs.size;
+  }
+
+  /** Whether a call is being answered. */
+  get busy(): boolean {
+    return this.#inFlight > 0;
+  }
+
+  /** Refuses new calls from now on (SIGTERM), while running ones finish. */
+  drain(): void {
+    this.#draining = true;
+  }
+
+  /** Cancels every task (the server is stopping). */
+  cancelAll(): void {
+    for (const run of this.#runs.values()) run.cancel();
+    this.#runs.clear();
+  }
+
+  /**
+   * Serves one control session until the peer hangs up, sends `bye`, or
+   * sends an oversized frame (answered with the error, then closed).
+   *
+   * @param conn The connection.
+   * @param reader Its frame reader.
+   * @param first The first frame, already read.
+   */
+  async session(
+    conn: Deno.Conn,
+    reader: FrameReader,
+    first: unknown,
+  ): Promise<void> {
+    let sessionId = newSessionId();
+    this.#live.add(sessionId);
+    const send = (frame: unknown) => writeAll(conn, encodeReply(frame));
+    try {
+      let message: unknown = first;
+      for (;;) {
+        const id = requestId(message);
+        const outcome = await this.#handle(message, sessionId);
+        if (outcome.sessionId) sessionId = outcome.sessionId;
+        if (id !== undefined && outcome.reply) {
+          await send({ jsonrpc: "2.0", id, ...outcome.reply });
+        }
+        if (outcome.end) return;
+        const next = await reader.read();
+        if (next.kind === "end") return;
+        if (next.kind === "oversized") {
+          await send(errorFrame(
+            null,
+            ErrorCode.InvalidRequest,
+            oversizedMessage(next.size, next.measured),
+            { size: next.size, limit: reader.limit },
+          ));
+          return;
+        }
+        if (next.kind === "invalid") {
+          await send(errorFrame(null, ErrorCode.ParseError, next.reason));
+          message = undefined;
+          continue;
+        }
+        message = next.value;
+      }
+    } finally {
+      // The task stays, parked, for a later hello or tasks.grade.
+      this.#live.delete(sessionId);
+      this.#authorised.delete(sessionId);
+      const run = this.#runs.get(sessionId);
+      if (run) run.parkedAt = Date.now();
+    }
+  }
+
+  async #handle(
+    message: unknown,
+    sessionId: string,
+  ): Promise<
+    { reply?: Record<string, unknown>; sessionId?: string; end?: boolean }
+  > {
+    if (message === undefined) return {};
+    if (
+      typeof message !== "object" || message === null ||
+      Array.isArray(message) ||
+      typeof (message as { method?: unknown }).method !== "string"
+    ) {
+      return {
+        reply: errorBody(
+          ErrorCode.InvalidRequest,
+          "Invalid Request: expected a JSON-RPC 2.0 request object with a method",
+        ),
+      };
+    }
+    const { method, params: rawParams } = message as {
+      method: string;
+      params?: unknown;
+    };
+    if (this.#draining) {
+      return {
+        reply: errorBody(ErrorCode.ServerError, "The server is shutting down"),
+      };
+    }
+    const params = rawParams === undefined || rawParams === null
+      ? {}
+      : rawParams;
+    if (typeof params !== "object" || Array.isArray(params)) {
+      return {
+        reply: errorBody(
+          ErrorCode.InvalidParams,
+          `${method}: params must be an object`,
+        ),
+      };
+    }
+    this.#inFlight++;
+    try {
+      switch (method) {
+        case "hello": {
+          const resumed = this.#hello(
+            sessionId,
+            params as Record<string, unknown>,
+          );
+          return {
+            sessionId: resumed,
+            reply: {
+              result: {
+                session_id: resumed,
+                env: {
+                  name: this.#host.info.name,
+                  version: this.#host.info.version,
+                },
+                bindings: this.#host.bindings(),
+              },
+            },
+          };
+        }
+        case "tasks.list":
+          return { reply: { result: { tasks: this.#list() } } };
+        case "tasks.start":
+          this.#requireHarness(sessionId);
+          return {
+            reply: {
+              result: await this.#start(
+                sessionId,
+                params as Record<string, unknown>,
+              ),
+            },
+          };
+        case "tasks.grade":
+          this.#requireHarness(sessionId);
+          return {
+            reply: {
+              result: await this.#grade(
+                sessionId,
+                (params as { answer?: unknown }).answer,
+              ),
+            },
+          };
+        case "tasks.cancel":
+          this.#requireHarness(sessionId);
+          this.#cancel(sessionId);
+          return { reply: { result: { cancelled: true } } };
+        case "bye":
+          this.#cancel(sessionId);
+          return { reply: { result: { goodbye: true } }, end: true };
+        default:
+          return {
+            reply: errorBody(
+              ErrorCode.MethodNotFound,
+              `Method not found: ${method}`,
+            ),
+          };
+      }
+    } catch (error) {
+      return error instanceof ChannelError
+        ? { reply: errorBody(error.code, error.message) }
+        : { reply: errorBody(ErrorCode.ServerError, messageOf(error)) };
+    } finally {
+      this.#inFlight--;
+    }
+  }
+
+  /** `hello`: the session id this connection speaks for from now on. */
+  #hello(current: string, params: Record<string, unknown>): string {
+    const token = params.harness_token;
+    const requested = params.session_id;
+    let sessionId = current;
+    if (
+      requested !== undefined && requested !== null && requested !== current
+    ) {
+      if (typeof requested !== "string") {
+        throw new ChannelError(
+          ErrorCode.InvalidParams,
+          "hello: session_id must be a string",
+        );
+      }
+      if (this.#live.has(requested)) {
+        throw new ChannelError(
+          ErrorCode.InvalidRequest,
+          `Session "${requested}" has a live connection`,
+        );
+      }
+      const run = this.#runs.get(requested);
+      if (!run) {
+        throw new ChannelError(
+          ErrorCode.InvalidRequest,
+          `Unknown session "${requested}": no parked task has that id`,
+        );
+      }
+      this.#live.delete(current);
+      this.#authorised.delete(current);
+      this.#live.add(requested);
+      run.parkedAt = undefined;
+      sessionId = requested;
+    }
+    const expected = this.#host.harnessToken;
+    if (
+      expected && typeof token === "string" &&
+      constantTimeEqual(token, expected)
+    ) {
+      this.#authorised.add(sessionId);
+    }
+    return sessionId;
+  }
+
+  #requireHarness(sessionId: string): void {
+    if (this.#host.harnessToken && !this.#authorised.has(sessionId)) {
+      throw new ChannelError(
+        ErrorCode.InvalidRequest,
+        "Task methods answer only the evaluation harness: send harness_token in hello",
+      );
+    }
+  }
+
+  #list(): Record<string, unknown>[] {
+    return [...this.#host.tasks().values()].map(({ options }) => ({
+      id: options.name,
+      description: options.description ?? "",
+      args: {
+        ...shapeToJsonSchema(options.input ?? {}),
+        additionalProperties: false,
+      },
+    }));
+  }
+
+  async #start(
+    sessionId: string,
+    params: Record<string, unknown>,
+  ): Promise<Record<string, unknown>> {
+    const { id, args = {} } = params;
+    if (typeof id !== "string") {
+      throw new ChannelError(
+        ErrorCode.InvalidParams,
+        "tasks.start: id must be a string",
+      );
+    }
+    if (typeof args !== "object" || args === null || Array.isArray(args)) {
+      throw new ChannelError(
+        ErrorCode.InvalidParams,
+        "tasks.start: args must be an object",
+      );
+    }
+    const task = this.#host.tasks().get(id);
+    if (!task) {
+      throw new ChannelError(
+        ErrorCode.InvalidParams,
+        `Unknown task "${id.slice(0, 200)}": the environment offers ${
+          [...this.#host.tasks().keys()].join(", ") || "none"
+        }`,
+      );
+    }
+    this.#cancel(sessionId);
+    this.#expire();
+    const { run, prompt } = await TaskRun.start(
+      task,
+      args as Record<string, unknown>,
+      taskContext(sessionId),
+    );
+    // The connection may have dropped while setup ran: the task parks.
+    if (!this.#live.has(sessionId)) run.parkedAt = Date.now();
+    this.#runs.set(sessionId, run);
+    return prompt;
+  }
+
+  async #grade(sessionId: string, answer: unknown): Promise<GradeFrame> {
+    let run = this.#runs.get(sessionId);
+    let owner = sessionId;
+    if (!run) {
+      const parked = [...this.#runs.keys()].filter((id) => !this.#live.has(id))
+        .sort();
+      if (parked.length === 0) {
+        throw new ChannelError(ErrorCode.InvalidRequest, "No task in progress");
+      }
+      if (parked.length > 1) {
+        throw new ChannelError(
+          ErrorCode.InvalidRequest,
+          `${parked.length} parked sessions (${
+            parked.join(", ")
+          }): resume one by sending hello with its session_id`,
+        );
+      }
+      owner = parked[0];
+      run = this.#runs.get(owner)!;
+    }
+    this.#runs.delete(owner);
+    return await run.grade(answer);
+  }
+
+  #cancel(sessionId: string): void {
+    const run = this.#runs.get(sessionId);
+    if (!run) return;
+    this.#runs.delete(sessionId);
+    run.cancel();
+  }
+
+  /** Cancels parked tasks past their time, and the oldest parked past the cap. */
+  #expire(now = Date.now()): void {
+    const parked = [...this.#runs].filter(([, run]) =>
+      run.parkedAt !== undefined
+    )
+      .sort(([, a], [, b]) => a.parkedAt! - b.parkedAt!);
+    let excess = this.#runs.size + 1 - MAX_TASKS;
+    for (const [id, run] of parked) {
+      if (now - run.parkedAt! > PARKED_TTL_MS || excess > 0) {
+        this.#cancel(id);
+        excess--;
+      }
+    }
+    if (this.#runs.size >= MAX_TASKS) {
+      throw new ChannelError(
+        ErrorCode.ServerError,
+        `Too many tasks in progress (${MAX_TASKS}): finish or cancel one`,
+      );
+    }
+  }
+}
+
+/**
+ * The scenario context of a task: its run key is `run:<session id>`, the key
+ * an MCP request carrying `_meta.run_id = <session id>` maps to, so the
+ * agent's tool calls over the `mcp` capability reach the task's state.
+ */
+function taskContext(sessionId: string): ScenarioContext {
+  const meta = { run_id: sessionId };
+  const signal = new AbortController().signal;
+  const notify = () => Promise.resolve();
+  // Scenario code reads `_meta`, `signal` and `sessionId`; the SDK request
+  // fields are there for code written against them, with nothing to reach.
+  const extra = {
+    mcpReq: { id: 0, method: "tasks.start", _meta: meta, signal, notify },
+    _meta: meta,
+    signal,
+    requestId: 0,
+    sendNotification: notify,
+  } as unknown as ToolExtra;
+  return { extra, run: runKey(extra) };
+}
+
+function newSessionId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return `sess-${
+    Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")
+  }`;
+}
+
+function requestId(message: unknown): string | number | null | undefined {
+  if (typeof message !== "object" || message === null || !("id" in message)) {
+    return undefined;
+  }
+  const id = (message as { id: unknown }).id;
+  return typeof id === "string" || typeof id === "number" ? id : null;
+}
+
+function errorBody(
+  code: number,
+  message: string,
+  data?: Record<string, unknown>,
+): Record<string, unknown> {
+  return { error: { code, message, ...(data && { data }) } };
+}
+
+/**
+ * A JSON-RPC error frame.
+ *
+ * @param id The request's id (`null` when it could not be read).
+ * @param code The error code.
+ * @param message One line.
+ * @param data More about it.
+ * @returns The frame.
+ */
+export function errorFrame(
+  id: string | number | null,
+  code: number,
+  message: string,
+  data?: Record<string, unknown>,
+): Record<string, unknown> {
+  return { jsonrpc: "2.0", id, ...errorBody(code, message, data) };
+}
+
+/** Encodes a reply; one over the frame limit becomes an error naming its size. */
+function encodeReply(frame: unknown): Uint8Array {
+  try {
+    return encodeFrame(frame);
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    const id = (frame as { id?: string | number | null }).id ?? null;
+    return encodeFrame(
+      errorFrame(id, ErrorCode.ServerError, `Reply: ${error.message}`),
+    );
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

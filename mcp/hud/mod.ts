@@ -1,0 +1,58 @@
+/**
+ * HUD v6's control channel for `MCPServer`: `run({ transport: "hud", port })`
+ * serves the server's scenarios as tasks (`hello`, `tasks.list`,
+ * `tasks.start`, `tasks.grade`, `tasks.cancel`, `bye`) and its tools as the
+ * `mcp` capability, over newline-delimited JSON-RPC 2.0 on one TCP port,
+ * with `tunnel.open` reaching each capability (`mcp`, `rfb`, `cdp`).
+ *
+ * @example A desktop environment publishes its screen and browser
+ * ```ts
+ * import { MCPServer } from "../mod.ts";
+ * import { cdpCapability, rfbCapability } from "./mod.ts";
+ *
+ * const mcp = new MCPServer({ name: "desktop" });
+ * mcp.initialize(() => {
+ *   // x11vnc -localhost -rfbport 5901 on display :1; Chromium on 9222
+ *   mcp.addCapability(rfbCapability("rfb://127.0.0.1:5901", { display: 1 }));
+ *   mcp.addCapability(cdpCapability("http://127.0.0.1:9222"));
+ * });
+ * // await mcp.run({ transport: "hud", port: 8765 });
+ * ```
+ *
+ * @module
+ */
+export {
+  type Capability,
+  capabilityAddress,
+  CapabilitySchema,
+  cdpCapability,
+  findCapability,
+  mcpCapability,
+  rfbCapability,
+} from "./capability.ts";
+export {
+  ChannelError,
+  ControlChannel,
+  ErrorCode,
+  type GradeFrame,
+  MAX_TASKS,
+  PARKED_TTL_MS,
+  type TaskDefinition,
+} from "./channel.ts";
+export {
+  encodeFrame,
+  type Frame,
+  type FrameRead,
+  FrameReader,
+  MAX_FRAME_BYTES,
+  oversizedMessage,
+  writeAll,
+} from "./framing.ts";
+export {
+  type HudOptions,
+  type HudSource,
+  type HudTransport,
+  MAX_CONNECTIONS,
+  splice,
+  startHud,
+} from "./serve.ts";
