@@ -56,6 +56,10 @@ const configSchema = z.object({
   port: z.coerce.number().int().min(0).max(65535).default(8080),
   hostname: z.string().min(1).default("0.0.0.0"),
   kvPath: z.string().min(1).default("./data/gateway.kv"),
+  store: z.string().regex(
+    /^postgres(ql)?:\/\/\S+$/,
+    "must be a postgres:// URL",
+  ).optional(),
   adminToken: z.string().min(16, "must be at least 16 characters").optional(),
   maxBodyBytes: positiveInt.default(32 * 1024 * 1024),
   upstreamTimeoutMs: positiveInt.default(120_000),
@@ -87,6 +91,11 @@ export interface GatewayConfig {
   hostname: string;
   /** Deno KV path or URL (`GATEWAY_KV_PATH`, default `./data/gateway.kv`). */
   kvPath: string;
+  /**
+   * `GATEWAY_STORE`: a `postgres://` URL puts every piece of state in that
+   * PostgreSQL database instead of the KV at `kvPath`.
+   */
+  store?: string;
   /** Bearer token of the admin API (`GATEWAY_ADMIN_TOKEN`); unset, the admin API answers 403. */
   adminToken?: string;
   /** Largest request body accepted, bytes (`GATEWAY_MAX_BODY_BYTES`, default 32 MiB). */
@@ -161,6 +170,7 @@ export function parseConfig(sources: ConfigSources = {}): GatewayConfig {
   set("port", env.PORT);
   set("hostname", env.HOST);
   set("kvPath", env.GATEWAY_KV_PATH);
+  set("store", env.GATEWAY_STORE);
   set("adminToken", env.GATEWAY_ADMIN_TOKEN);
   set("maxBodyBytes", env.GATEWAY_MAX_BODY_BYTES);
   set("upstreamTimeoutMs", env.GATEWAY_UPSTREAM_TIMEOUT_MS);

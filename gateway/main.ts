@@ -6,19 +6,25 @@
  */
 import { ConfigError, loadConfig, providerKeyWarnings } from "./config.ts";
 import { startGateway } from "./server.ts";
+import { describePostgresUrl } from "./store/mod.ts";
 
 if (import.meta.main) {
   let gateway;
   try {
     const config = await loadConfig();
+    // Names the store as `startGateway` opens it, without credentials.
+    const store = () =>
+      config.store
+        ? `PostgreSQL ${describePostgresUrl(config.store)}`
+        : `KV ${config.kvPath}`;
     gateway = await startGateway(config, {
       onListen: (url) =>
         console.error(
           ["0.0.0.0", "::"].includes(config.hostname)
             ? `mcpkit gateway listening on every interface, port ${
               new URL(url).port
-            } (from this machine: ${url}; HOST=127.0.0.1 keeps it local; KV: ${config.kvPath})`
-            : `mcpkit gateway listening on ${url} (KV: ${config.kvPath})`,
+            } (from this machine: ${url}; HOST=127.0.0.1 keeps it local; store: ${store()})`
+            : `mcpkit gateway listening on ${url} (store: ${store()})`,
         ),
     });
     for (const warning of providerKeyWarnings(config)) console.error(warning);

@@ -10,6 +10,7 @@ import { ConfigError, type GatewayConfig } from "./config.ts";
 import { type ResilientServer, serveResilient } from "../_serve.ts";
 import { sweepExpiredLeases } from "./credits/sweep.ts";
 import { sweepUsage } from "./usage_buckets.ts";
+import { closeStore, openStore } from "./store/mod.ts";
 import type { CatalogEntry } from "./types.ts";
 
 /** How often each process releases reservations left open by a crashed one. */
@@ -21,8 +22,10 @@ export interface RunningGateway {
   readonly url: string;
   /** The port it listens on. */
   readonly port: number;
-  /** Its KV. */
+  /** Its store (Deno KV's interface, on a KV file or PostgreSQL). */
   readonly kv: Deno.Kv;
+  /** Which store it opened, for the start-up line: `KV file ./data/gateway.kv`, `PostgreSQL db:5432/gateway`. */
+  readonly store: string;
   /**
    * Stops accepting calls, lets in-flight ones finish (up to the drain
    * timeout), commits the charges still queued, then closes the KV.
@@ -45,7 +48,8 @@ export interface StartOptions {
 }
 
 /**
- * Opens the KV at `config.kvPath` (creating its folder) and serves the gateway.
+ * Opens the store (PostgreSQL at `config.store`, else the KV at
+ * `config.kvPath`, its folder created) and serves the gateway.
  *
  * @param config The validated configuration.
  * @param options A KV, catalog, log sink or listen callback to use instead of the defaults.
@@ -55,7 +59,10 @@ export async function startGateway(
   config: GatewayConfig,
   options: StartOptions = {},
 ): Promise<RunningGateway> {
-  const kv = options.kv ?? await openKv(config.kvPath);
+  const opened = options.kv
+    ? { kv: options.kv, description: "a store passed in" }
+    : await openStore(config);
+  const kv = opened.kv;
   const app = createGateway({
     config,
     kv,
@@ -91,7 +98,7 @@ export async function startGateway(
     }, app.fetch);
   } catch (error) {
     clearInterval(sweep);
-    if (!options.kv) kv.close();
+    if (!options.kv) await closeStore(kv);
     if (error instanceof Deno.errors.AddrInUse) {
       throw new ConfigError(
         `Port ${config.port} on ${config.hostname} is already in use: set PORT= to a free port`,
@@ -122,7 +129,7 @@ export async function startGateway(
     } catch (error) {
       await server.shutdown();
       clearInterval(sweep);
-      if (!options.kv) kv.close();
+      if (!options.kv) await closeStore(kv);
       throw new ConfigError(
         `GATEWAY_METRICS_ADDR ${config.metricsAddr} cannot be served: ${
           (error as Error).message
@@ -138,6 +145,7 @@ export async function startGateway(
     },
     port: server.addr.port,
     kv,
+    store: opened.description,
     shutdown() {
       closing ??= (async () => {
         clearInterval(sweep);
@@ -153,7 +161,7 @@ export async function startGateway(
         clearTimeout(timer);
         // Answered calls may still have their charge queued (write-behind).
         await app.flush();
-        if (!options.kv) kv.close();
+        if (!options.kv) await closeStore(kv);
       })();
       return closing;
     },
