@@ -118,10 +118,14 @@ export interface ConnectOptions {
   maxToolResultImages?: number;
 }
 
-/** Where the environment is: an `http(s)://…/mcp` URL, or a command to spawn. */
+/**
+ * Where the environment is: an `http(s)://…/mcp` URL, a command to spawn,
+ * or a HUD v6 control channel (`host:port`).
+ */
 export type EnvironmentTarget =
   | { url: string }
-  | { command: string; args: string[]; cwd?: string };
+  | { command: string; args: string[]; cwd?: string }
+  | { tcp: string };
 
 /** A scenario the environment offers. */
 export interface ScenarioInfo {
@@ -168,8 +172,9 @@ export interface EvaluationResult {
 }
 
 /**
- * Reads a target from the command line: a URL, a script (run with
- * `deno run -A <file> stdio`), or any other command.
+ * Reads a target from the command line: a URL, a HUD v6 control channel
+ * (`tcp://host:port`), a script (run with `deno run -A <file> stdio`), or any
+ * other command.
  *
  * @param spec What the user typed.
  * @param extraArgs Arguments after it.
@@ -180,6 +185,7 @@ export function parseTarget(
   extraArgs: string[] = [],
 ): EnvironmentTarget {
   if (/^https?:\/\//.test(spec)) return { url: spec };
+  if (spec.startsWith("tcp://")) return { tcp: spec };
   if (/\.(ts|tsx|js|mjs|jsx)$/.test(spec)) {
     return {
       command: Deno.execPath(),
@@ -312,7 +318,8 @@ export class Environment {
   readonly #toolTimeoutMs: number;
   readonly #limits: { maxBytes: number; maxImages: number };
 
-  private constructor(
+  /** For subclasses that reach the tools another way (`HudEnvironment`). */
+  protected constructor(
     client: Client,
     name: string,
     options: ConnectOptions,
@@ -358,6 +365,10 @@ export class Environment {
     target: EnvironmentTarget,
     options: ConnectOptions = {},
   ): Promise<Environment> {
+    if ("tcp" in target) {
+      const { HudEnvironment } = await import("./hud_environment.ts");
+      return await HudEnvironment.open(target.tcp, options);
+    }
     const info = { name: "mcpkit-eval", version: "0.1.0" };
     const display = displayMeta(options.display ?? DEFAULT_DISPLAY);
     const stderr = new OutputTail();
@@ -621,7 +632,7 @@ export class Environment {
  * Why an environment did not start, in a line, then the end of its stderr.
  */
 function startFailure(
-  target: EnvironmentTarget,
+  target: Exclude<EnvironmentTarget, { tcp: string }>,
   error: unknown,
   tail: string,
 ): string {

@@ -53,6 +53,12 @@ export {
   type HudSource,
   type HudTransport,
   MAX_CONNECTIONS,
-  splice,
   startHud,
 } from "./serve.ts";
+export {
+  CapabilityForwarder,
+  type ControlAddress,
+  openTunnel,
+  parseControlAddress,
+  splice,
+} from "./tunnel.ts";

@@ -35,6 +35,7 @@ import {
   oversizedMessage,
   writeAll,
 } from "./framing.ts";
+import { splice } from "./tunnel.ts";
 
 /** What the control channel needs from the server beside its MCP side. */
 export interface HudSource {
@@ -236,33 +237,6 @@ async function openTunnel(
     await splice(conn, backend);
   } finally {
     closeQuietly(backend);
-  }
-}
-
-/**
- * Pipes two connections into each other until both directions end; an
- * error on either closes both.
- *
- * @param a One side.
- * @param b The other.
- */
-export async function splice(a: Deno.Conn, b: Deno.Conn): Promise<void> {
-  const pump = async (from: Deno.Conn, to: Deno.Conn) => {
-    const buffer = new Uint8Array(64 * 1024);
-    for (;;) {
-      const n = await from.read(buffer);
-      if (n === null) break;
-      await writeAll(to, buffer.subarray(0, n));
-    }
-    await to.closeWrite().catch(() => {});
-  };
-  try {
-    await Promise.all([pump(a, b), pump(b, a)]);
-  } catch {
-    // A reset on either side ends the tunnel.
-  } finally {
-    closeQuietly(a);
-    closeQuietly(b);
   }
 }
 

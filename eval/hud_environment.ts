@@ -1,0 +1,532 @@
+/**
+ * The runner's client for HUD v6 environments (hud-python 0.6): the control
+ * channel at `tcp://host:port` for the task (`hello`, `tasks.list`,
+ * `tasks.start`, `tasks.grade`, `bye`), and the `mcp` capability, reached
+ * through `tunnel.open`, for the agent's tools. It is an
+ * {@linkcode Environment} to the runner: tools are listed and called over
+ * MCP exactly as for an MCP environment; only the scenario methods speak the
+ * control channel.
+ *
+ * @module
+ */
+import {
+  Client,
+  StreamableHTTPClientTransport,
+} from "@modelcontextprotocol/client";
+import { z } from "zod";
+import { type Capability, CapabilitySchema } from "../mcp/hud/capability.ts";
+import {
+  encodeFrame,
+  FrameReader,
+  oversizedMessage,
+  writeAll,
+} from "../mcp/hud/framing.ts";
+import {
+  CapabilityForwarder,
+  type ControlAddress,
+  parseControlAddress,
+} from "../mcp/hud/tunnel.ts";
+import type { ToolResult } from "./agents/loop.ts";
+import {
+  type ConnectOptions,
+  Environment,
+  EnvironmentError,
+  type EvaluationResult,
+  OutputTail,
+  type PromptMessage,
+  type ScenarioInfo,
+} from "./environment.ts";
+
+/** How long one control call may take, ms (setup and grading included). */
+export const CONTROL_CALL_TIMEOUT_MS = 300_000;
+
+const HelloSchema = z.object({
+  session_id: z.string().min(1).max(200),
+  env: z.object({
+    name: z.string().min(1).max(200),
+    version: z.string().max(200).nullish(),
+  }),
+  bindings: z.array(CapabilitySchema).max(64),
+});
+
+const TaskListSchema = z.object({
+  tasks: z.array(z.object({
+    id: z.string().min(1).max(200),
+    description: z.string().nullish(),
+    args: z.record(z.string(), z.unknown()).nullish(),
+  })).max(10_000),
+});
+
+const StartSchema = z.object({
+  prompt: z.union([
+    z.string(),
+    z.array(z.object({
+      role: z.string(),
+      content: z.union([z.string(), z.record(z.string(), z.unknown())]),
+    })),
+  ]),
+  _meta: z.object({
+    exclude_tools: z.array(z.string()).optional(),
+    allowed_tools: z.array(z.string()).optional(),
+  }).passthrough().optional(),
+}).passthrough();
+
+const GradeSchema = z.object({
+  score: z.number(),
+  done: z.boolean().optional(),
+  content: z.unknown().optional(),
+  info: z.record(z.string(), z.unknown()).optional(),
+  isError: z.boolean().optional(),
+  subscores: z.array(z.object({
+    name: z.string(),
+    weight: z.number(),
+    value: z.number(),
+  })).optional(),
+}).passthrough();
+
+/** A JSON-RPC error the control channel answered with. */
+export class ControlError extends EnvironmentError {
+  /** The JSON-RPC code. */
+  readonly code: number;
+
+  /**
+   * Creates the error.
+   *
+   * @param method The method called.
+   * @param code The code.
+   * @param message The server's message.
+   */
+  constructor(method: string, code: number, message: string) {
+    super(`${method} failed (${code}): ${message}`);
+    this.name = "ControlError";
+    this.code = code;
+  }
+}
+
+/**
+ * One control session: calls one at a time, each reply matched to its
+ * request, frames bounded by the 16 MiB limit both ways.
+ */
+export class ControlClient {
+  readonly #conn: Deno.Conn;
+  readonly #reader: FrameReader;
+  #nextId = 1;
+  #queue: Promise<unknown> = Promise.resolve();
+  #closed = false;
+
+  private constructor(conn: Deno.Conn) {
+    this.#conn = conn;
+    this.#reader = new FrameReader(conn);
+  }
+
+  /**
+   * Connects to the control port.
+   *
+   * @param address Host and port.
+   * @returns The client.
+   * @throws {EnvironmentError} When nothing answers there.
+   */
+  static async connect(address: ControlAddress): Promise<ControlClient> {
+    try {
+      return new ControlClient(await Deno.connect(address));
+    } catch (error) {
+      throw new EnvironmentError(
+        `Cannot reach the environment at tcp://${address.hostname}:${address.port}: ${
+          (error as Error).message
+        }`,
+        { cause: error },
+      );
+    }
+  }
+
+  /**
+   * Calls a method and waits for its reply.
+   *
+   * @param method The method.
+   * @param params Its params.
+   * @param timeoutMs How long the reply may take.
+   * @returns The result.
+   * @throws {ControlError} When the server answers with an error.
+   * @throws {EnvironmentError} When the channel fails or times out.
+   */
+  call(
+    method: string,
+    params: Record<string, unknown> = {},
+    timeoutMs = CONTROL_CALL_TIMEOUT_MS,
+  ): Promise<unknown> {
+    const run = this.#queue.then(() => this.#call(method, params, timeoutMs));
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  async #call(
+    method: string,
+    params: Record<string, unknown>,
+    timeoutMs: number,
+  ): Promise<unknown> {
+    if (this.#closed) {
+      throw new EnvironmentError("The control channel is closed");
+    }
+    const id = this.#nextId++;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        this.close();
+        reject(
+          new EnvironmentError(
+            `${method} did not answer within ${timeoutMs / 1000} s`,
+          ),
+        );
+      }, timeoutMs);
+    });
+    try {
+      return await Promise.race([this.#exchange(id, method, params), timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async #exchange(
+    id: number,
+    method: string,
+    params: Record<string, unknown>,
+  ): Promise<unknown> {
+    let frame: Uint8Array;
+    try {
+      frame = encodeFrame({ jsonrpc: "2.0", id, method, params });
+    } catch (error) {
+      throw new EnvironmentError(`${method}: ${(error as Error).message}`);
+    }
+    try {
+      await writeAll(this.#conn, frame);
+    } catch (error) {
+      throw new EnvironmentError(
+        `The environment closed the control channel (${method})`,
+        { cause: error },
+      );
+    }
+    for (;;) {
+      let read;
+      try {
+        read = await this.#reader.read();
+      } catch (error) {
+        throw new EnvironmentError(
+          `The control channel failed (${method}): ${(error as Error).message}`,
+          { cause: error },
+        );
+      }
+      if (read.kind === "end") {
+        throw new EnvironmentError(
+          `The environment closed the control channel before answering ${method}`,
+        );
+      }
+      if (read.kind === "oversized") {
+        this.close();
+        throw new EnvironmentError(
+          `The reply to ${method}: ${
+            oversizedMessage(read.size, read.measured)
+          }`,
+        );
+      }
+      if (read.kind === "invalid") {
+        throw new EnvironmentError(`The reply to ${method}: ${read.reason}`);
+      }
+      const reply = read.value as {
+        id?: unknown;
+        result?: unknown;
+        error?: { code?: unknown; message?: unknown };
+      } | null;
+      if (typeof reply !== "object" || reply === null) {
+        throw new EnvironmentError(`The reply to ${method} is not an object`);
+      }
+      // An error about a frame the server could not read has id null.
+      if (reply.id !== id && reply.id !== null) {
+        throw new EnvironmentError(
+          `The reply to ${method} has id ${
+            JSON.stringify(reply.id)?.slice(0, 40)
+          }, not ${id}`,
+        );
+      }
+      if (reply.error) {
+        throw new ControlError(
+          method,
+          typeof reply.error.code === "number" ? reply.error.code : 0,
+          String(reply.error.message ?? "no message").slice(0, 2000),
+        );
+      }
+      if (reply.id === null) continue;
+      return reply.result;
+    }
+  }
+
+  /** Closes the connection. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      this.#conn.close();
+    } catch {
+      // already closed
+    }
+  }
+}
+
+/**
+ * A HUD v6 environment, driven by the runner: tasks on the control channel,
+ * tools over the `mcp` capability.
+ */
+export class HudEnvironment extends Environment {
+  /** The control session's id (`hello`). */
+  readonly sessionId: string;
+  /** The capability bindings `hello` published. */
+  readonly bindings: readonly Capability[];
+  readonly #control: ControlClient;
+  readonly #forwarder: CapabilityForwarder;
+  readonly #answers = new Map<string, string>();
+
+  private constructor(
+    client: Client,
+    name: string,
+    options: ConnectOptions,
+    parts: {
+      sessionId: string;
+      bindings: Capability[];
+      control: ControlClient;
+      forwarder: CapabilityForwarder;
+    },
+  ) {
+    super(client, name, options, new OutputTail());
+    this.sessionId = parts.sessionId;
+    this.bindings = parts.bindings;
+    this.#control = parts.control;
+    this.#forwarder = parts.forwarder;
+  }
+
+  /**
+   * Connects: `hello` on the control channel, then an MCP client (SDK v2,
+   * both eras) on the `mcp` capability through a loopback forwarder whose
+   * every connection is a `tunnel.open` to it.
+   *
+   * @param address `tcp://host:port` or `host:port`.
+   * @param options Harness token (sent in `hello`), display size, limits.
+   * @returns The connected environment.
+   * @throws {EnvironmentError} When the environment cannot be reached, its
+   * `hello` is malformed, or it offers no `mcp` capability.
+   */
+  static async open(
+    address: string,
+    options: ConnectOptions = {},
+  ): Promise<HudEnvironment> {
+    let parsed: ControlAddress;
+    try {
+      parsed = parseControlAddress(address);
+    } catch (error) {
+      throw new EnvironmentError((error as Error).message);
+    }
+    const control = await ControlClient.connect(parsed);
+    let forwarder: CapabilityForwarder | undefined;
+    let client: Client | undefined;
+    try {
+      const hello = HelloSchema.safeParse(
+        await control.call(
+          "hello",
+          options.harnessToken ? { harness_token: options.harnessToken } : {},
+        ),
+      );
+      if (!hello.success) {
+        throw new EnvironmentError(
+          `The environment's hello is malformed: ${
+            hello.error.issues[0]?.message
+          }`,
+        );
+      }
+      const { session_id: sessionId, env, bindings } = hello.data;
+      const mcp = bindings.find((b) => b.protocol.startsWith("mcp/"));
+      if (!mcp) {
+        throw new EnvironmentError(
+          `The environment ${env.name} offers no mcp capability (bindings: ${
+            bindings.map((b) => `${b.name} ${b.protocol}`).join(", ") || "none"
+          })`,
+        );
+      }
+      forwarder = CapabilityForwarder.start(parsed, mcp.name);
+      const path = URL.parse(mcp.url)?.pathname || "/mcp";
+      client = new Client({ name: "mcpkit-eval", version: "0.1.0" }, {
+        versionNegotiation: { mode: "auto" },
+      });
+      await client.connect(
+        new StreamableHTTPClientTransport(
+          new URL(`http://127.0.0.1:${forwarder.port}${path}`),
+        ),
+      );
+      return new HudEnvironment(client, env.name, options, {
+        sessionId,
+        bindings,
+        control,
+        forwarder,
+      });
+    } catch (error) {
+      await client?.close().catch(() => {});
+      await forwarder?.close();
+      control.close();
+      throw error instanceof EnvironmentError ? error : new EnvironmentError(
+        `Cannot connect to the environment at ${address}: ${
+          (error as Error).message
+        }`,
+        { cause: error },
+      );
+    }
+  }
+
+  /**
+   * The tasks (`tasks.list`), their arguments read from each task's JSON
+   * Schema.
+   *
+   * @returns Names, descriptions and arguments.
+   */
+  override async scenarios(): Promise<ScenarioInfo[]> {
+    const listed = TaskListSchema.safeParse(
+      await this.#control.call("tasks.list"),
+    );
+    if (!listed.success) {
+      throw new EnvironmentError("The environment's tasks.list is malformed");
+    }
+    return listed.data.tasks.map((task) => {
+      const schema = task.args ?? {};
+      const properties = (schema.properties ?? {}) as Record<
+        string,
+        { description?: unknown }
+      >;
+      const required = new Set(
+        Array.isArray(schema.required) ? schema.required.map(String) : [],
+      );
+      return {
+        name: task.id,
+        description: task.description ?? undefined,
+        arguments: Object.entries(properties).map(([name, property]) => ({
+          name,
+          ...(typeof property?.description === "string" &&
+            { description: property.description }),
+          required: required.has(name),
+        })),
+      };
+    });
+  }
+
+  /**
+   * Starts the task (`tasks.start`): setup runs, the prompt comes back. The
+   * arguments go as JSON values, as the control channel takes them.
+   *
+   * @returns The prompt as messages, and the tool filters of its `_meta`.
+   */
+  override async setup(
+    scenario: string,
+    args: Record<string, unknown>,
+    runId: string,
+  ): Promise<
+    { messages: PromptMessage[]; exclude: string[]; allowed?: string[] }
+  > {
+    const started = StartSchema.safeParse(
+      await this.#control.call("tasks.start", { id: scenario, args }),
+    );
+    if (!started.success) {
+      throw new EnvironmentError(
+        `The prompt of "${scenario}" is malformed: ${
+          started.error.issues[0]?.message
+        }`,
+      );
+    }
+    this.#answers.set(runId, "");
+    const { prompt, _meta: meta } = started.data;
+    const messages: PromptMessage[] = typeof prompt === "string"
+      ? [{ role: "user", content: { type: "text", text: prompt } }]
+      : prompt.map((message) => ({
+        role: message.role,
+        content: typeof message.content === "string"
+          ? { type: "text", text: message.content }
+          : message.content,
+      }));
+    return {
+      messages,
+      exclude: meta?.exclude_tools ?? [],
+      allowed: meta?.allowed_tools,
+    };
+  }
+
+  /**
+   * Calls a tool over the `mcp` capability. A run's calls carry this
+   * session's id as `_meta.run_id`: the key the environment gave the task's
+   * state.
+   */
+  override callTool(
+    name: string,
+    args: Record<string, unknown>,
+    signal?: AbortSignal,
+    runId?: string,
+  ): Promise<ToolResult> {
+    return super.callTool(
+      name,
+      args,
+      signal,
+      runId === undefined ? undefined : this.sessionId,
+    );
+  }
+
+  /** Keeps the answer for `tasks.grade`. */
+  override submit(
+    _scenario: string,
+    answer: string,
+    runId: string,
+  ): Promise<void> {
+    this.#answers.set(runId, answer);
+    return Promise.resolve();
+  }
+
+  /**
+   * Grades the task (`tasks.grade` with the answer): the score is the reward.
+   *
+   * @throws {EnvironmentError} When the grade frame is malformed or its
+   * score is not a finite number.
+   */
+  override async evaluate(
+    scenario: string,
+    runId: string,
+  ): Promise<EvaluationResult> {
+    const answer = this.#answers.get(runId) ?? "";
+    this.#answers.delete(runId);
+    const graded = GradeSchema.safeParse(
+      await this.#control.call("tasks.grade", { answer }),
+    );
+    if (!graded.success) {
+      throw new EnvironmentError(
+        `The grade of "${scenario}" has no numeric score`,
+      );
+    }
+    const { score, done, content, info, isError, subscores } = graded.data;
+    if (!isError && !Number.isFinite(score)) {
+      throw new EnvironmentError(
+        `The score of "${scenario}" is not a finite number`,
+      );
+    }
+    return {
+      reward: score,
+      done: done ?? true,
+      ...(content !== undefined && {
+        content: typeof content === "string"
+          ? content
+          : JSON.stringify(content),
+      }),
+      ...(info && { info }),
+      ...(isError && { isError }),
+      ...(subscores && { subscores }),
+    };
+  }
+
+  /** Ends the session (`bye`), closes the tools' client and the channel. */
+  override async close(): Promise<void> {
+    await this.#control.call("bye", {}, 5_000).catch(() => {});
+    this.#control.close();
+    await super.close().catch(() => {});
+    await this.#forwarder.close();
+  }
+}
