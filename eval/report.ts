@@ -243,6 +243,12 @@ function json(value: unknown): string {
   return JSON.stringify(value, null, 2) ?? String(value);
 }
 
+/** Whether a run has a reward (an errored run has none: it is not a zero). */
+function isScored(result: EvalResult): boolean {
+  return !result.error && typeof result.reward === "number" &&
+    Number.isFinite(result.reward);
+}
+
 type Status = "passed" | "partial" | "failed" | "errored";
 
 function statusOf(result: EvalResult): Status {
@@ -265,11 +271,14 @@ function summaryTable(results: EvalResult[]): string {
       list.reduce((total, r) => total + f(r), 0);
     const mean = (f: (r: EvalResult) => number) =>
       sum(f) / Math.max(1, list.length);
+    const scored = list.filter(isScored);
+    const reward = scored.length === 0
+      ? "–"
+      : (scored.reduce((total, r) => total + num(r.reward), 0) /
+        scored.length).toFixed(3);
     return `<tr><${tag} scope="row">${
       esc(name)
-    }</${tag}><td class="n">${list.length}</td><td class="n">${
-      mean((r) => num(r.reward)).toFixed(3)
-    }</td><td class="n">${
+    }</${tag}><td class="n">${list.length}</td><td class="n">${reward}</td><td class="n">${
       list.filter((r) => r.error).length
     }</td><td class="n">${
       mean((r) => num(r.steps)).toFixed(1)
@@ -288,80 +297,88 @@ ${[...groups].map(([name, list]) => row(name, list, "th")).join("\n")}
 
 /**
  * The reward histogram: ten bins over 0–1 (wider when rewards fall
- * outside), errored runs stacked in their own colour.
+ * outside), and errored runs (no reward) as a bar of their own.
  */
 function distribution(results: EvalResult[]): string {
-  const rewards = results.map((r) => num(r.reward));
-  const low = Math.min(0, ...rewards);
-  const high = Math.max(1, ...rewards);
+  const scored = results.filter(isScored).map((r) => num(r.reward));
+  const errors = results.length - scored.length;
+  const low = Math.min(0, ...scored);
+  const high = Math.max(1, ...scored);
   const bins = 10;
   const width = (high - low) / bins;
-  const counts = Array.from({ length: bins }, () => ({ ok: 0, errors: 0 }));
-  results.forEach((result, i) => {
-    const bin = Math.min(bins - 1, Math.floor((rewards[i] - low) / width));
-    counts[bin][result.error ? "errors" : "ok"]++;
-  });
-  const most = Math.max(1, ...counts.map((c) => c.ok + c.errors));
-  const [w, h, left, bottom, top] = [640, 220, 40, 36, 16];
-  const barW = (w - left - 10) / bins;
+  const counts = Array.from({ length: bins }, () => 0);
+  for (const reward of scored) {
+    counts[Math.min(bins - 1, Math.floor((reward - low) / width))]++;
+  }
+  const most = Math.max(1, errors, ...counts);
+  const [w, h, left, bottom, top] = [640, 220, 40, 40, 18];
+  // The error bar, half a slot of gap, then the bins.
+  const slot = (w - left - 10) / (bins + 1.5);
+  const binX = (i: number) => left + (i + 1.5) * slot;
   const scale = (h - bottom - top) / most;
-  const bars = counts.map((c, i) => {
-    const x = left + i * barW + 3;
-    const from = low + i * width;
-    const label = `${from.toFixed(1)}–${(from + width).toFixed(1)}`;
-    const okH = c.ok * scale;
-    const errH = c.errors * scale;
-    const base = h - bottom;
-    const title = `rewards ${label}: ${c.ok} run(s)${
-      c.errors ? `, ${c.errors} errored` : ""
-    }`;
-    return `<g><title>${esc(title)}</title>` +
-      (c.ok
-        ? `<rect class="bar" x="${x.toFixed(1)}" y="${
-          (base - okH).toFixed(1)
-        }" width="${(barW - 6).toFixed(1)}" height="${okH.toFixed(1)}"/>`
-        : "") +
-      (c.errors
-        ? `<rect class="bar errors" x="${x.toFixed(1)}" y="${
-          (base - okH - errH).toFixed(1)
-        }" width="${(barW - 6).toFixed(1)}" height="${errH.toFixed(1)}"/>`
-        : "") +
-      (c.ok + c.errors
-        ? `<text x="${(x + (barW - 6) / 2).toFixed(1)}" y="${
-          (base - okH - errH - 4).toFixed(1)
-        }" text-anchor="middle">${c.ok + c.errors}</text>`
-        : "") +
-      `<text x="${(x + (barW - 6) / 2).toFixed(1)}" y="${
-        h - bottom + 16
-      }" text-anchor="middle">${esc(from.toFixed(1))}</text></g>`;
-  }).join("");
-  const sorted = [...rewards].sort((a, b) => a - b);
+  const base = h - bottom;
+  const bar = (x0: number, n: number, kind: string, title: string) => {
+    const x = x0 + 4;
+    const barH = n * scale;
+    const mid = (x + (slot - 8) / 2).toFixed(1);
+    return `<g><title>${esc(title)}</title>${
+      n > 0
+        ? `<rect class="bar${kind}" x="${x.toFixed(1)}" y="${
+          (base - barH).toFixed(1)
+        }" width="${(slot - 8).toFixed(1)}" height="${
+          barH.toFixed(1)
+        }"/><text x="${mid}" y="${
+          (base - barH - 4).toFixed(1)
+        }" text-anchor="middle">${n}</text>`
+        : ""
+    }</g>`;
+  };
+  const bars = [
+    bar(left, errors, " errors", `${errors} run(s) ended in an error`),
+    `<text x="${(left + slot / 2).toFixed(1)}" y="${
+      base + 16
+    }" text-anchor="middle">error</text>`,
+    ...counts.map((n, i) => {
+      const from = low + i * width;
+      return bar(
+        binX(i),
+        n,
+        "",
+        `rewards ${from.toFixed(2)} to ${(from + width).toFixed(2)}${
+          i === bins - 1 ? " (inclusive)" : ""
+        }: ${n} run(s)`,
+      );
+    }),
+    ...Array.from(
+      { length: bins + 1 },
+      (_, i) =>
+        `<text x="${binX(i).toFixed(1)}" y="${
+          base + 16
+        }" text-anchor="middle">${esc((low + i * width).toFixed(1))}</text>`,
+    ),
+  ].join("");
+  const sorted = [...scored].sort((a, b) => a - b);
   const median = sorted.length
     ? (sorted[Math.floor((sorted.length - 1) / 2)] +
       sorted[Math.ceil((sorted.length - 1) / 2)]) / 2
     : 0;
-  const mean = rewards.reduce((a, b) => a + b, 0) / Math.max(1, rewards.length);
-  const errors = results.filter((r) => r.error).length;
+  const mean = scored.reduce((a, b) => a + b, 0) / Math.max(1, scored.length);
   return `<figure>
-<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${w} ${h}" width="${w}" height="${h}" role="img" aria-labelledby="dist-caption">
-<line class="axis" x1="${left}" y1="${h - bottom}" x2="${w - 10}" y2="${
-    h - bottom
-  }"/>
-<line class="axis" x1="${left}" y1="${top}" x2="${left}" y2="${h - bottom}"/>
+<svg viewBox="0 0 ${w} ${h}" width="${w}" height="${h}" role="img" aria-labelledby="dist-caption">
+<line class="axis" x1="${left}" y1="${base}" x2="${w - 10}" y2="${base}"/>
+<line class="axis" x1="${left}" y1="${top}" x2="${left}" y2="${base}"/>
 <text x="${left - 6}" y="${top + 4}" text-anchor="end">${most}</text>
-<text x="${left - 6}" y="${h - bottom}" text-anchor="end">0</text>
-<text x="${(w + left) / 2}" y="${
-    h - 4
-  }" text-anchor="middle">reward (bin start)</text>
+<text x="${left - 6}" y="${base}" text-anchor="end">0</text>
+<text x="${(w + left) / 2}" y="${h - 4}" text-anchor="middle">reward</text>
 ${bars}
 </svg>
-<figcaption id="dist-caption">${results.length} run(s): mean reward ${
+<figcaption id="dist-caption">${scored.length} scored run(s): mean reward ${
     mean.toFixed(3)
-  }, median ${
-    median.toFixed(3)
-  }; ${errors} errored (red, counted at their reward ${
-    errors ? "" : "—none"
-  })</figcaption>
+  }, median ${median.toFixed(3)}${
+    errors > 0
+      ? `; ${errors} run(s) ended in an error (no reward, in red)`
+      : "; no errors"
+  }</figcaption>
 </figure>`;
 }
 
@@ -509,6 +526,15 @@ function taskSection(result: EvalResult, options: ReportOptions): string {
         string,
         string,
       ]]
+      : []),
+    ...(num(result.repeat) > 0
+      ? [["repeat", String(num(result.repeat))] as [string, string]]
+      : []),
+    ...(num(result.attempts) > 1
+      ? [["attempts", String(num(result.attempts))] as [string, string]]
+      : []),
+    ...(result.error_kind
+      ? [["error kind", esc(result.error_kind)] as [string, string]]
       : []),
     ["model calls", String(num(result.steps))],
     [

@@ -1,0 +1,198 @@
+import assert from "node:assert/strict";
+import {
+  escapeHtml,
+  imagesDirFor,
+  readResults,
+  renderReport,
+  REPORT_CSP,
+  storeImages,
+} from "./report.ts";
+import type { EvalResult } from "./runner.ts";
+
+/** A 1×1 PNG. */
+const PIXEL =
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
+const XSS = `"><script>alert(1)</script><img src=x onerror=alert(2)>`;
+
+function result(overrides: Partial<EvalResult> = {}): EvalResult {
+  return {
+    task: 0,
+    repeat: 0,
+    scenario: "guess",
+    args: {},
+    reward: 1,
+    done: true,
+    attempts: 1,
+    steps: 1,
+    tokens: { input: 10, output: 2 },
+    cost_usd: 0.00001,
+    trace_id: "trace-0",
+    convention: "chat",
+    refused_tool_calls: 0,
+    safety_checks: [],
+    duration_ms: 5,
+    ...overrides,
+  };
+}
+
+Deno.test("escapeHtml() escapes markup and quotes", () => {
+  assert.equal(
+    escapeHtml(`<a href="x" title='y'>&</a>`),
+    "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;&lt;/a&gt;",
+  );
+  assert.equal(escapeHtml(undefined), "");
+});
+
+Deno.test("imagesDirFor() puts the images beside the results", () => {
+  assert.equal(imagesDirFor("a/b.jsonl"), "a/b.images");
+  assert.equal(imagesDirFor("results"), "results.images");
+});
+
+Deno.test("renderReport() escapes everything a model or environment wrote, and shows only safe images", () => {
+  const asked: string[] = [];
+  const hostile = result({
+    scenario: XSS,
+    args: { note: XSS },
+    reward: null,
+    error: XSS,
+    content: XSS,
+    subscores: [{ name: XSS, weight: 1, value: 0 }],
+    trace_id: XSS,
+    safety_checks: [{ id: XSS, code: XSS, message: XSS }],
+    trajectory: {
+      prompt: [{ role: XSS, text: XSS }],
+      steps: [{
+        step: 1,
+        status: 200,
+        text: XSS,
+        tokens: { input: 1, output: 1 },
+        cost_usd: 0,
+        tool_calls: [{
+          name: XSS,
+          arguments: { x: XSS },
+          refused: true,
+          safety_checks: [{ id: XSS, message: XSS }],
+          result: {
+            text: XSS,
+            is_error: true,
+            images: [
+              { mimeType: "image/png", data: PIXEL },
+              { mimeType: "image/svg+xml", data: PIXEL },
+              { mimeType: `image/png" onload="alert(3)`, data: PIXEL },
+              { mimeType: "image/png", data: `${PIXEL}"><script>` },
+              {
+                mimeType: "image/png",
+                sha256: "../../../etc/passwd",
+                bytes: 1,
+              },
+              { mimeType: "image/png", sha256: "a".repeat(64), bytes: 1 },
+            ],
+          },
+        }],
+      }],
+    },
+  });
+  const html = renderReport([hostile], {
+    title: XSS,
+    readImage: (sha, ext) => {
+      asked.push(`${sha}.${ext}`);
+      return undefined;
+    },
+  });
+  assert.ok(!/<script/i.test(html), "no script element");
+  assert.ok(!/<img[^>]*onerror/i.test(html), "no handler on an image");
+  assert.ok(!/<[^>]*\sonload=/i.test(html), "no onload attribute");
+  assert.ok(html.includes(escapeHtml(XSS)));
+  const sources = [...html.matchAll(/\ssrc="([^"]*)"/g)].map((m) => m[1]);
+  assert.deepEqual(sources, [`data:image/png;base64,${PIXEL}`]);
+  // Only a well-formed hash reaches the image reader.
+  assert.deepEqual(asked, [`${"a".repeat(64)}.png`]);
+  assert.ok(html.includes(`content="${REPORT_CSP}"`));
+  assert.match(html, /refused: not a tool of this task/);
+});
+
+Deno.test("renderReport() gives every task a section, a summary row per scenario and errors apart from rewards", () => {
+  const html = renderReport([
+    result({ task: 0, reward: 1 }),
+    result({ task: 1, reward: 0.5, scenario: "other" }),
+    result({ task: 2, reward: null, error: "The environment failed" }),
+  ]);
+  for (const task of [0, 1, 2]) {
+    assert.match(
+      html,
+      new RegExp(`<article class="task [a-z ]+" id="task-${task}">`),
+    );
+  }
+  assert.match(
+    html,
+    /<th scope="row">guess<\/th><td class="n">2<\/td><td class="n">1\.000<\/td><td class="n">1<\/td>/,
+  );
+  assert.match(
+    html,
+    /<th scope="row">other<\/th><td class="n">1<\/td><td class="n">0\.500<\/td>/,
+  );
+  assert.match(
+    html,
+    /2 scored run\(s\): mean reward 0\.750, median 0\.750; 1 run\(s\) ended in an error/,
+  );
+  assert.ok(!/https?:\/\//.test(html), "no URL at all");
+});
+
+Deno.test("storeImages() writes each image once beside the results and readResults() skips what is not a result", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mcpkit-report-" });
+  try {
+    const image = { mimeType: "image/png", data: PIXEL };
+    const stored = await storeImages(
+      result({
+        trajectory: {
+          prompt: [{ role: "user", image }],
+          steps: [{
+            step: 1,
+            status: 200,
+            text: "",
+            tokens: { input: 0, output: 0 },
+            cost_usd: 0,
+            tool_calls: [{
+              name: "computer",
+              arguments: {},
+              result: {
+                text: "",
+                is_error: false,
+                images: [image, { mimeType: "text/html", data: "PGI+" }],
+              },
+            }],
+          }],
+        },
+      }),
+      `${dir}/r.images`,
+    );
+    const files = [...Deno.readDirSync(`${dir}/r.images`)].map((e) => e.name);
+    assert.equal(files.length, 1);
+    assert.match(files[0], /^[0-9a-f]{64}\.png$/);
+    const images = stored.trajectory!.steps[0].tool_calls[0].result!.images;
+    assert.deepEqual(images[0], {
+      mimeType: "image/png",
+      sha256: files[0].slice(0, 64),
+      bytes: 68,
+    });
+    assert.deepEqual(images[1], {
+      mimeType: "text/html",
+      sha256: "",
+      bytes: 0,
+    });
+    assert.ok(!JSON.stringify(stored).includes(PIXEL));
+
+    const { results, skipped } = readResults(
+      [
+        JSON.stringify(result({ task: 3 })),
+        "not json",
+        '{"task": "x"}',
+        JSON.stringify(stored),
+      ].join("\n"),
+    );
+    assert.deepEqual(results.map((r) => r.task), [0, 3]);
+    assert.equal(skipped, 2);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
