@@ -317,10 +317,12 @@ function parseCommandLine(argv: string[]) {
       );
     }
     if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") {
+      const first = (error as Error).message.split("\n")[0].replace(/\.$/, "");
+      const hint = /ambiguous/.test(first)
+        ? ` (a value starting with "-" goes as --name=value)`
+        : "";
       throw new UsageError(
-        `${
-          (error as Error).message.replace(/\.$/, "")
-        }: deno task eval --help lists the options`,
+        `${first}${hint}: deno task eval --help lists the options`,
       );
     }
     throw error;
