@@ -1,0 +1,158 @@
+/**
+ * `deno task store copy` on a KV file with traffic history: a gateway
+ * process served calls (charges, traces, usage, limit counters), an admin
+ * topped a caller up; after the copy every balance and ledger sum is the
+ * same in PostgreSQL, a gateway on PostgreSQL serves the same caller keys
+ * with their limits, and a second copy into the now non-empty database is
+ * refused.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { createCaller, listCallers } from "../gateway/callers.ts";
+import {
+  listLeases,
+  listLedger,
+  readBalance,
+  topUp,
+} from "../gateway/credits/ledger.ts";
+import { usdToMicros } from "../gateway/credits/money.ts";
+import { startSimulator } from "../gateway/simulator/mod.ts";
+import { openPostgresStore } from "../gateway/store/postgres.ts";
+import { listTraces } from "../gateway/tracing.ts";
+import { ledgerSum, postJson, spawnGateway } from "./_gateway_e2e.ts";
+import { POSTGRES_MISSING, reportSkip, startPostgres } from "./_postgres.ts";
+
+reportSkip();
+const CLI = new URL("../gateway/store/cli.ts", import.meta.url).pathname;
+const HELLO = [{ role: "user", content: "hello" }];
+
+async function copy(
+  ...args: string[]
+): Promise<{ code: number; out: string; err: string }> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", CLI, "copy", ...args],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+  return {
+    code: output.code,
+    out: text(output.stdout),
+    err: text(output.stderr),
+  };
+}
+
+Deno.test({
+  name:
+    "store copy moves a KV file with traffic history to PostgreSQL: balances, ledgers, traces, keys and limits intact; a non-empty target is refused",
+  ignore: POSTGRES_MISSING !== undefined,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    await using pg = await startPostgres();
+    await using sim = await startSimulator();
+    const kvPath = join(dir, "gateway.kv");
+    const kv = await Deno.openKv(kvPath);
+    try {
+      const plain = await createCaller(kv, {
+        name: "plain",
+        creditsMicros: usdToMicros(1),
+      });
+      const limited = await createCaller(kv, {
+        name: "limited",
+        creditsMicros: usdToMicros(1),
+        limits: { rpm: 5, models: ["gpt-4o-mini"] },
+      });
+      const env = {
+        ...sim.env(),
+        GATEWAY_KV_PATH: kvPath,
+        OPENAI_API_KEYS: "sk-copy-1",
+      };
+      const before = await spawnGateway(env);
+      for (const caller of [plain, limited, plain, limited, plain]) {
+        const response = await postJson(
+          `${before.url}/v1/chat/completions`,
+          caller.key,
+          { model: "gpt-4o-mini", messages: HELLO, max_tokens: 32 },
+        );
+        assert.equal(response.status, 200);
+        await response.body?.cancel();
+      }
+      assert.equal((await before.stop()).code, 0);
+      await topUp(kv, plain.id, 2_500);
+
+      const url = await pg.createDatabase("copied");
+      const wrong = await copy(join(dir, "missing.kv"), url);
+      assert.equal(wrong.code, 1);
+      assert.match(wrong.err, /No KV file/);
+
+      const copied = await copy(kvPath, url);
+      assert.equal(copied.code, 0, copied.err);
+      assert.match(
+        copied.out,
+        /^Copied \d+ records .* 2 callers' balances equal/,
+      );
+
+      const store = await openPostgresStore(url);
+      try {
+        assert.deepEqual(
+          (await listCallers(store)).map((c) => c.id).sort(),
+          (await listCallers(kv)).map((c) => c.id).sort(),
+        );
+        for (const caller of [plain, limited]) {
+          const balance = await readBalance(kv, caller.id);
+          assert.equal(await readBalance(store, caller.id), balance);
+          const ledger = await listLedger(store, caller.id);
+          assert.deepEqual(ledger, await listLedger(kv, caller.id));
+          assert.equal(ledgerSum(ledger), balance);
+          assert.deepEqual(
+            await listTraces(store, caller.id),
+            await listTraces(kv, caller.id),
+          );
+        }
+        assert.deepEqual(await listLeases(store, plain.id), []);
+
+        // The same keys work on a gateway over PostgreSQL, with their limits.
+        const after = await spawnGateway({
+          ...env,
+          GATEWAY_KV_PATH: join(dir, "unused.kv"),
+          GATEWAY_STORE: url,
+        });
+        try {
+          const ok = await postJson(
+            `${after.url}/v1/chat/completions`,
+            plain.key,
+            { model: "gpt-4o-mini", messages: HELLO, max_tokens: 32 },
+          );
+          assert.equal(ok.status, 200);
+          await ok.body?.cancel();
+          const refused = await postJson(
+            `${after.url}/v1/chat/completions`,
+            limited.key,
+            { model: "gpt-4o", messages: HELLO, max_tokens: 32 },
+          );
+          assert.equal(refused.status, 403);
+          await refused.body?.cancel();
+        } finally {
+          assert.equal((await after.stop()).code, 0);
+        }
+        const charges = (await listLedger(store, plain.id)).filter((e) =>
+          e.kind === "charge"
+        );
+        assert.equal(charges.length, 4, "three before the move, one after");
+        assert.equal(
+          ledgerSum(await listLedger(store, plain.id)),
+          await readBalance(store, plain.id),
+        );
+      } finally {
+        await store.end();
+      }
+
+      const again = await copy(kvPath, url);
+      assert.equal(again.code, 1);
+      assert.match(again.err, /not empty: refusing to overwrite/);
+    } finally {
+      kv.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
