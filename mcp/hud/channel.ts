@@ -263,9 +263,11 @@ export class ControlChannel {
     try {
       let message: unknown = first;
       for (;;) {
-        const id = requestId(message);
         const outcome = await this.#handle(message, sessionId);
         if (outcome.sessionId) sessionId = outcome.sessionId;
+        // A notification gets no reply; a request that could not be read
+        // gets its error with id null.
+        const id = requestId(message) ?? (outcome.invalid ? null : undefined);
         if (id !== undefined && outcome.reply) {
           await send({ jsonrpc: "2.0", id, ...outcome.reply });
         }
@@ -301,7 +303,12 @@ export class ControlChannel {
     message: unknown,
     sessionId: string,
   ): Promise<
-    { reply?: Record<string, unknown>; sessionId?: string; end?: boolean }
+    {
+      reply?: Record<string, unknown>;
+      sessionId?: string;
+      end?: boolean;
+      invalid?: boolean;
+    }
   > {
     if (message === undefined) return {};
     if (
@@ -310,6 +317,7 @@ export class ControlChannel {
       typeof (message as { method?: unknown }).method !== "string"
     ) {
       return {
+        invalid: true,
         reply: errorBody(
           ErrorCode.InvalidRequest,
           "Invalid Request: expected a JSON-RPC 2.0 request object with a method",
