@@ -1,0 +1,145 @@
+/**
+ * One environment, two wires: `deno task eval` scores `examples/text_game`
+ * identically over MCP (stdio) and over HUD v6's control channel
+ * (`tcp://host:port`), offline (the demo gateway's simulated model). Also:
+ * the control channel in a real process announces its port on stdout as
+ * HUD's subprocess runtime expects, and SIGTERM still runs the shutdown
+ * hooks and exits 0.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+
+const ROOT = new URL("../", import.meta.url);
+const GAME = new URL("examples/text_game/main.ts", ROOT).pathname;
+const TASKS = new URL("examples/text_game/tasks.jsonl", ROOT).pathname;
+const EVAL = new URL("eval/main.ts", ROOT).pathname;
+
+/** The text game serving the control channel on a free port. */
+async function startHudGame() {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", GAME, "hud"],
+    env: { MCP_PORT: "0", NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let stderr = "";
+  const stderrDone = (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of child.stderr) {
+      stderr += decoder.decode(chunk, { stream: true });
+    }
+  })();
+  const reader = child.stdout.getReader();
+  let stdout = "";
+  const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+  let port: number | undefined;
+  while (port === undefined) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`The game exited before listening: ${stderr}`);
+    stdout += new TextDecoder().decode(value);
+    const found = /^HUD_SERVE_PORT=(\d+)$/m.exec(stdout);
+    if (found) port = Number(found[1]);
+  }
+  clearTimeout(timer);
+  const stdoutDone = (async () => {
+    for (;;) if ((await reader.read()).done) return;
+  })();
+  return {
+    port,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    stop: async (signal: Deno.Signal = "SIGTERM") => {
+      child.kill(signal);
+      const status = await child.status;
+      await Promise.all([stderrDone, stdoutDone]);
+      return status;
+    },
+  };
+}
+
+async function evaluate(target: string, out: string) {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", EVAL, target, "--tasks", TASKS, "--out", out],
+    env: { NO_COLOR: "1", GATEWAY_URL: "", GATEWAY_KEY: "" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const stderr = new TextDecoder().decode(output.stderr);
+  assert.equal(output.code, 0, stderr);
+  return (await Deno.readTextFile(out)).trim().split("\n").map((line) =>
+    JSON.parse(line)
+  );
+}
+
+Deno.test("deno task eval scores examples/text_game identically over MCP stdio and over the HUD v6 control channel, offline", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "hud-eval-" });
+  const game = await startHudGame();
+  try {
+    const overMcp = await evaluate(GAME, `${dir}/mcp.jsonl`);
+    const overHud = await evaluate(
+      `tcp://127.0.0.1:${game.port}`,
+      `${dir}/hud.jsonl`,
+    );
+    const scores = (results: Record<string, unknown>[]) =>
+      results.map((
+        {
+          task,
+          scenario,
+          args,
+          reward,
+          done,
+          subscores,
+          content,
+          error,
+          steps,
+        },
+      ) => ({
+        task,
+        scenario,
+        args,
+        reward,
+        done,
+        subscores,
+        content,
+        error,
+        steps,
+      }));
+    assert.equal(overHud.length, overMcp.length);
+    assert.ok(overMcp.length >= 3, "the task file has tasks");
+    assert.deepEqual(scores(overHud), scores(overMcp));
+    assert.ok(
+      overMcp.some((r) => r.reward === 1),
+      "at least one task solved, so the scores say something",
+    );
+  } finally {
+    const status = await game.stop();
+    assert.equal(status.code, 0, game.stderr());
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("examples/text_game hud announces HUD_SERVE_PORT on stdout, and SIGTERM runs the shutdown hook and exits 0", async () => {
+  const game = await startHudGame();
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: game.port });
+  await conn.write(
+    new TextEncoder().encode(
+      '{"jsonrpc":"2.0","id":1,"method":"hello"}\n',
+    ),
+  );
+  const buffer = new Uint8Array(4096);
+  const n = await conn.read(buffer);
+  const hello = JSON.parse(new TextDecoder().decode(buffer.subarray(0, n!)));
+  assert.equal(hello.result.env.name, "text-game");
+  conn.close();
+  const status = await game.stop("SIGTERM");
+  assert.equal(status.code, 0);
+  assert.match(game.stderr(), /text-game: shutting down/);
+  assert.equal(
+    game.stdout().trim(),
+    `HUD_SERVE_PORT=${game.port}`,
+    "stdout carries only the announcement",
+  );
+});
