@@ -218,7 +218,7 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono {
   admin.get("/traces", async (c) =>
     c.json({
       object: "list",
-      data: await browseTraces(kv, new URL(c.req.url).searchParams),
+      ...await browseTraces(kv, new URL(c.req.url).searchParams),
     }));
 
   admin.get("/keys", async (c) => {

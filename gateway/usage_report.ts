@@ -6,7 +6,9 @@
  *
  * @module
  */
+import { getCaller } from "./callers.ts";
 import { GatewayError } from "./errors.ts";
+import type { CallerLimits } from "./limits/limits.ts";
 import {
   emptyCounters,
   type Granularity,
@@ -70,6 +72,13 @@ export interface UsageReport {
   byModel: ({ model: string } & UsageFigures)[];
   /** By provider. */
   byProvider: ({ provider: string } & UsageFigures)[];
+  /**
+   * Spend per bucket of each model, USD, one number per point of `series`
+   * (the models of `byModel`, in its order), for a chart stacked by model.
+   */
+  spendByModel: { model: string; costUsd: number[] }[];
+  /** The caller's limits, in a report of one caller (`null`: none set). */
+  limits?: CallerLimits | null;
 }
 
 /** The figures of a set of counters. */
@@ -125,7 +134,7 @@ function groupBy<K extends string>(
  *
  * @param kv The gateway's KV.
  * @param range `1h`, `24h`, `7d` or `30d`.
- * @param options `callerId`: only that caller (a caller's own page); `byCaller`: add the breakdown by caller; `now`: the clock.
+ * @param options `callerId`: only that caller (a caller's own page), with their limits; `byCaller`: add the breakdown by caller; `now`: the clock.
  * @returns The report.
  * @throws {GatewayError} A 400 for an unknown range.
  */
@@ -162,10 +171,24 @@ export async function usageReport(
     if (!point) byTime.set(row.time, point = emptyCounters());
     mergeCounters(point, row.counters);
   }
-  const series = [];
+  const series: UsageReport["series"] = [];
   for (let time = start; time < end; time += spec.step) {
     series.push({ time, ...figures(byTime.get(time) ?? emptyCounters()) });
   }
+  const byModel = groupBy(rows, (r) => r.model, "model");
+  const spend = new Map(
+    byModel.map((row) => [row.model, series.map(() => 0)]),
+  );
+  for (const row of rows) {
+    const index = (row.time - start) / spec.step;
+    const costs = spend.get(row.model);
+    if (costs && index >= 0 && index < costs.length) {
+      costs[index] += row.counters.costMicros;
+    }
+  }
+  const caller = options.callerId === undefined
+    ? undefined
+    : await getCaller(kv, options.callerId);
   return {
     range,
     from: new Date(start).toISOString(),
@@ -175,7 +198,12 @@ export async function usageReport(
     series,
     ...(options.byCaller &&
       { byCaller: groupBy(rows, (r) => r.callerId, "callerId") }),
-    byModel: groupBy(rows, (r) => r.model, "model"),
+    byModel,
     byProvider: groupBy(rows, (r) => r.provider, "provider"),
+    spendByModel: [...spend].map(([model, micros]) => ({
+      model,
+      costUsd: micros.map((m) => m / 1_000_000),
+    })),
+    ...(caller !== undefined && { limits: caller?.limits ?? null }),
   };
 }

@@ -1,16 +1,17 @@
 /**
  * The operator console and the caller page as a person uses them: headless
  * Chromium (Debian's `chromium`, driven by `playwright-core`) after real
- * traffic through the gateway to the simulator. Skipped, saying so, where
- * Chromium is not installed (`.ci/run` installs it).
+ * traffic through the gateway to the simulator, at a desktop (1440×900) and
+ * a phone (390×844) width. Skipped, saying so, where Chromium is not
+ * installed (`.ci/run` installs it).
  *
- * With `MCPKIT_SCREENSHOTS=1` it also writes `docs/console.png` and
- * `docs/activity.png`.
+ * With `MCPKIT_SCREENSHOTS=1` it also writes the screenshots in `docs/`
+ * (`console*.png`, `activity*.png`).
  *
  * @module
  */
 import assert from "node:assert/strict";
-import { chromium } from "playwright-core";
+import { chromium, type Page } from "playwright-core";
 import { parseConfig } from "../gateway/config.ts";
 import { startGateway } from "../gateway/server.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
@@ -26,6 +27,17 @@ const FLAGS = [
   "--disable-component-update",
   "--disable-sync",
 ];
+const DESKTOP = { width: 1440, height: 900 };
+const PHONE = { width: 390, height: 844 };
+const TABS = [
+  "overview",
+  "callers",
+  "models",
+  "catalog",
+  "providers",
+  "keys",
+  "traces",
+];
 const SCREENSHOTS = Deno.env.get("MCPKIT_SCREENSHOTS") === "1";
 const DOCS = new URL("../docs/", import.meta.url).pathname;
 
@@ -36,6 +48,18 @@ try {
   console.warn(
     `console browser test skipped: ${CHROMIUM} not found (apt-get install -y chromium)`,
   );
+}
+
+interface Trace {
+  requestId: string;
+  traceId: string;
+  callerId: string;
+  model?: string;
+  status: number;
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens: number;
+  costMicros: number;
 }
 
 async function admin(base: string, path: string, init: RequestInit = {}) {
@@ -49,7 +73,7 @@ async function admin(base: string, path: string, init: RequestInit = {}) {
 async function call(
   base: string,
   key: string,
-  model: string,
+  model: string | undefined,
   stream = false,
 ): Promise<number> {
   const response = await fetch(`${base}/v1/chat/completions`, {
@@ -69,10 +93,14 @@ async function call(
 }
 
 /** Polls a condition (the pages' CSP forbids Playwright's evaluated waits). */
-async function until(check: () => Promise<boolean>, timeoutMs = 10_000) {
+async function until(
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs = 10_000,
+) {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("Timed out waiting");
+    if (Date.now() > deadline) throw new Error(`Timed out waiting: ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
@@ -81,12 +109,80 @@ function usd(value: number): string {
   return `$${value < 1 ? value.toFixed(6) : value.toFixed(2)}`;
 }
 
+/** Parses CSV (RFC 4180: quoted fields may hold commas, quotes, line breaks). */
+function parseCsv(text: string): Record<string, string>[] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = "";
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (quoted) {
+      if (ch === '"' && text[i + 1] === '"') cell += text[++i];
+      else if (ch === '"') quoted = false;
+      else cell += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ",") row.push(cell), cell = "";
+    else if (ch === "\n") row.push(cell), rows.push(row), row = [], cell = "";
+    else if (ch !== "\r") cell += ch;
+  }
+  const [header, ...body] = rows;
+  return body.map((r) => Object.fromEntries(header.map((h, i) => [h, r[i]])));
+}
+
+/** What a page looks like where it should: no stray null, no clipped card. */
+async function checkLayout(page: Page, where: string) {
+  // A value printed raw: a cell or line that is "null" (or undefined, NaN,
+  // an object), or a number gone wrong inside one ("$NaN").
+  const text = await page.locator("main").innerText();
+  const stray = text.split(/[\t\n]/).map((cell) => cell.trim()).filter(
+    (cell) =>
+      /^(null|undefined|NaN)$/.test(cell) || /\[object |\bNaN\b/.test(cell),
+  );
+  assert.deepEqual(stray, [], `${where}: stray values in ${text}`);
+  const clipped = await page.locator(".card, .card .value").evaluateAll((
+    cards,
+  ) =>
+    cards.filter((card) => card.scrollWidth > card.clientWidth).map((card) =>
+      card.textContent
+    )
+  );
+  assert.deepEqual(clipped, [], `${where}: clipped cards`);
+  // Nothing wider than the window but what scrolls inside its own box.
+  const overflow = await page.locator("body").evaluate((body) =>
+    body.scrollWidth - body.clientWidth
+  );
+  assert.ok(
+    overflow <= 0,
+    `${where}: the page scrolls sideways by ${overflow}px`,
+  );
+}
+
+async function openTab(page: Page, tab: string) {
+  await page.click(`[data-tab=${tab}]`);
+  await page.waitForSelector(`[data-tab=${tab}][aria-current=page]`);
+  await page.waitForSelector("main:not([aria-busy])");
+}
+
+async function canvasWidth(page: Page, testid: string): Promise<number> {
+  return (await page.locator(`[data-testid=${testid}] canvas`).boundingBox())
+    ?.width ?? 0;
+}
+
+async function download(page: Page, testid: string): Promise<string> {
+  const [file] = await Promise.all([
+    page.waitForEvent("download"),
+    page.click(`[data-testid=${testid}]`),
+  ]);
+  return await Deno.readTextFile(await file.path());
+}
+
 Deno.test({
   name:
-    "the console signs in, shows the traffic's totals and charts, filters and opens traces, creates and tops up a caller; a caller's page shows only their own calls",
+    "the console at desktop and phone widths: every tab laid out, limits and prices edited then enforced and charged, traces opened as fields and paged past 200, CSV equal to the API; the caller page shows the caller's own calls and limits",
   ignore: !found,
 }, async () => {
-  await using sim = await startSimulator({ behaviour: { latencyMs: 5 } });
+  await using sim = await startSimulator({ behaviour: { latencyMs: 2 } });
   const gateway = await startGateway(
     parseConfig({
       env: {
@@ -106,31 +202,37 @@ Deno.test({
     args: FLAGS,
   });
   try {
-    const alice = await admin(base, "/admin/keys", {
-      method: "POST",
-      body: JSON.stringify({ name: "alice", credits: 10 }),
-    });
-    const bob = await admin(base, "/admin/keys", {
-      method: "POST",
-      body: JSON.stringify({ name: "bob", credits: 10 }),
-    });
+    const create = (name: string, credits = 10) =>
+      admin(base, "/admin/keys", {
+        method: "POST",
+        body: JSON.stringify({ name, credits }),
+      });
+    const alice = await create("alice");
+    const bob = await create("bob");
+    const carol = await create("carol");
+    const loader = await create("loader", 100);
     for (let i = 0; i < 3; i++) await call(base, alice.key, "gpt-4o-mini");
     await call(base, alice.key, "claude-haiku-4-5", true);
     await call(base, bob.key, "claude-haiku-4-5");
     await call(base, bob.key, "claude-haiku-4-5");
     assert.equal(await call(base, bob.key, "no-such-model"), 404);
-    // The truth to compare with: every trace the gateway kept.
-    const traces = (await admin(base, "/admin/traces")).data as {
-      callerId: string;
-      costMicros: number;
-      traceId: string;
-    }[];
-    assert.equal(traces.length, 7);
+    assert.equal(await call(base, bob.key, undefined), 400);
+    // Enough calls for a second page of traces.
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        for (let i = 0; i < 26; i++) {
+          await call(base, loader.key, "gpt-4o-mini");
+        }
+      }),
+    );
+    const traces = (await admin(base, "/admin/traces?limit=1000"))
+      .data as Trace[];
+    assert.equal(traces.length, 216);
     const totalCost = traces.reduce((sum, t) => sum + t.costMicros, 0) / 1e6;
 
-    const page = await browser.newPage({
-      viewport: { width: 1280, height: 900 },
-    });
+    const page = await browser.newPage({ viewport: DESKTOP });
+    const pageErrors: string[] = [];
+    page.on("pageerror", (error) => pageErrors.push(error.message));
     await page.goto(`${base}/console`);
     await page.fill("[data-testid=signin-token]", "not-the-token");
     await page.click("[data-testid=signin-submit]");
@@ -142,102 +244,341 @@ Deno.test({
 
     // Overview: the totals of the traffic, and charts with points in them.
     await page.click("[data-range='1h']");
-    await page.waitForSelector("[data-testid=total-requests]");
-    assert.equal(await page.textContent("[data-testid=total-requests]"), "7");
+    await page.waitForSelector("[data-range='1h'][aria-pressed=true]");
+    await page.waitForSelector("[data-testid=chart-requests] canvas");
+    assert.equal(
+      await page.textContent("[data-testid=total-requests]"),
+      String(traces.length),
+    );
     assert.equal(
       await page.textContent("[data-testid=total-spend]"),
       usd(totalCost),
     );
-    assert.equal(await page.textContent("[data-testid=error-rate]"), "14.3%");
-    const requestsChart = page.locator("[data-testid=chart-requests]");
-    assert.equal(await requestsChart.getAttribute("data-total"), "8"); // 7 calls + 1 error
-    assert.equal(await requestsChart.locator("canvas").count(), 1);
     assert.equal(
-      await page.getAttribute("[data-testid=chart-spend]", "data-total") !==
-        "0",
-      true,
+      await page.textContent("[data-testid=error-rate]"),
+      `${(200 / traces.length).toFixed(1)}%`,
+    );
+    assert.match(
+      await page.textContent("[data-testid=latency]") ?? "",
+      /^p50 [\d,.]+ msp95 [\d,.]+ msp99 [\d,.]+ ms$/,
+    );
+    const requestsChart = page.locator("[data-testid=chart-requests]");
+    assert.equal(
+      await requestsChart.getAttribute("data-total"),
+      String(traces.length + 2), // the requests, and the 2 errors again
+    );
+    const spendChart = page.locator("[data-testid=chart-spend]");
+    assert.equal(
+      (await spendChart.getAttribute("data-models"))?.split(",").sort().join(
+        ",",
+      ),
+      "claude-haiku-4-5,gpt-4o-mini,refused before routing",
+    );
+    assert.ok(
+      Math.abs(
+        Number(await spendChart.getAttribute("data-total")) - totalCost,
+      ) <
+        1e-9,
     );
     assert.ok(!page.url().includes(ADMIN), "the token is never in the URL");
     assert.deepEqual(await page.context().cookies(), [], "nor in a cookie");
+    await checkLayout(page, "overview at 1440");
     if (SCREENSHOTS) await page.screenshot({ path: `${DOCS}console.png` });
 
-    // Models: the breakdown by model.
-    await page.click("[data-tab=models]");
+    // Charts follow the window: each fills its box, narrower, then wide again.
+    const fits = async () => {
+      const box = (await requestsChart.boundingBox())?.width ?? 0;
+      // The canvas is the box less its padding (8 px a side) and border.
+      return Math.abs(await canvasWidth(page, "chart-requests") - (box - 18)) <
+        2;
+    };
+    assert.ok(await fits(), "the chart fills its box");
+    const wide = await canvasWidth(page, "chart-requests");
+    await page.setViewportSize({ width: 1100, height: 900 });
+    await until(
+      "the chart to narrow with the window",
+      async () =>
+        await canvasWidth(page, "chart-requests") < wide - 100 && await fits(),
+    );
+    await page.setViewportSize(DESKTOP);
+    await until(
+      "the chart to widen with the window",
+      async () =>
+        Math.abs(await canvasWidth(page, "chart-requests") - wide) < 2,
+    );
+
+    // Usage CSV: the API's numbers.
+    const usage = await admin(base, "/admin/usage?range=1h");
+    const usageRows = parseCsv(await download(page, "usage-csv"));
+    const total = usageRows.find((r) => r.group === "total")!;
+    assert.equal(Number(total.requests), usage.totals.requests);
+    assert.equal(Number(total.cost_usd), usage.totals.costUsd);
+    for (const row of usage.byModel) {
+      const csvRow = usageRows.find((r) =>
+        r.group === "model" && r.id === row.model
+      );
+      assert.equal(Number(csvRow?.requests), row.requests, row.model);
+      assert.equal(Number(csvRow?.cost_usd), row.costUsd, row.model);
+    }
+
+    // Every tab at both widths: laid out, no stray null.
+    for (const viewport of [DESKTOP, PHONE]) {
+      await page.setViewportSize(viewport);
+      for (const tab of TABS) {
+        await openTab(page, tab);
+        await checkLayout(page, `${tab} at ${viewport.width}`);
+      }
+    }
+    if (SCREENSHOTS) {
+      await openTab(page, "overview");
+      await page.screenshot({ path: `${DOCS}console-phone.png` });
+    }
+    await page.setViewportSize(DESKTOP);
+
+    // Models: the breakdown by model, refusals before routing named so.
+    await openTab(page, "models");
     const models = await page.textContent("[data-testid=models-table]");
-    assert.match(models ?? "", /gpt-4o-mini\s*3/);
+    assert.match(models ?? "", /gpt-4o-mini\s*211/);
     assert.match(models ?? "", /claude-haiku-4-5\s*3/);
+    assert.match(models ?? "", /refused before routing\s*2/);
 
     // Provider keys: each key by its id, with its last minute's use.
-    await page.click("[data-tab=keys]");
+    await openTab(page, "keys");
     const keys = await page.textContent("[data-testid=keys-table]");
     assert.match(keys ?? "", /openai\s*\S+\s*ready/);
-    assert.match(keys ?? "", /anthropic/);
 
-    // Traces: filter by caller, then by status, and open one.
-    await page.click("[data-tab=traces]");
-    await page.selectOption("[data-filter=caller]", bob.id);
-    await page.click("[data-testid=apply-filter]");
-    await page.waitForSelector("[data-testid=traces-table] tbody tr");
-    assert.equal(
-      await page.locator("[data-testid=traces-table] tbody tr").count(),
-      3,
+    // Callers: carol has no requests (a dash, not 0%); bob's allowlist and
+    // carol's rpm edited in the page, then enforced on the next call.
+    await openTab(page, "callers");
+    const carolRow = page.locator("[data-testid=callers-table] tr", {
+      hasText: carol.id,
+    });
+    assert.match(await carolRow.innerText(), /\$0\.000000\s+—/);
+    await page.click(`[data-action=limits][data-caller=${bob.id}]`);
+    await page.fill("[data-limit=models]", "gpt-4o-mini");
+    await page.fill("[data-limit=spend]", "5");
+    await page.selectOption("[data-limit=period]", "day");
+    await page.click("[data-testid=limits-save]");
+    await page.waitForSelector(
+      `[data-limits=${bob.id}]:has-text('Models: gpt-4o-mini')`,
     );
-    await page.fill("[data-filter=status]", "4xx");
-    await page.click("[data-testid=apply-filter]");
-    await until(async () =>
-      await page.locator("[data-testid=traces-table] tbody tr").count() === 1
+    assert.deepEqual((await admin(base, `/admin/keys/${bob.id}`)).limits, {
+      models: ["gpt-4o-mini"],
+      spend: { amount: 5, period: "day" },
+    });
+    assert.equal(await call(base, bob.key, "claude-haiku-4-5"), 403);
+    assert.equal(await call(base, bob.key, "gpt-4o-mini"), 200);
+    await page.click(`[data-action=limits][data-caller=${carol.id}]`);
+    await page.fill("[data-limit=rpm]", "1");
+    await page.click("[data-testid=limits-save]");
+    await page.waitForSelector(
+      `[data-limits=${carol.id}]:has-text('1 request/min')`,
     );
-    await page.click("[data-testid=traces-table] tbody tr");
-    const detail = await page.textContent("[data-testid=trace-detail]");
-    assert.match(detail ?? "", /"status": 404/);
-    assert.match(detail ?? "", /no-such-model/);
+    assert.equal(await call(base, carol.key, "gpt-4o-mini"), 200);
+    assert.equal(await call(base, carol.key, "gpt-4o-mini"), 429);
+    // A bad limit is one line in the form, and nothing changes.
+    await page.click(`[data-action=limits][data-caller=${carol.id}]`);
+    await page.fill("[data-limit=rpm]", "0");
+    await page.click("[data-testid=limits-save]");
+    await page.waitForSelector("[data-testid=form-error]:has-text('rpm')");
+    assert.equal((await admin(base, `/admin/keys/${carol.id}`)).limits.rpm, 1);
 
-    // Callers: create one (its key shown once), then top it up.
-    await page.click("[data-tab=callers]");
-    await page.fill("[data-testid=new-caller-name]", "carol");
+    // Top-up in the page; a created caller's key with a copy button.
+    await openTab(page, "callers");
+    await page.click(`[data-action=topup][data-caller=${carol.id}]`);
+    await page.fill("[data-testid=topup-amount]", "2.5");
+    await page.click("[data-testid=topup-submit]");
+    await until(
+      "the top-up to show",
+      async () =>
+        (await carolRow.innerText()).includes("$12.") ||
+        (await carolRow.innerText()).includes("$11."),
+    );
+    const carolBalance = (await admin(base, `/admin/keys/${carol.id}`)).balance;
+    assert.ok(carolBalance > 12 && carolBalance <= 12.5, `${carolBalance}`);
+    await page.fill("[data-testid=new-caller-name]", "dave <b>&");
     await page.fill("[data-testid=new-caller-credits]", "3");
     await page.click("[data-testid=create-caller]");
-    const notice = await page.textContent("[data-testid=created-key]");
-    assert.match(notice ?? "", /Created "carol"\. Its key, shown once: \S+/);
-    const carol = ((await admin(base, "/admin/keys")).data as {
-      id: string;
-      name: string;
-    }[]).find((c) => c.name === "carol")!;
-    page.once("dialog", (dialog) => dialog.accept("2"));
-    await page.click(`[data-action=topup][data-caller=${carol.id}]`);
-    await until(async () =>
-      (await page.textContent("[data-testid=callers-table]"))?.includes(
-        "$5.00",
-      ) === true
+    const davesKey = await page.textContent(
+      "[data-testid=created-key-value]",
     );
-    assert.equal((await admin(base, `/admin/keys/${carol.id}`)).balance, 5);
-
-    // Bob's own page: his balance, his calls, nobody else's.
-    const own = await browser.newPage({
-      viewport: { width: 1280, height: 900 },
-    });
-    await own.goto(`${base}/activity`);
-    await own.fill("[data-testid=signin-token]", bob.key);
-    await own.click("[data-testid=signin-submit]");
-    await own.click("[data-range='1h']");
-    await own.waitForSelector("[data-testid=total-requests]");
-    assert.equal(await own.textContent("[data-testid=total-requests]"), "3");
-    const bobTraces = traces.filter((t) => t.callerId === bob.id);
-    const shown = await own.textContent("[data-testid=traces-table]");
-    for (const trace of traces) {
-      assert.equal(
-        (shown ?? "").includes(trace.traceId),
-        trace.callerId === bob.id,
-        `trace ${trace.traceId} of ${trace.callerId}`,
-      );
-    }
-    assert.equal(bobTraces.length, 3);
-    const bobBalance = (await admin(base, `/admin/keys/${bob.id}`)).balance;
+    assert.match(davesKey ?? "", /^mk-\S+$/);
+    assert.equal(await page.locator("[data-testid=copy-key]").count(), 1);
     assert.equal(
-      await own.textContent("[data-testid=balance]"),
-      usd(bobBalance),
+      await page.locator("[data-testid=callers-table] b").count(),
+      0,
+      "a name is text, never markup",
     );
-    if (SCREENSHOTS) await own.screenshot({ path: `${DOCS}activity.png` });
+    assert.equal(await call(base, davesKey!, "gpt-4o-mini"), 200);
+    if (SCREENSHOTS) {
+      await page.click(`[data-action=limits][data-caller=${bob.id}]`);
+      await page.waitForSelector("[data-testid=limits-panel]");
+      await page.screenshot({ path: `${DOCS}console-callers.png` });
+    }
+
+    // Catalog: a model's price edited in the page, then charged.
+    await openTab(page, "catalog");
+    await page.click("[data-action=edit-model][data-model='gpt-4o-mini']");
+    await page.fill("[data-model-field=input]", "10");
+    await page.fill("[data-model-field=output]", "20");
+    await page.click("[data-testid=model-save]");
+    await page.waitForSelector(
+      "[data-testid=catalog-table] tr:has-text('gpt-4o-mini'):has-text('$10'):has-text('$20')",
+    );
+    await until("the new price to be served", async () => {
+      const catalog = (await admin(base, "/admin/models")).data as {
+        id: string;
+        pricing: { input: number };
+      }[];
+      return catalog.find((m) => m.id === "gpt-4o-mini")?.pricing.input ===
+        10;
+    });
+    assert.equal(await call(base, alice.key, "gpt-4o-mini"), 200);
+    const [charged] = (await admin(
+      base,
+      `/admin/traces?caller=${alice.id}&limit=1`,
+    )).data as Trace[];
+    assert.ok(charged.inputTokens > 0 && charged.outputTokens > 0);
+    assert.equal(
+      charged.costMicros,
+      (charged.inputTokens - charged.cachedTokens) * 10 +
+        charged.outputTokens * 20,
+    );
+    if (SCREENSHOTS) {
+      await page.screenshot({ path: `${DOCS}console-catalog.png` });
+    }
+
+    // Traces: no detail until a row is picked, then labelled fields.
+    await openTab(page, "traces");
+    await page.waitForSelector("[data-testid=trace-hint]");
+    const all = (await admin(base, "/admin/traces?limit=1000")).data as Trace[];
+    const firstPage = page.locator("[data-testid=traces-table] tbody tr");
+    assert.equal(await firstPage.count(), 200);
+    assert.equal(
+      await page.textContent("[data-testid=trace-range]"),
+      "Calls 1–200",
+    );
+    await page.click(
+      `[data-testid=traces-table] tbody tr:has-text('${charged.traceId}')`,
+    );
+    await page.waitForSelector("[data-testid=trace-detail]", { timeout: 5_000 })
+      .catch(() => {
+        throw new Error(`No trace detail: ${pageErrors.join("; ")}`);
+      });
+    const field = (label: string) =>
+      page.textContent(`[data-testid=trace-detail] dd[data-field='${label}']`);
+    assert.equal(await field("Cost"), usd(charged.costMicros / 1e6));
+    assert.match(
+      await field("Time") ?? "",
+      /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/,
+    );
+    assert.equal(await field("Caller"), `alice (${alice.id})`);
+    assert.equal(await field("Provider"), "openai");
+    const detailText = await page.textContent("[data-testid=trace-detail]");
+    assert.doesNotMatch(detailText ?? "", /costMicros|latencyMs|\{/);
+    await checkLayout(page, "trace detail");
+    if (SCREENSHOTS) {
+      await page.screenshot({ path: `${DOCS}console-traces.png` });
+    }
+    await page.click("[data-testid=close-detail]");
+    await page.waitForSelector(
+      "main:not([aria-busy]) [data-testid=trace-hint]",
+    );
+    assert.deepEqual(pageErrors, [], "no error in the console's scripts");
+
+    // Paging past 200: the older page holds the rest, none repeated.
+    const shownIds = async () => (await page.locator(
+      "[data-testid=traces-table] tbody tr td:last-child",
+    ).allTextContents());
+    const page1 = await shownIds();
+    await page.click("[data-testid=older]");
+    await page.waitForSelector(
+      `[data-testid=trace-range]:has-text('Calls 201–${all.length}')`,
+    );
+    const page2 = await shownIds();
+    assert.equal(page2.length, all.length - 200);
+    assert.equal(new Set([...page1, ...page2]).size, all.length);
+    assert.deepEqual(
+      [...page1, ...page2],
+      all.map((t) => t.traceId),
+      "in the API's order",
+    );
+    assert.equal(
+      await page.locator("[data-testid=older]").isDisabled(),
+      true,
+    );
+    await page.click("[data-testid=newer]");
+    await page.waitForSelector(
+      "[data-testid=trace-range]:has-text('Calls 1–200')",
+    );
+
+    // Traces CSV: the API's records, number for number.
+    const traceRows = parseCsv(await download(page, "traces-csv"));
+    assert.equal(traceRows.length, all.length);
+    traceRows.forEach((row, i) => {
+      assert.equal(row.request_id, all[i].requestId);
+      assert.equal(Number(row.cost_usd), all[i].costMicros / 1e6);
+      assert.equal(Number(row.input_tokens), all[i].inputTokens);
+      assert.equal(Number(row.status), all[i].status);
+    });
+
+    // Auto-refresh: off until switched on, remembered for the tab.
+    assert.equal(await page.isChecked("[data-testid=auto-refresh]"), false);
+    await page.check("[data-testid=auto-refresh]");
+    await openTab(page, "overview");
+    assert.equal(await page.isChecked("[data-testid=auto-refresh]"), true);
+
+    // Bob's own page: his balance, his calls and his limits, nobody else's.
+    for (const viewport of [DESKTOP, PHONE]) {
+      const own = await browser.newPage({ viewport });
+      await own.goto(`${base}/activity`);
+      await own.fill("[data-testid=signin-token]", bob.key);
+      await own.click("[data-testid=signin-submit]");
+      await own.click("[data-range='1h']");
+      await own.waitForSelector("[data-range='1h'][aria-pressed=true]");
+      await own.waitForSelector("[data-testid=chart-spend] canvas");
+      const bobUsage = await admin(
+        base,
+        `/admin/usage?range=1h&caller=${bob.id}`,
+      );
+      assert.equal(
+        await own.textContent("[data-testid=total-requests]"),
+        String(bobUsage.totals.requests),
+      );
+      const shown = await own.textContent("[data-testid=traces-table]");
+      const latest = (await admin(base, "/admin/traces?limit=1000"))
+        .data as Trace[];
+      for (const trace of latest) {
+        assert.equal(
+          (shown ?? "").includes(trace.traceId),
+          trace.callerId === bob.id,
+          `trace ${trace.traceId} of ${trace.callerId}`,
+        );
+      }
+      const bobBalance = (await admin(base, `/admin/keys/${bob.id}`)).balance;
+      assert.equal(
+        await own.textContent("[data-testid=balance]"),
+        usd(bobBalance),
+      );
+      assert.equal(
+        await own.textContent(
+          "[data-testid=limits] dd[data-field='Models you may call']",
+        ),
+        "gpt-4o-mini",
+      );
+      assert.equal(
+        await own.textContent("[data-testid=limits] dd[data-field=Budget]"),
+        "$5.00 per day (UTC)",
+      );
+      await checkLayout(own, `activity at ${viewport.width}`);
+      if (SCREENSHOTS) {
+        await own.screenshot({
+          path: `${DOCS}activity${viewport === PHONE ? "-phone" : ""}.png`,
+          fullPage: viewport === PHONE,
+        });
+      }
+      await own.close();
+    }
   } finally {
     await browser.close();
     await gateway.shutdown();

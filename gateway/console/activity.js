@@ -6,6 +6,8 @@ import {
   card,
   chart,
   count,
+  fields,
+  groupLabel,
   h,
   ms,
   percent,
@@ -13,7 +15,9 @@ import {
   signedInPage,
   spendChart,
   table,
+  time,
   traceColumns,
+  traceFields,
   usd,
 } from "./common.js";
 
@@ -46,7 +50,7 @@ const render = signedInPage({
         card("Balance", usd(credits.balance), "balance"),
         card(`Spend (${state.range})`, usd(t.costUsd), "total-spend"),
         card(`Requests (${state.range})`, count(t.requests), "total-requests"),
-        card("Error rate", percent(t.errorRate), "error-rate"),
+        card("Error rate", percent(t.errorRate, t.requests), "error-rate"),
         card("Latency p50", ms(t.latencyMs.p50), "latency"),
       ),
       h(
@@ -57,10 +61,12 @@ const render = signedInPage({
           { label: "requests", color: "#1c7ed6", value: (p) => p.requests },
         ], "chart-requests"),
       ),
+      h("h2", { text: "Your limits" }),
+      limitsOf(report.limits),
       h("h2", { text: "By model" }),
       table(
         [
-          { label: "Model", value: (r) => r.model },
+          { label: "Model", value: (r) => groupLabel(r.model) },
           { label: "Requests", num: true, value: (r) => count(r.requests) },
           { label: "Spend", num: true, value: (r) => usd(r.costUsd) },
           {
@@ -73,11 +79,54 @@ const render = signedInPage({
         { testid: "models-table" },
       ),
       h("h2", { text: "Recent calls" }),
+      state.trace
+        ? h(
+          "section",
+          { class: "panel", "aria-label": "Call detail" },
+          traceFields(state.trace),
+        )
+        : h("p", { class: "muted", text: "Pick a call to see its detail." }),
       table(
         traceColumns(),
         traces.data,
-        { testid: "traces-table" },
+        {
+          testid: "traces-table",
+          empty: "No calls yet.",
+          onRow: (trace) => {
+            state.trace = trace;
+            render();
+          },
+        },
       ),
     ];
   },
 });
+
+/** The operator's limits on this key, as the caller sees them. */
+function limitsOf(limits) {
+  if (!limits) {
+    return h("p", {
+      class: "muted",
+      "data-testid": "limits",
+      text: "No limits beyond your balance.",
+    });
+  }
+  return fields([
+    [
+      "Requests per minute",
+      limits.rpm === undefined ? null : count(limits.rpm),
+    ],
+    ["Tokens per minute", limits.tpm === undefined ? null : count(limits.tpm)],
+    [
+      "Budget",
+      limits.spend
+        ? `${usd(limits.spend.amount)} per ${limits.spend.period} (UTC)`
+        : null,
+    ],
+    ["Models you may call", limits.models?.join(", ") ?? null],
+    [
+      "Key expires",
+      limits.expiresAt ? time(Date.parse(limits.expiresAt)) : null,
+    ],
+  ], "limits");
+}
