@@ -165,3 +165,89 @@ Deno.test("tools answer isError before a game starts and for guesses out of rang
     await client.close();
   }
 });
+
+/** Runs of the `guess` scenario, each keyed by its `_meta.run_id`. */
+function scenarioRun(client: Client, runId: string) {
+  const meta = { run_id: runId };
+  return {
+    start: (args: Record<string, string>) =>
+      client.getPrompt({
+        name: "text-game:guess",
+        arguments: args,
+        _meta: meta,
+      }),
+    guess: async (number: number) =>
+      text(
+        await client.callTool({
+          name: "guess",
+          arguments: { number },
+          _meta: meta,
+        }),
+      ),
+    look: async () =>
+      text(await client.callTool({ name: "look", arguments: {}, _meta: meta })),
+    finish: async (answer: string) => {
+      await client.callTool({
+        name: "_hud_submit",
+        arguments: { scenario: "guess", answer },
+        _meta: meta,
+      });
+      const read = await client.readResource({
+        uri: "text-game:guess",
+        _meta: meta,
+      });
+      return JSON.parse((read.contents[0] as { text: string }).text) as {
+        reward: number;
+        subscores: { name: string; value: number }[];
+        info: { target: number };
+      };
+    },
+  };
+}
+
+Deno.test("two scenario runs on one connection play their own games, and a run's game goes with it", async () => {
+  const { client, games } = await connect();
+  try {
+    const a = scenarioRun(client, "run-a");
+    const b = scenarioRun(client, "run-b");
+    await a.start({ target: "3", max: "10" });
+    await b.start({ target: "8", max: "10" });
+    assert.equal(games.size, 2);
+    assert.match(await a.guess(3), /^Correct! The number is 3\./);
+    assert.match(await b.guess(3), /^3 is too low/);
+    assert.match(await b.look(), /between 4 and 10/);
+    assert.match(await b.guess(8), /^Correct!/);
+    assert.equal((await a.finish("It is 3")).reward, 1);
+    assert.equal(games.size, 1, "the finished run's game is dropped");
+    // Solved on the second of 7 guesses, and the answer names it.
+    const reward = (await b.finish("8")).reward;
+    assert.ok(
+      Math.abs(reward - (0.6 + 0.2 * 6 / 7 + 0.2)) < 1e-12,
+      `${reward}`,
+    );
+    assert.equal(games.size, 0);
+    // Without a run, the tools play the hubs' game, which nobody started.
+    const early = await client.callTool({ name: "look", arguments: {} });
+    assert.match(text(early), /No game in play: call setup\/start first/);
+  } finally {
+    await client.close();
+  }
+});
+
+Deno.test('the answer subscore needs the secret itself: "undefined" does not name it while the game runs', async () => {
+  const { client } = await connect();
+  try {
+    const run = scenarioRun(client, "run-undefined");
+    await run.start({ target: "5", max: "10" });
+    assert.match(await run.guess(2), /too low/);
+    const result = await run.finish("The number is undefined");
+    assert.equal(
+      result.subscores.find((s) => s.name === "answer")?.value,
+      0,
+    );
+    assert.equal(result.reward, 0);
+    assert.equal(result.info.target, 5);
+  } finally {
+    await client.close();
+  }
+});
