@@ -5,28 +5,44 @@
  * Anthropic Messages, Responses, Gemini; the environment's `computer` tool as
  * each one's native computer tool), and reports reward, steps, tokens, cost
  * and the gateway's trace id per task. Only the tools the scenario gives the
- * agent are callable. `deno task eval` is its command line.
+ * agent are callable. A run that fails has no reward (`null`) and an error
+ * kind; infrastructure failures can be retried, runs timed out, repeated
+ * (pass@k) and resumed (`completed`). `deno task eval` is its command line.
  *
  * @example Run every scenario of an environment once
  * ```ts
- * import { runEval } from "@org/mcpkit/eval";
+ * import { runEval, summaryTable } from "@org/mcpkit/eval";
  *
  * const { results } = await runEval({
  *   target: { command: "deno", args: ["run", "-A", "examples/text_game/main.ts"] },
  *   tasks: [{ scenario: "guess", args: { target: 7, max: 10 } }],
  *   endpoint: { gatewayUrl: "http://localhost:8080", key: "gk_…", model: "gpt-4o-mini" },
+ *   repeat: 4,
+ *   retries: 2,
+ *   timeoutMs: 300_000,
  * });
- * console.log(results[0].reward, results[0].cost_usd);
+ * console.log(summaryTable(results)); // mean ± 95% ci, pass@1, pass@4, errors
+ * console.log(results[0].reward ?? results[0].error, results[0].cost_usd);
  * ```
  *
  * @module
  */
-export { parseTasks, runEval, summaryTable } from "./runner.ts";
+export {
+  concurrencyRefusal,
+  parseTasks,
+  passAtK,
+  rewardStats,
+  runEval,
+  runIdentity,
+  summaryTable,
+} from "./runner.ts";
 export type {
+  EvalErrorKind,
   EvalOptions,
   EvalResult,
   EvalSummary,
   EvalTask,
+  RewardStats,
 } from "./runner.ts";
 export {
   agentTools,
@@ -37,7 +53,9 @@ export {
   Environment,
   EnvironmentError,
   MAX_IMAGE_BYTES,
+  OutputTail,
   parseTarget,
+  STDERR_TAIL_BYTES,
 } from "./environment.ts";
 export type {
   AgentTool,
