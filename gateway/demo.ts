@@ -1,7 +1,9 @@
 /**
  * `deno task demo`: the gateway in front of the built-in provider simulator
  * (all five providers, no network), with a demo caller key holding demo
- * credits, and a `curl` line to try it.
+ * credits, a `curl` line to try it, and the console's address with the
+ * admin token that signs in to it (`GATEWAY_ADMIN_TOKEN`, or one made up
+ * for this run).
  *
  * The KV is `:memory:` unless `GATEWAY_KV_PATH` is set, so a demo leaves
  * nothing behind.
@@ -26,14 +28,19 @@ export interface Demo {
   callerKey: string;
   /** The demo caller's starting credits, USD. */
   creditsUsd: number;
+  /** The admin token that signs in to the console: `GATEWAY_ADMIN_TOKEN`, or one made for this run. */
+  adminToken: string;
+  /** Whether {@linkcode Demo.adminToken} was made for this run (not the operator's own, so it may be printed). */
+  adminTokenMade: boolean;
   /** Stops the gateway, then the simulator. */
   close(): Promise<void>;
 }
 
 /**
  * Starts the provider simulator and the gateway in front of it, in this
- * process, with a KV in memory (unless `GATEWAY_KV_PATH` is set) and a caller
- * holding $5 of demo credits.
+ * process, with a KV in memory (unless `GATEWAY_KV_PATH` is set), a caller
+ * holding $5 of demo credits, and the admin API and console on
+ * (`GATEWAY_ADMIN_TOKEN`, or a random token made for this run).
  *
  * @param options `quiet`: keep the gateway's request log off stderr; `port`:
  * where it listens (default `PORT` or 8080; 0 picks a free one).
@@ -56,6 +63,12 @@ export async function startDemo(
     env[`${provider.toUpperCase()}_API_KEYS`] =
       `demo-${provider}-key-1,demo-${provider}-key-2`;
   }
+  // The console needs the admin token; a run without one gets its own.
+  const adminTokenMade = !env.GATEWAY_ADMIN_TOKEN;
+  env.GATEWAY_ADMIN_TOKEN ||= `demo-admin-${
+    crypto.randomUUID().replaceAll("-", "")
+  }`;
+  const adminToken = env.GATEWAY_ADMIN_TOKEN;
   let gateway: RunningGateway;
   try {
     gateway = await startGateway(
@@ -75,6 +88,8 @@ export async function startDemo(
     simulatorUrl: sim.baseUrl,
     callerKey: caller.key,
     creditsUsd: DEMO_CREDITS_USD,
+    adminToken,
+    adminTokenMade,
     close: async () => {
       await gateway.shutdown();
       await sim.close();
@@ -97,14 +112,23 @@ if (import.meta.main) {
     model: "claude-haiku-4-5",
     messages: [{ role: "user", content: "Hello, gateway" }],
   });
+  const key = demo.callerKey;
   console.log(
     `mcpkit gateway demo on ${gateway.url}, upstreams simulated at ${demo.simulatorUrl}
-Demo caller key (shown once): ${demo.callerKey}  ($${DEMO_CREDITS_USD} of demo credits)
+Demo caller key (shown once): ${key}  ($${DEMO_CREDITS_USD} of demo credits)
 
 Try it:
-curl -s ${gateway.url}/v1/chat/completions -H 'Authorization: Bearer ${demo.callerKey}' -H 'content-type: application/json' -d '${body}'
-curl -s ${gateway.url}/v1/credits -H 'Authorization: Bearer ${demo.callerKey}'
-Models: curl -s ${gateway.url}/v1/models   Stop: Ctrl-C`,
+curl -sS --fail-with-body ${gateway.url}/v1/chat/completions -H 'Authorization: Bearer ${key}' -H 'content-type: application/json' -d '${body}'
+curl -sS --fail-with-body ${gateway.url}/v1/credits -H 'Authorization: Bearer ${key}'
+Models: curl -sS ${gateway.url}/v1/models
+
+Console: ${gateway.url}/console  (sign in with the admin token${
+      demo.adminTokenMade
+        ? ` made for this run: ${demo.adminToken}`
+        : ": your GATEWAY_ADMIN_TOKEN"
+    })
+Caller page: ${gateway.url}/activity  (sign in with the demo caller key)
+Stop: Ctrl-C`,
   );
   const stop = async () => {
     await demo.close();

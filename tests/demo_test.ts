@@ -1,6 +1,7 @@
 /**
  * `deno task demo` as a user runs it: start it, copy the printed `curl`
- * line, run it, get a chat completion, stop the demo with SIGTERM.
+ * line, run it, get a chat completion, open the printed console address and
+ * sign in with the printed admin token, stop the demo with SIGTERM.
  */
 import assert from "node:assert/strict";
 
@@ -76,7 +77,7 @@ function lineSplitter(): TransformStream<string, string> {
 
 Deno.test({
   name:
-    "deno task demo prints a curl line that returns a chat completion, and stops on SIGTERM",
+    "deno task demo prints a curl line that returns a chat completion, the console's address with a token that signs in, and stops on SIGTERM",
   ignore: curlMissing,
   async fn() {
     const child = new Deno.Command(Deno.execPath(), {
@@ -135,6 +136,34 @@ Deno.test({
       );
       assert.equal(completion.choices[0].finish_reason, "stop");
       assert.ok(completion.usage.total_tokens > 0);
+
+      // The console, and the admin token it signs in with, are printed.
+      const consoleLine = await withTimeout(
+        waitForLine(lines, seen, (line) => line.startsWith("Console: ")),
+        10_000,
+        () => `No console line from the demo:\n${seen.join("\n")}`,
+      );
+      const [, consoleUrl, token] =
+        /^Console: (http:\/\/\S+\/console) +\(sign in with the admin token made for this run: (\S+)\)$/
+          .exec(consoleLine) ?? [];
+      assert.ok(consoleUrl && token, consoleLine);
+      const page = await fetch(consoleUrl);
+      assert.equal(page.status, 200);
+      assert.match(page.headers.get("content-type") ?? "", /text\/html/);
+      await page.body?.cancel();
+      const keys = await fetch(`${url.origin}/admin/keys`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      assert.equal(keys.status, 200, "the printed token signs in");
+      assert.deepEqual(
+        (await keys.json()).data.map((key: { name: string }) => key.name),
+        ["demo"],
+      );
+      const wrong = await fetch(`${url.origin}/admin/keys`, {
+        headers: { authorization: "Bearer not-the-demo-token-at-all" },
+      });
+      assert.equal(wrong.status, 401);
+      await wrong.body?.cancel();
 
       child.kill("SIGTERM");
       const status = await withTimeout(
