@@ -19,6 +19,10 @@ export interface DesktopOptions {
   chromium?: string;
   /** How long everything may take to come up (ms, default 45 000). */
   timeoutMs?: number;
+  /** Also serve the screen over VNC: x11vnc on the display, loopback only (for HUD's `rfb` capability). */
+  vnc?: boolean;
+  /** Open Chromium's DevTools port on loopback (for HUD's `cdp` capability). */
+  devtools?: boolean;
 }
 
 /** A running desktop. */
@@ -29,6 +33,10 @@ export interface Desktop extends AsyncDisposable {
   page: PageServer;
   /** Chromium's process id (the leader of its process group). */
   chromiumPid: number;
+  /** x11vnc's loopback port, when started with `vnc`. */
+  vncPort?: number;
+  /** Chromium's DevTools loopback port, when started with `devtools`. */
+  devtoolsPort?: number;
   /** Whether Chromium still runs (an agent may have closed it). */
   readonly chromiumRunning: boolean;
   /** Stops Chromium, the page's server and Xvfb. Safe to call more than once. */
@@ -139,6 +147,13 @@ export async function startDesktop(
           "--password-store=basic",
           "--force-device-scale-factor=1",
           `--user-data-dir=${profile}`,
+          // Port 0: Chromium picks one and writes it to DevToolsActivePort.
+          ...(options.devtools
+            ? [
+              "--remote-debugging-address=127.0.0.1",
+              "--remote-debugging-port=0",
+            ]
+            : []),
           "--window-position=0,0",
           // Without a window manager Chromium shrinks a window the size of
           // the screen by one pixel each way; one pixel more covers it.
@@ -195,6 +210,13 @@ export async function startDesktop(
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
 
+    const devtoolsPort = options.devtools
+      ? await devtoolsActivePort(profile, left())
+      : undefined;
+    const vncPort = options.vnc
+      ? await startVnc(stack, xvfb.display, left())
+      : undefined;
+
     const owned = stack.move();
     let closed: Promise<void> | undefined;
     let finished = false;
@@ -205,6 +227,8 @@ export async function startDesktop(
       xvfb,
       page,
       chromiumPid: pid,
+      vncPort,
+      devtoolsPort,
       get chromiumRunning() {
         return running;
       },
@@ -235,4 +259,76 @@ export async function startDesktop(
     await stack.disposeAsync();
     throw error;
   }
+}
+
+/** The port Chromium's DevTools listens on, from `DevToolsActivePort` in its profile. */
+async function devtoolsActivePort(
+  profile: string,
+  timeoutMs: number,
+): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const text = await Deno.readTextFile(`${profile}/DevToolsActivePort`)
+      .catch(() => "");
+    const port = Number(text.split("\n")[0]);
+    if (Number.isInteger(port) && port > 0) return port;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error("Chromium did not open its DevTools port");
+}
+
+/**
+ * Starts x11vnc on the display, bound to loopback, no password (only the
+ * control port's tunnel reaches it), and waits until it accepts connections.
+ */
+async function startVnc(
+  stack: AsyncDisposableStack,
+  display: string,
+  timeoutMs: number,
+): Promise<number> {
+  const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (probe.addr as Deno.NetAddr).port;
+  probe.close();
+  let child: Deno.ChildProcess;
+  try {
+    child = new Deno.Command("x11vnc", {
+      args: [
+        "-display",
+        display,
+        "-rfbport",
+        String(port),
+        "-localhost",
+        "-forever",
+        "-shared",
+        "-nopw",
+        "-quiet",
+      ],
+      stdin: "null",
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) {
+      throw new Error("Cannot serve the screen over VNC: x11vnc is missing");
+    }
+    throw error;
+  }
+  stack.defer(async () => {
+    try {
+      child.kill("SIGTERM");
+    } catch {
+      // exited
+    }
+    await child.status;
+  });
+  const deadline = Date.now() + Math.min(timeoutMs, 15_000);
+  while (Date.now() < deadline) {
+    try {
+      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
+      return port;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  throw new Error(`x11vnc did not listen on port ${port}`);
 }

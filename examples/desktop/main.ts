@@ -1,7 +1,10 @@
 /**
  * Runs the desktop environment:
- * `deno run -A examples/desktop/main.ts [stdio|http|sse] [port]`
+ * `deno run -A examples/desktop/main.ts [stdio|http|sse|hud] [port]`
  * (default stdio; port default `MCP_PORT` or 8765, host `MCP_HOST` or 127.0.0.1).
+ * `hud` serves HUD v6's control channel: the tools as the `mcp` capability,
+ * the screen as `rfb` (x11vnc on the Xvfb display) and the browser as `cdp`
+ * (Chromium's DevTools port), all on loopback, reached through the one port.
  *
  * `DESKTOP_SCREEN` sets the real screen (default `1280x800`),
  * `DESKTOP_WORKSPACE` the directory of `bash` and `edit` (default: a new
@@ -14,12 +17,14 @@
  */
 import { parseScreenSize, startDesktop } from "./desktop.ts";
 import { createDesktopServer } from "./server.ts";
+import { cdpCapability, rfbCapability } from "../../mcp/mod.ts";
 
 function fail(message: string): never {
   console.error(`desktop: ${message}`);
   Deno.exit(1);
 }
 
+const hud = Deno.args[0] === "hud";
 let size;
 try {
   size = parseScreenSize(Deno.env.get("DESKTOP_SCREEN") ?? "1280x800");
@@ -28,7 +33,7 @@ try {
 }
 let desktop;
 try {
-  desktop = await startDesktop({ size });
+  desktop = await startDesktop({ size, vnc: hud, devtools: hud });
 } catch (error) {
   fail(`cannot start the desktop: ${(error as Error).message}`);
 }
@@ -50,6 +55,16 @@ globalThis.addEventListener("unload", () => {
 });
 
 const { mcp, bash } = createDesktopServer({ desktop, workspace });
+if (desktop.vncPort !== undefined) {
+  mcp.addCapability(
+    rfbCapability(`rfb://127.0.0.1:${desktop.vncPort}`, {
+      display: Number(desktop.xvfb.display.replace(/^:/, "")),
+    }),
+  );
+}
+if (desktop.devtoolsPort !== undefined) {
+  mcp.addCapability(cdpCapability(`http://127.0.0.1:${desktop.devtoolsPort}`));
+}
 try {
   await mcp.run({
     transport: Deno.args[0] ?? "stdio",

@@ -1,0 +1,215 @@
+/**
+ * The computer-use example served over HUD v6's control channel
+ * (`examples/desktop/main.ts hud`): `hello` advertises `tools` (mcp),
+ * `screen` (rfb: x11vnc on the Xvfb display) and `browser` (cdp: Chromium's
+ * DevTools port), every daemon on loopback and reached only through
+ * `tunnel.open` on the control port. A real VNC client (Debian's
+ * `vncsnapshot`) takes a screenshot through the tunnel; Playwright's
+ * `connectOverCDP` reads the page through it.
+ *
+ * Skips, saying why, when Xvfb, xdotool, Chromium or x11vnc is missing; the
+ * VNC test also when `vncsnapshot` is (`apt-get install vncsnapshot`).
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { chromium } from "playwright-core";
+import { CapabilityForwarder } from "../mcp/hud/tunnel.ts";
+import { missingDesktopPrograms } from "./_desktop.ts";
+
+const MAIN = new URL("../examples/desktop/main.ts", import.meta.url).pathname;
+
+function installed(program: string): boolean {
+  try {
+    return new Deno.Command("which", {
+      args: [program],
+      stdout: "null",
+      stderr: "null",
+    }).outputSync().success;
+  } catch {
+    return false;
+  }
+}
+
+const missing = missingDesktopPrograms("hud_desktop_test");
+if (missing.length === 0 && !installed("x11vnc")) {
+  console.log(
+    "hud_desktop_test: skipped, x11vnc not installed (apt-get install x11vnc)",
+  );
+  missing.push("x11vnc");
+}
+const noSnapshot = !installed("vncsnapshot");
+if (missing.length === 0 && noSnapshot) {
+  console.log(
+    "hud_desktop_test: the rfb test is skipped, vncsnapshot not installed (apt-get install vncsnapshot)",
+  );
+}
+
+/** The desktop example serving the control channel on a free port. */
+async function startHudDesktop() {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", MAIN, "hud"],
+    env: { MCP_PORT: "0", NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let stderr = "";
+  const stderrDone = (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of child.stderr) {
+      stderr += decoder.decode(chunk, { stream: true });
+    }
+  })();
+  const reader = child.stdout.getReader();
+  const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+  let stdout = "";
+  let port: number | undefined;
+  while (port === undefined) {
+    const { value, done } = await reader.read();
+    if (done) {
+      clearTimeout(timer);
+      await stderrDone;
+      throw new Error(`The desktop exited before listening: ${stderr}`);
+    }
+    stdout += new TextDecoder().decode(value);
+    const found = /^HUD_SERVE_PORT=(\d+)$/m.exec(stdout);
+    if (found) port = Number(found[1]);
+  }
+  clearTimeout(timer);
+  const stdoutDone = (async () => {
+    for (;;) if ((await reader.read()).done) return;
+  })();
+  return {
+    port,
+    stderr: () => stderr,
+    [Symbol.asyncDispose]: async () => {
+      child.kill("SIGTERM");
+      const status = await child.status;
+      await Promise.all([stderrDone, stdoutDone]);
+      assert.equal(status.code, 0, `the desktop stopped badly: ${stderr}`);
+    },
+  };
+}
+
+/** `hello` over a raw connection: the bindings. */
+async function bindings(port: number) {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  try {
+    await conn.write(
+      new TextEncoder().encode('{"jsonrpc":"2.0","id":1,"method":"hello"}\n'),
+    );
+    let text = "";
+    const buffer = new Uint8Array(65536);
+    while (!text.includes("\n")) {
+      const n = await conn.read(buffer);
+      if (n === null) break;
+      text += new TextDecoder().decode(buffer.subarray(0, n));
+    }
+    return JSON.parse(text).result.bindings as {
+      name: string;
+      protocol: string;
+      url: string;
+      params: Record<string, unknown>;
+    }[];
+  } finally {
+    conn.close();
+  }
+}
+
+/** Width and height from a JPEG's start-of-frame marker. */
+function jpegSize(bytes: Uint8Array): { width: number; height: number } {
+  assert.ok(bytes[0] === 0xff && bytes[1] === 0xd8, "not a JPEG");
+  let offset = 2;
+  while (offset + 9 < bytes.length) {
+    assert.equal(bytes[offset], 0xff, "bad JPEG marker");
+    const marker = bytes[offset + 1];
+    const length = (bytes[offset + 2] << 8) | bytes[offset + 3];
+    if (marker >= 0xc0 && marker <= 0xc3) {
+      return {
+        height: (bytes[offset + 5] << 8) | bytes[offset + 6],
+        width: (bytes[offset + 7] << 8) | bytes[offset + 8],
+      };
+    }
+    offset += 2 + length;
+  }
+  throw new Error("no JPEG frame header");
+}
+
+Deno.test({
+  name:
+    "examples/desktop hud: hello advertises mcp, rfb and cdp on loopback; vncsnapshot takes a screenshot through the rfb tunnel",
+  ignore: missing.length > 0 || noSnapshot,
+}, async () => {
+  await using desktop = await startHudDesktop();
+  const advertised = await bindings(desktop.port);
+  assert.deepEqual(
+    advertised.map((b) => [b.name, b.protocol]),
+    [["tools", "mcp/2025-11-25"], ["screen", "rfb/3.8"], [
+      "browser",
+      "cdp/1.3",
+    ]],
+  );
+  for (const binding of advertised) {
+    assert.match(
+      binding.url,
+      /^\w+:\/\/127\.0\.0\.1:\d+/,
+      `${binding.name} is on loopback`,
+    );
+  }
+  const forwarder = CapabilityForwarder.start({
+    hostname: "127.0.0.1",
+    port: desktop.port,
+  }, "screen");
+  const dir = await Deno.makeTempDir({ prefix: "hud-vnc-" });
+  try {
+    const shot = `${dir}/screen.jpg`;
+    const output = await new Deno.Command("vncsnapshot", {
+      args: ["-quiet", `127.0.0.1::${forwarder.port}`, shot],
+      stdout: "piped",
+      stderr: "piped",
+      signal: AbortSignal.timeout(30_000),
+    }).output();
+    assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
+    const bytes = await Deno.readFile(shot);
+    assert.deepEqual(jpegSize(bytes), { width: 1280, height: 800 });
+    // The page is on screen: a blank 1280x800 JPEG is a few KiB.
+    assert.ok(
+      bytes.length > 20_000,
+      `a ${bytes.length}-byte screenshot looks blank`,
+    );
+  } finally {
+    await forwarder.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test({
+  name:
+    "examples/desktop hud: Playwright's connectOverCDP reads the page through the cdp tunnel",
+  ignore: missing.length > 0,
+}, async () => {
+  await using desktop = await startHudDesktop();
+  const forwarder = CapabilityForwarder.start({
+    hostname: "127.0.0.1",
+    port: desktop.port,
+  }, "cdp");
+  try {
+    const browser = await chromium.connectOverCDP(
+      `http://127.0.0.1:${forwarder.port}`,
+      {
+        timeout: 20_000,
+      },
+    );
+    try {
+      const pages = browser.contexts().flatMap((context) => context.pages());
+      assert.ok(pages.length > 0, "Chromium shows a page");
+      const text = await pages[0].innerText("body");
+      assert.match(text, /Guest book/);
+    } finally {
+      await browser.close();
+    }
+  } finally {
+    await forwarder.close();
+  }
+});
