@@ -93,5 +93,19 @@ export {
 export { claudeComputerPlan } from "./agents/messages.ts";
 export { responsesComputerPlan } from "./agents/responses.ts";
 export { geminiComputerPlan } from "./agents/gemini.ts";
-export type { ComputerPlan, JsonObject } from "./agents/loop.ts";
+export type {
+  ComputerPlan,
+  JsonObject,
+  ModelRequest,
+  ModelResponse,
+  ModelTransport,
+} from "./agents/loop.ts";
+export type {
+  Trajectory,
+  TrajectoryImage,
+  TrajectoryPrompt,
+  TrajectoryStep,
+  TrajectoryToolCall,
+  TrajectoryToolResult,
+} from "./agents/trajectory.ts";
 export type { ClaudePointer } from "./agents/messages.ts";
