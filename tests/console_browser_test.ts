@@ -418,6 +418,10 @@ Deno.test({
 
     // Catalog: a model's price edited in the page, then charged.
     await openTab(page, "catalog");
+    assert.equal(
+      await page.textContent("[data-lifecycle='claude-sonnet-4-5']"),
+      "deprecated 2026-09-30 · retires 2026-11-30 · successor claude-sonnet-5-5",
+    );
     await page.click("[data-action=edit-model][data-model='gpt-4o-mini']");
     await page.fill("[data-model-field=input]", "10");
     await page.fill("[data-model-field=output]", "20");

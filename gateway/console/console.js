@@ -859,6 +859,18 @@ function modelPanel(entry) {
     step: "1",
   });
   const alternates = text("alternates", m.alternates?.join(", "));
+  const life = m.lifecycle ?? {};
+  const deprecated = text("deprecated", life.deprecated?.slice(0, 10), {
+    type: "date",
+  });
+  const retires = text("retires", life.retires?.slice(0, 10), { type: "date" });
+  const successor = text("successor", life.successor);
+  const reroute = h("input", {
+    type: "checkbox",
+    name: "reroute",
+    checked: life.reroute === true,
+    "data-model-field": "reroute",
+  });
   const message = formError();
   const list = (value) =>
     value.split(",").map((part) => part.trim()).filter(Boolean);
@@ -890,6 +902,20 @@ function modelPanel(entry) {
           if (list(alternates.value).length) {
             body.alternates = list(alternates.value);
           } else delete body.alternates;
+          // Dates as typed keep their time of day when unchanged.
+          const keep = (typed, stored) =>
+            typed === stored?.slice(0, 10) ? stored : typed;
+          const lifecycle = {
+            ...(deprecated.value &&
+              { deprecated: keep(deprecated.value, life.deprecated) }),
+            ...(retires.value &&
+              { retires: keep(retires.value, life.retires) }),
+            ...(successor.value.trim() &&
+              { successor: successor.value.trim() }),
+            ...(reroute.checked && { reroute: true }),
+          };
+          if (Object.keys(lifecycle).length) body.lifecycle = lifecycle;
+          else delete body.lifecycle;
           const target = isNew ? id.value.trim() : m.id;
           submit(message, async () => {
             const saved = await call(modelPath(target), {
@@ -912,6 +938,15 @@ function modelPanel(entry) {
       field("Output $/M tokens", output),
       field("Max output tokens", maxOutput),
       field("Falls back to", alternates),
+      field("Deprecated from", deprecated),
+      field("Retires on", retires),
+      field("Successor", successor),
+      h(
+        "label",
+        { class: "field checkbox" },
+        h("span", { text: "After retirement" }),
+        h("span", {}, reroute, " serve the successor"),
+      ),
       h("button", {
         class: "primary",
         type: "submit",
@@ -923,29 +958,24 @@ function modelPanel(entry) {
   );
 }
 
-/** A lifecycle date of a catalog entry: a date string, or `{date, …}`. */
-function dateOf(value) {
-  if (!value) return undefined;
-  const raw = typeof value === "string" ? value : value.date ?? value.at;
-  return typeof raw === "string" ? raw.slice(0, 10) : undefined;
-}
-
+/** A catalog entry's end of life: deprecated from, retires on, successor. */
 function lifecycle(entry) {
-  const deprecated = dateOf(entry.deprecation);
-  const retired = dateOf(entry.retirement);
-  const successor = entry.retirement?.successor ?? entry.successor ??
-    entry.deprecation?.successor;
+  const life = entry.lifecycle;
+  if (!life) return "";
+  const day = (iso) => iso.slice(0, 10);
   const parts = [];
-  if (deprecated) parts.push(`deprecated ${deprecated}`);
-  if (retired) parts.push(`retires ${retired}`);
-  if (successor) parts.push(`→ ${successor}`);
-  return parts.length
-    ? h("span", {
-      class: "warn",
-      "data-lifecycle": entry.id,
-      text: parts.join(" · "),
-    })
-    : "";
+  if (life.deprecated) parts.push(`deprecated ${day(life.deprecated)}`);
+  if (life.retires) parts.push(`retires ${day(life.retires)}`);
+  if (life.successor) {
+    parts.push(
+      `${life.reroute ? "then served by" : "successor"} ${life.successor}`,
+    );
+  }
+  return h("span", {
+    class: "warn",
+    "data-lifecycle": entry.id,
+    text: parts.join(" · "),
+  });
 }
 
 function breakdown(rows, label, key, testid) {
