@@ -109,3 +109,25 @@ export type {
   TrajectoryToolResult,
 } from "./agents/trajectory.ts";
 export type { ClaudePointer } from "./agents/messages.ts";
+export { gatewayTransport } from "./agents/loop.ts";
+export {
+  escapeHtml,
+  imagesDirFor,
+  readResults,
+  renderReport,
+  REPORT_CSP,
+  storeImages,
+  writeReport,
+} from "./report.ts";
+export type { ReportOptions, ResultsFile } from "./report.ts";
+export {
+  firstDifference,
+  Recorder,
+  ReplayDivergence,
+  Replayer,
+} from "./record.ts";
+export type {
+  RecordedExchange,
+  RecordedTask,
+  RecordingIndex,
+} from "./record.ts";
