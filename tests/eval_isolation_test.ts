@@ -221,3 +221,64 @@ Deno.test("--concurrency above 1 against an HTTP environment that does not isola
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+const DESKTOP = `${ROOT}examples/desktop/main.ts`;
+function onPath(binary: string): boolean {
+  return (Deno.env.get("PATH") ?? "").split(":").some((dir) => {
+    try {
+      return Deno.statSync(`${dir}/${binary}`).isFile;
+    } catch {
+      return false;
+    }
+  });
+}
+const desktopMissing = [
+  ...["Xvfb", "xdotool"].filter((binary) => !onPath(binary)),
+  ...(Deno.env.get("CHROMIUM_PATH") ||
+      ["chromium", "chromium-browser", "google-chrome"].some(onPath)
+    ? []
+    : ["chromium"]),
+];
+if (desktopMissing.length > 0) {
+  console.log(
+    `eval_isolation_test: the desktop case is skipped, missing ${
+      desktopMissing.join(", ")
+    }`,
+  );
+}
+
+Deno.test({
+  name:
+    "the desktop example (one screen per process) over HTTP is refused with --concurrency 2, in one line",
+  ignore: desktopMissing.length > 0,
+}, async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mcpkit-eval-isolation-" });
+  const server = await startServerProcess(
+    Deno.execPath(),
+    ["run", "-A", DESKTOP, "http"],
+    60_000,
+  );
+  try {
+    const url = `${server.baseUrl}/mcp`;
+    const refused = await evalCli([
+      url,
+      "--model",
+      "operator",
+      "--concurrency",
+      "2",
+      "--out",
+      `${dir}/results.jsonl`,
+    ], dir);
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.equal(refused.stderr.trim().split("\n").length, 1, refused.stderr);
+    assert.match(
+      refused.stderr,
+      new RegExp(
+        `^Cannot run 2 tasks at once against desktop at ${url}: it (says its runs share state|does not say it isolates runs)`,
+      ),
+    );
+  } finally {
+    await server.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
