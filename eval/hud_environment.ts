@@ -84,6 +84,44 @@ const GradeSchema = z.object({
   })).optional(),
 }).passthrough();
 
+/**
+ * Reads a grade frame (`{score, done?, content?, info?, isError?,
+ * subscores?}`) as the runner's evaluation: the score is the reward.
+ *
+ * @param value The result of `tasks.grade`.
+ * @param scenario The task, for the error message.
+ * @returns The evaluation.
+ * @throws {EnvironmentError} When the frame has no numeric score, or its
+ * score is not finite (and grading did not fail).
+ */
+export function gradeResult(
+  value: unknown,
+  scenario: string,
+): EvaluationResult {
+  const graded = GradeSchema.safeParse(value);
+  if (!graded.success) {
+    throw new EnvironmentError(
+      `The grade of "${scenario}" has no numeric score`,
+    );
+  }
+  const { score, done, content, info, isError, subscores } = graded.data;
+  if (!isError && !Number.isFinite(score)) {
+    throw new EnvironmentError(
+      `The score of "${scenario}" is not a finite number`,
+    );
+  }
+  return {
+    reward: score,
+    done: done ?? true,
+    ...(content !== undefined && {
+      content: typeof content === "string" ? content : JSON.stringify(content),
+    }),
+    ...(info && { info }),
+    ...(isError && { isError }),
+    ...(subscores && { subscores }),
+  };
+}
+
 /** A JSON-RPC error the control channel answered with. */
 export class ControlError extends EnvironmentError {
   /** The JSON-RPC code. */
@@ -494,32 +532,10 @@ export class HudEnvironment extends Environment {
   ): Promise<EvaluationResult> {
     const answer = this.#answers.get(runId) ?? "";
     this.#answers.delete(runId);
-    const graded = GradeSchema.safeParse(
+    return gradeResult(
       await this.#control.call("tasks.grade", { answer }),
+      scenario,
     );
-    if (!graded.success) {
-      throw new EnvironmentError(
-        `The grade of "${scenario}" has no numeric score`,
-      );
-    }
-    const { score, done, content, info, isError, subscores } = graded.data;
-    if (!isError && !Number.isFinite(score)) {
-      throw new EnvironmentError(
-        `The score of "${scenario}" is not a finite number`,
-      );
-    }
-    return {
-      reward: score,
-      done: done ?? true,
-      ...(content !== undefined && {
-        content: typeof content === "string"
-          ? content
-          : JSON.stringify(content),
-      }),
-      ...(info && { info }),
-      ...(isError && { isError }),
-      ...(subscores && { subscores }),
-    };
   }
 
   /** Ends the session (`bye`), closes the tools' client and the channel. */
