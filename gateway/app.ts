@@ -125,6 +125,8 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     ),
     {
       defaultCooldownMs: config.keyCooldownMs,
+      // Keys' rpm/tpm hold across every process sharing this store.
+      store: kv,
       onRefused: (provider, keyId, status, cooldownMs) =>
         log({
           level: "warn",

@@ -5,13 +5,16 @@
  * cools the key down, a refusal blamed on the key takes it out for a while,
  * and any other end gives it back as it was.
  *
- * The pool lives in the memory of one process (see docs/decisions.md): it is
- * on the hot path, and the limits it enforces are the provider's own, which
- * answer 429 anyway when several processes together pass them.
+ * The pool lives in the memory of one process: it is on the hot path. Given
+ * the gateway's store, a key's limits hold across every process sharing it:
+ * each process lends a key only from a slice it claimed of the key's
+ * per-minute counter in the store (`limits/provider_keys.ts` states the
+ * bound); without a store they are per process.
  *
  * @module
  */
 import { createHash } from "node:crypto";
+import { SharedKeyWindows } from "./limits/provider_keys.ts";
 import type {
   AcquireResult,
   KeyHealth,
@@ -52,6 +55,13 @@ export interface KeyPoolOptions {
   ) => void;
   /** The clock, ms since epoch; tests pass their own. */
   now?: () => number;
+  /**
+   * The gateway's store: with it, each key's `rpm`/`tpm` hold for the key
+   * across every process sharing the store (each process lends from slices
+   * of a shared per-minute counter, `limits/provider_keys.ts`); without it,
+   * per process.
+   */
+  store?: Deno.Kv;
 }
 
 /** A minute of use, in one-second buckets. */
@@ -251,6 +261,7 @@ export class MemoryKeyPool implements KeyPool {
   readonly #now: () => number;
   /** The keys lent and not yet given back: each loan is given back once. */
   readonly #lent = new WeakSet<ProviderKey>();
+  readonly #shared: SharedKeyWindows | undefined;
 
   /**
    * Builds a pool; key ids are derived from the keys' hashes.
@@ -264,6 +275,9 @@ export class MemoryKeyPool implements KeyPool {
   ) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
+    this.#shared = options.store
+      ? new SharedKeyWindows(options.store, { now: this.#now })
+      : undefined;
     for (
       const [name, settings] of Object.entries(providers) as [
         ProviderName,
@@ -284,10 +298,12 @@ export class MemoryKeyPool implements KeyPool {
         });
       }
       this.#keys.set(name, states);
-      this.#limits.set(name, {
+      const limits = {
         rpm: settings.rpm ?? Infinity,
         tpm: settings.tpm ?? Infinity,
-      });
+      };
+      this.#limits.set(name, limits);
+      for (const state of states) this.#shared?.add(state.key.keyId, limits);
     }
   }
 
@@ -317,6 +333,7 @@ export class MemoryKeyPool implements KeyPool {
       const wait = Math.max(
         state.coolUntil - now,
         state.window.msUntilRoom(now, rpm, tpm, Math.min(estimatedTokens, tpm)),
+        this.#shared?.waitMs(state.key.keyId, estimatedTokens) ?? 0,
       );
       if (wait > 0) {
         soonest = Math.min(soonest, wait);
@@ -336,6 +353,7 @@ export class MemoryKeyPool implements KeyPool {
       };
     }
     best.window.add(now, 1, estimatedTokens);
+    this.#shared?.take(best.key.keyId, estimatedTokens);
     best.inFlight++;
     if (best.refusals > 0) best.probing = true;
     const key: PoolKey = {
@@ -373,12 +391,18 @@ export class MemoryKeyPool implements KeyPool {
         state.forbidden.clear();
         if (outcome.tokens !== estimatedTokens) {
           state.window.add(acquiredAt, 0, outcome.tokens - estimatedTokens);
+          this.#shared?.adjust(
+            key.keyId,
+            acquiredAt,
+            outcome.tokens - estimatedTokens,
+          );
         }
         return false;
       }
       case "failed":
         if (estimatedTokens !== 0) {
           state.window.add(acquiredAt, 0, -estimatedTokens);
+          this.#shared?.adjust(key.keyId, acquiredAt, -estimatedTokens);
         }
         return false;
       case "rateLimited": {

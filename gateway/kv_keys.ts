@@ -17,6 +17,7 @@
  * | `["catalog_version"]` | a counter (`Deno.KvU64`) bumped by every catalog change |
  * | `["limit_minute", callerId, minuteStart]` | `{requests, tokens}` a limited caller used in a calendar minute |
  * | `["limit_spend", callerId, periodStart]` | micro-USD a caller with a spend cap spent or holds in a period |
+ * | `["provider_key_window", keyId, minuteStart]` | `{requests, tokens}` every process together claimed of a limited provider key in a calendar minute (`limits/provider_keys.ts`) |
  *
  * @module
  */
@@ -216,4 +217,19 @@ export function limitSpendKey(
   periodStart: number,
 ): Deno.KvKey {
   return ["limit_spend", callerId, periodStart];
+}
+
+/**
+ * The key of what every gateway process together claimed of a limited
+ * provider key in one calendar minute.
+ *
+ * @param keyId The provider key's id (never its secret).
+ * @param minuteStart The minute's start, epoch ms.
+ * @returns The KV key.
+ */
+export function providerKeyWindowKey(
+  keyId: string,
+  minuteStart: number,
+): Deno.KvKey {
+  return ["provider_key_window", keyId, minuteStart];
 }

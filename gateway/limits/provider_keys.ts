@@ -1,0 +1,268 @@
+/**
+ * A provider key's RPM/TPM shared by every gateway process on one store. Each
+ * calendar minute (UTC) of a key has one counter in the store,
+ * `["provider_key_window", keyId, minuteStart]` = `{requests, tokens}`: what
+ * all processes together claimed of that minute. A process claims a slice of
+ * it (about 1/32 of the limit at a time, as credit leases take money ahead)
+ * and lends the key from its slice in memory, so the request path never waits
+ * for the store; a slice runs low → the next one is claimed in the
+ * background, and the first slice of the next minute is claimed shortly
+ * before it starts.
+ *
+ * The bound: the counter never grants past the limit, so across every
+ * process and host the upstream sees at most `rpm` requests of a key in each
+ * calendar minute (at most 2 × `rpm` in a sliding minute that spans two
+ * calendar ones, as with any fixed window), and at most `tpm` tokens as
+ * estimated when lent (a call that uses more than its estimate passes it by
+ * the difference). What a process claimed and did not use in a minute is
+ * lost to the others for that minute: at most two slices a process.
+ *
+ * A process with no slot left refuses the key until its claim commits (the
+ * call is offered the provider's other keys, then answered 429 with a
+ * `retry-after`), so a burst that outruns the background claims sees a few
+ * refusals rather than the upstream's 429s.
+ *
+ * @module
+ */
+import { commitWithRetry } from "../_kv_retry.ts";
+import { providerKeyWindowKey } from "../kv_keys.ts";
+
+const MINUTE_MS = 60_000;
+/** A slice is about this fraction of a limit. */
+const SLICES_PER_LIMIT = 32;
+/** The next minute's first slice is claimed this long before it starts, ms. */
+const PREFETCH_MS = 2_000;
+
+/** What all processes together claimed of one key in one minute. */
+export interface KeyWindowRecord {
+  /** Requests granted. */
+  requests: number;
+  /** Tokens granted. */
+  tokens: number;
+}
+
+/** A key's limits; `Infinity` for none. */
+export interface KeyLimits {
+  /** Requests per minute. */
+  rpm: number;
+  /** Tokens per minute. */
+  tpm: number;
+}
+
+interface Slice {
+  minute: number;
+  requests: number;
+  tokens: number;
+  /** The shared counter had nothing left for this minute. */
+  exhausted: boolean;
+}
+
+interface KeySlices {
+  limits: KeyLimits;
+  slices: Map<number, Slice>;
+  claiming: Map<number, Promise<void>>;
+  usedIn: number;
+}
+
+/**
+ * The slices this process holds of each limited key's minutes, taken from
+ * the store's shared counters.
+ */
+export class SharedKeyWindows {
+  readonly #kv: Deno.Kv;
+  readonly #now: () => number;
+  readonly #keys = new Map<string, KeySlices>();
+  readonly #log: (message: string) => void;
+
+  /**
+   * Creates the shared windows.
+   *
+   * @param kv The gateway's store.
+   * @param options The clock; where a failed claim is reported.
+   */
+  constructor(
+    kv: Deno.Kv,
+    options: { now?: () => number; log?: (message: string) => void } = {},
+  ) {
+    this.#kv = kv;
+    this.#now = options.now ?? Date.now;
+    this.#log = options.log ?? ((message) => console.error(message));
+  }
+
+  /**
+   * Registers a limited key and claims its first slice in the background.
+   *
+   * @param keyId The key's id.
+   * @param limits Its limits.
+   */
+  add(keyId: string, limits: KeyLimits): void {
+    if (!Number.isFinite(limits.rpm) && !Number.isFinite(limits.tpm)) return;
+    this.#keys.set(keyId, {
+      limits,
+      slices: new Map(),
+      claiming: new Map(),
+      usedIn: -1,
+    });
+    this.#claim(keyId, minuteOf(this.#now()), 0);
+  }
+
+  /**
+   * Whether this process may send one request of `tokens` on the key now,
+   * and if not, how long until it may.
+   *
+   * @param keyId The key's id.
+   * @param tokens The call's estimated tokens.
+   * @returns 0 when a slot is held, else ms to wait.
+   */
+  waitMs(keyId: string, tokens: number): number {
+    const key = this.#keys.get(keyId);
+    if (!key) return 0;
+    const now = this.#now();
+    const minute = minuteOf(now);
+    const slice = key.slices.get(minute);
+    if (slice && slice.requests >= 1 && slice.tokens >= needed(key, tokens)) {
+      return 0;
+    }
+    if (slice?.exhausted) return minute + MINUTE_MS - now;
+    this.#claim(keyId, minute, tokens);
+    // The claim is one commit away.
+    return 1_000;
+  }
+
+  /**
+   * Takes one request of `tokens` from the key's slice (after `waitMs`
+   * returned 0), and claims more in the background when it runs low.
+   *
+   * @param keyId The key's id.
+   * @param tokens The call's estimated tokens.
+   */
+  take(keyId: string, tokens: number): void {
+    const key = this.#keys.get(keyId);
+    if (!key) return;
+    const now = this.#now();
+    const minute = minuteOf(now);
+    const slice = key.slices.get(minute);
+    if (!slice) return;
+    slice.requests--;
+    slice.tokens -= needed(key, tokens);
+    key.usedIn = minute;
+    const chunk = chunkOf(key.limits);
+    const low = (Number.isFinite(chunk.requests) &&
+      slice.requests < chunk.requests) ||
+      (chunk.tokens > 0 && slice.tokens < chunk.tokens);
+    if (!slice.exhausted && low) this.#claim(keyId, minute, tokens);
+    if (minute + MINUTE_MS - now < PREFETCH_MS) {
+      this.#claim(keyId, minute + MINUTE_MS, 0);
+    }
+  }
+
+  /**
+   * Corrects a call's tokens once its real use is known: the difference goes
+   * back to (or comes out of) the slice of the minute it was lent in.
+   *
+   * @param keyId The key's id.
+   * @param lentAt Epoch ms the key was lent.
+   * @param deltaTokens Real tokens less the estimate.
+   */
+  adjust(keyId: string, lentAt: number, deltaTokens: number): void {
+    const key = this.#keys.get(keyId);
+    const slice = key?.slices.get(minuteOf(lentAt));
+    if (!key || !slice || !Number.isFinite(key.limits.tpm)) return;
+    slice.tokens -= deltaTokens;
+  }
+
+  /**
+   * Waits for every claim under way (tests, shutdown).
+   *
+   * @returns A promise that resolves once none is running.
+   */
+  async settled(): Promise<void> {
+    for (;;) {
+      const running = [...this.#keys.values()].flatMap((key) => [
+        ...key.claiming.values(),
+      ]);
+      if (running.length === 0) return;
+      await Promise.all(running);
+    }
+  }
+
+  #claim(keyId: string, minute: number, tokens: number): void {
+    const key = this.#keys.get(keyId)!;
+    if (key.claiming.has(minute)) return;
+    for (const old of key.slices.keys()) {
+      if (old < minuteOf(this.#now())) key.slices.delete(old);
+    }
+    const chunk = chunkOf(key.limits);
+    const want = {
+      requests: chunk.requests,
+      tokens: Math.max(chunk.tokens, needed(key, tokens)),
+    };
+    const claim = commitWithRetry(
+      `slice of provider key "${keyId}"`,
+      async () => {
+        const windowKey = providerKeyWindowKey(keyId, minute);
+        const current = await this.#kv.get<KeyWindowRecord>(windowKey);
+        const used = current.value ?? { requests: 0, tokens: 0 };
+        const granted = {
+          requests: Number.isFinite(key.limits.rpm)
+            ? Math.max(
+              0,
+              Math.min(want.requests, key.limits.rpm - used.requests),
+            )
+            : Infinity,
+          tokens: Math.max(
+            0,
+            Math.min(want.tokens, key.limits.tpm - used.tokens),
+          ),
+        };
+        if (granted.requests === 0 || granted.tokens < needed(key, tokens)) {
+          return { requests: 0, tokens: 0, exhausted: true };
+        }
+        const committed = await this.#kv.atomic().check(current).set(
+          windowKey,
+          {
+            requests: Number.isFinite(key.limits.rpm)
+              ? used.requests + granted.requests
+              : 0,
+            tokens: Number.isFinite(key.limits.tpm)
+              ? used.tokens + granted.tokens
+              : 0,
+          },
+          { expireIn: minute + 2 * MINUTE_MS - this.#now() },
+        ).commit();
+        return committed.ok ? { ...granted, exhausted: false } : null;
+      },
+    ).then((granted) => {
+      const slice = key.slices.get(minute) ??
+        { minute, requests: 0, tokens: 0, exhausted: false };
+      slice.requests += granted.requests;
+      slice.tokens += granted.tokens;
+      slice.exhausted = granted.exhausted;
+      key.slices.set(minute, slice);
+    }).catch((error) => {
+      this.#log(`Claiming a slice of provider key "${keyId}" failed: ${error}`);
+    }).finally(() => key.claiming.delete(minute));
+    key.claiming.set(minute, claim);
+  }
+}
+
+function minuteOf(now: number): number {
+  return now - now % MINUTE_MS;
+}
+
+/** What a call takes of a key's tokens: its estimate, or nothing without a TPM. */
+function needed(key: KeySlices, tokens: number): number {
+  return Number.isFinite(key.limits.tpm) ? Math.min(tokens, key.limits.tpm) : 0;
+}
+
+/** The slice a claim asks for: about 1/32 of each limit, at least one. */
+function chunkOf(limits: KeyLimits): { requests: number; tokens: number } {
+  return {
+    requests: Number.isFinite(limits.rpm)
+      ? Math.max(1, Math.ceil(limits.rpm / SLICES_PER_LIMIT))
+      : Infinity,
+    tokens: Number.isFinite(limits.tpm)
+      ? Math.max(1, Math.ceil(limits.tpm / SLICES_PER_LIMIT))
+      : 0,
+  };
+}
