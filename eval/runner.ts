@@ -198,8 +198,9 @@ function canonical(value: unknown): unknown {
 
 /**
  * Why more than one run at a time against this environment would mix the
- * runs' state, if it would: an HTTP environment shared by every worker must
- * declare isolated runs (a stdio environment is a process per worker).
+ * runs' state, if it would: an environment every worker shares (HTTP, a HUD
+ * control channel) must declare isolated runs; a stdio one is a process per
+ * worker.
  *
  * @param env A connection to the environment.
  * @param target Where it is.
@@ -211,13 +212,15 @@ export function concurrencyRefusal(
   target: EnvironmentTarget,
   concurrency: number,
 ): string | undefined {
-  if (concurrency <= 1 || !("url" in target) || env.isolatesRuns === true) {
+  if (concurrency <= 1 || "command" in target || env.isolatesRuns === true) {
     return undefined;
   }
   const says = env.isolatesRuns === false
     ? "says its runs share state"
     : `does not say it isolates runs (experimental capability "${RUN_ISOLATION_CAPABILITY}")`;
-  return `Cannot run ${concurrency} tasks at once against ${env.name} at ${target.url}: it ${says}; use --concurrency 1, or run it over stdio (a process per worker)`;
+  return `Cannot run ${concurrency} tasks at once against ${env.name} at ${
+    "url" in target ? target.url : target.tcp
+  }: it ${says}; use --concurrency 1, or run it over stdio (a process per worker)`;
 }
 
 /**
@@ -256,7 +259,7 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   );
   // The first connection is made here, so a refusal comes before any run.
   let first: Environment | undefined;
-  if (workers > 1 && "url" in options.target) {
+  if (workers > 1 && !("command" in options.target)) {
     first = await Environment.connect(options.target, connect);
     const refusal = concurrencyRefusal(first, options.target, workers);
     if (refusal) {
