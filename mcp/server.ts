@@ -143,7 +143,8 @@ export type ToolMethodDecorator<S extends Shape> = <
  * - `tool(options, fn)`: registers `fn` and returns it; also `@mcp.tool({...})`
  * - `addTool(x)`, `mount(hub)`, `mount(server, prefix)`
  * - `resource(uri, fn)`: JSON-serialising resources, returns `fn`
- * - `run({transport, port, host})`: stdio, Streamable HTTP or legacy SSE
+ * - `run({transport, port, host})`: stdio, Streamable HTTP, legacy SSE or
+ *   HUD v6's control channel (`"hud"`)
  *
  * @example A counter environment
  * ```ts
@@ -505,7 +506,7 @@ export class MCPServer extends McpServer {
   }
 
   /**
-   * Registers a scenario (HUD's shape, hud-python ≥ 0.6): `fn` is an async
+   * Registers a scenario (HUD's shape): `fn` is an async
    * generator whose code before the first `yield` is setup, whose first yield
    * is the prompt, which receives the agent's answer, and whose second yield
    * is the reward (a number, or `{reward, done, content?, info?, isError?,
