@@ -510,8 +510,9 @@ export class MCPServer extends McpServer {
    * generator whose code before the first `yield` is setup, whose first yield
    * is the prompt, which receives the agent's answer, and whose second yield
    * is the reward (a number, or `{reward, done, content?, info?, isError?,
-   * subscores?}`; none: reward 1). On the wire: the prompt and the resource
-   * `{server name}:{name}`, and the tool `_hud_submit`. Runs are kept apart
+   * subscores?}`; none: reward 1). On MCP (HUD v5's wire): the prompt and
+   * the resource `{server name}:{name}`, and the tool `_hud_submit`; on the
+   * `hud` transport (HUD v6): the task `{name}`. Runs are kept apart
    * per client (`_meta.run_id`, else the legacy session, else the
    * connection) and dropped after 30 idle minutes.
    *
