@@ -23,6 +23,7 @@ import {
   DEFAULT_MAX_TOOL_RESULT_IMAGES,
   DEFAULT_TOOL_TIMEOUT_MS,
   Environment,
+  EnvironmentError,
   parseTarget,
 } from "./environment.ts";
 import { Recorder, Replayer } from "./record.ts";
@@ -823,6 +824,10 @@ if (import.meta.main) {
     ) {
       console.error(error.message);
       Deno.exit(2);
+    }
+    if (error instanceof EnvironmentError) {
+      console.error(error.message);
+      Deno.exit(1);
     }
     throw error;
   }

@@ -467,9 +467,14 @@ async function runTask(
         kind: "timeout",
       });
     }
+    const kind = errorKind(error);
+    // A process that died usually said why on its way out.
+    const said = kind === "environment" ? env.stderr.text(1) : "";
     return finish({ done: false }, {
-      message: messageOf(error),
-      kind: errorKind(error),
+      message: said
+        ? `${messageOf(error)}; its stderr ends: ${said.slice(0, 500)}`
+        : messageOf(error),
+      kind,
     });
   }
 }

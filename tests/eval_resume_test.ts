@@ -202,6 +202,10 @@ Deno.test("--retries runs again a task whose environment died, never one that fa
     const [failed] = await readResults(`${dir}/once.jsonl`);
     assert.equal(failed.reward, null);
     assert.equal(failed.error_kind, "environment");
+    assert.match(
+      failed.error ?? "",
+      /; its stderr ends: runs-env: out of memory \(on purpose, once\)$/,
+    );
     assert.equal(failed.attempts, 1);
 
     await Deno.writeTextFile(starts, "");
