@@ -17,6 +17,7 @@
  * | `["catalog_version"]` | a counter (`Deno.KvU64`) bumped by every catalog change |
  * | `["limit_minute", callerId, minuteStart]` | `{requests, tokens}` a limited caller used in a calendar minute |
  * | `["limit_spend", callerId, periodStart]` | micro-USD a caller with a spend cap spent or holds in a period |
+ * | `["usage", "m" \| "h" \| "d", bucketStart, callerId, model, provider, field]` | a usage counter (`Deno.KvU64`) in `usage_buckets.ts` |
  * | `["provider_key_window", keyId, minuteStart]` | `{requests, tokens}` every process together claimed of a limited provider key in a calendar minute (`limits/provider_keys.ts`) |
  *
  * @module
@@ -232,4 +233,42 @@ export function providerKeyWindowKey(
   minuteStart: number,
 ): Deno.KvKey {
   return ["provider_key_window", keyId, minuteStart];
+}
+
+/**
+ * The key of one usage counter: a field of one caller's use of one model on
+ * one provider in one minute, hour or day.
+ *
+ * @param granularity `m`, `h` or `d`.
+ * @param bucketStart The bucket's start, epoch ms.
+ * @param callerId The caller.
+ * @param model The model id.
+ * @param provider The provider, or `""`.
+ * @param field The counter, e.g. `in`, `lat:3`.
+ * @returns The KV key.
+ */
+export function usageKey(
+  granularity: "m" | "h" | "d",
+  bucketStart: number,
+  callerId: string,
+  model: string,
+  provider: string,
+  field: string,
+): Deno.KvKey {
+  return ["usage", granularity, bucketStart, callerId, model, provider, field];
+}
+
+/**
+ * The first key of a granularity's usage counters from `bucketStart` on, to
+ * list a range of buckets (`start` inclusive, `end` exclusive).
+ *
+ * @param granularity `m`, `h` or `d`.
+ * @param bucketStart Epoch ms.
+ * @returns The KV key.
+ */
+export function usageBound(
+  granularity: "m" | "h" | "d",
+  bucketStart: number,
+): Deno.KvKey {
+  return ["usage", granularity, bucketStart];
 }

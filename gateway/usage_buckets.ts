@@ -13,13 +13,13 @@
  * histogram's total). Several gateway processes on one KV add to the same
  * counters: one picture.
  *
- * | key | value |
- * |---|---|
- * | `["usage", "m" \| "h" \| "d", bucketStart, callerId, model, provider, field]` | `Deno.KvU64` |
+ * Keys: `["usage", "m" | "h" | "d", bucketStart, callerId, model, provider,
+ * field]` = `Deno.KvU64`, built in `kv_keys.ts`.
  *
  * @module
  */
 import type { TraceRecord } from "./types.ts";
+import { usageBound, usageKey } from "./kv_keys.ts";
 
 /** A bucket size: minute, hour or day. */
 export type Granularity = "m" | "h" | "d";
@@ -115,7 +115,10 @@ export class UsageSums {
   // (plain numbers while adding; a KV sum each when written).
   readonly #groups = new Map<
     string,
-    { base: Deno.KvKey; fields: Map<string, number> }
+    {
+      base: [Granularity, number, string, string, string];
+      fields: Map<string, number>;
+    }
   >();
 
   /** Whether nothing was added. */
@@ -147,7 +150,7 @@ export class UsageSums {
       let group = this.#groups.get(id);
       if (!group) {
         group = {
-          base: ["usage", granularity, start, trace.callerId, model, provider],
+          base: [granularity, start, trace.callerId, model, provider],
           fields: new Map(),
         };
         this.#groups.set(id, group);
@@ -176,7 +179,7 @@ export class UsageSums {
   writeTo(op: Deno.AtomicOperation): Deno.AtomicOperation {
     for (const { base, fields } of this.#groups.values()) {
       for (const [field, value] of fields) {
-        op.sum([...base, field], BigInt(Math.round(value)));
+        op.sum(usageKey(...base, field), BigInt(Math.round(value)));
       }
     }
     return op;
@@ -216,8 +219,8 @@ export async function readUsage(
 ): Promise<UsageRow[]> {
   const rows = new Map<string, UsageRow>();
   const entries = kv.list<Deno.KvU64>({
-    start: ["usage", granularity, bucketStart(from, granularity)],
-    end: ["usage", granularity, to],
+    start: usageBound(granularity, bucketStart(from, granularity)),
+    end: usageBound(granularity, to),
   }, { batchSize: 500 });
   for await (const { key, value } of entries) {
     const [, , time, caller, model, provider, field] = key as [
@@ -335,8 +338,8 @@ export async function sweepUsage(
     let pending = 0;
     for await (
       const { key } of kv.list({
-        start: ["usage", granularity, 0],
-        end: ["usage", granularity, cutoff],
+        start: usageBound(granularity, 0),
+        end: usageBound(granularity, cutoff),
       }, { limit: 5_000 })
     ) {
       op.delete(key);
