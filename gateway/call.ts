@@ -50,7 +50,7 @@ import type { GatewayMetrics } from "./metrics.ts";
 import type { LimitCounters, LimitTicket } from "./limits/counters.ts";
 import { checkStaticLimits } from "./limits/limits.ts";
 import { type Estimated, relayStream, type StreamEnd } from "./stream.ts";
-import { recordSpan } from "./tracing.ts";
+import { keptBody, recordSpan, type TraceBodies } from "./tracing.ts";
 import {
   readAnswer,
   sendUpstream,
@@ -74,6 +74,8 @@ export interface CallDeps extends UpstreamSettings {
   providers: Record<ProviderName, Provider>;
   /** Structured log sink (errors, key revocations). */
   log(record: Record<string, unknown>): void;
+  /** When set, the most bytes of a call's request and (non-streamed) answer its trace keeps, scrubbed; absent: none. */
+  traceBodyBytes?: number;
 }
 
 /** The parts of the HTTP request a call reads. */
@@ -149,6 +151,8 @@ class Call implements AsyncDisposable {
   #relayed = false;
   #closed = false;
   #failure?: GatewayError;
+  /** The answer's text, kept for the trace when bodies are traced. */
+  #answerText?: string;
 
   constructor(readonly deps: CallDeps, readonly request: CallRequest) {}
 
@@ -207,14 +211,16 @@ class Call implements AsyncDisposable {
       return servedBy(entry, notice, relay.response);
     }
     const { body, usage, text } = await readAnswer(exchange, upstream);
+    // A body the exchange passed through untouched goes out as it came in,
+    // not serialised again.
+    const answer = body === undefined ? text : JSON.stringify(body);
+    if (deps.traceBodyBytes) this.#answerText = answer;
     const cost = costMicros(usage, entry.pricing);
     const { availableMicros } = this.#closeBehind({ usage, cost, status: 200 });
     return servedBy(
       entry,
       notice,
-      // A body the exchange passed through untouched goes out as it came in,
-      // not serialised again.
-      new Response(body === undefined ? text : JSON.stringify(body), {
+      new Response(answer, {
         headers: {
           "content-type": "application/json",
           "x-gateway-cost": formatUsd(cost),
@@ -403,8 +409,9 @@ class Call implements AsyncDisposable {
     throw new Error("unreachable: candidates is never empty");
   }
 
-  #trace(ending: Ending): TraceRecord {
+  #trace(ending: Ending): TraceRecord & TraceBodies {
     const { usage, cost, status, error } = ending;
+    const bodyBytes = this.deps.traceBodyBytes;
     return {
       requestId: this.request.requestId,
       traceId: this.request.traceId,
@@ -426,6 +433,11 @@ class Call implements AsyncDisposable {
       error,
       ...(this.estimated.length > 0 ? { estimated: this.estimated } : {}),
       ...(this.attempts.length > 0 ? { attempts: this.attempts } : {}),
+      ...(bodyBytes && {
+        requestBody: keptBody(this.request.bodyText, bodyBytes),
+        ...(this.#answerText !== undefined &&
+          { responseBody: keptBody(this.#answerText, bodyBytes) }),
+      }),
       time: this.started,
     };
   }

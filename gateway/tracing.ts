@@ -70,10 +70,77 @@ export interface ChargedTokens {
   reasoning: number;
 }
 
+/** A call's bodies as its trace keeps them, when the operator turned that on. */
+export interface TraceBodies {
+  /** The caller's request body, scrubbed and bounded by {@linkcode keptBody}. */
+  requestBody?: string;
+  /** The answer sent back (a non-streamed call's), scrubbed and bounded. */
+  responseBody?: string;
+}
+
 /** A trace record of a settled call, with the token classes its charge priced. */
-export interface ChargedTraceRecord extends TraceRecord {
+export interface ChargedTraceRecord extends TraceRecord, TraceBodies {
   /** The split of the tokens the cost was worked out from. */
   charged?: ChargedTokens;
+}
+
+/** The most bytes of one body a trace may keep (a KV value holds 64 KiB). */
+export const MAX_TRACE_BODY_BYTES = 16_384;
+
+const SECRET_FIELD =
+  /^(authorization|proxy-authorization|x-api-key|x-goog-api-key|api[-_]?key|apikey|access[-_]?token|refresh[-_]?token|token|secret|client[-_]?secret|password)$/i;
+// Provider and gateway keys wherever they appear in text: OpenAI, Anthropic,
+// xAI, OpenRouter, Google, and the gateway's own caller keys.
+const SECRET_VALUE =
+  /\b(sk-[A-Za-z0-9_-]{16,}|xai-[A-Za-z0-9_-]{16,}|AIza[A-Za-z0-9_-]{30,}|mk-[A-Za-z0-9]{16,})\b/g;
+
+function scrubJson(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(scrubJson);
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(
+      Object.entries(value).map(([key, inner]) => [
+        key,
+        SECRET_FIELD.test(key) ? "[scrubbed]" : scrubJson(inner),
+      ]),
+    );
+  }
+  return value;
+}
+
+/**
+ * A body as a trace keeps it: fields named like credentials (`api_key`,
+ * `authorization`, `password`…) replaced, key-shaped strings (`sk-…`,
+ * `mk-…`, `AIza…`, `xai-…`) replaced wherever they appear, then cut to
+ * `maxBytes` of UTF-8 with a note of what was cut.
+ *
+ * @example
+ * ```ts
+ * import { keptBody } from "./tracing.ts";
+ *
+ * keptBody('{"model":"m","api_key":"abc"}', 1024); // '{"model":"m","api_key":"[scrubbed]"}'
+ * ```
+ *
+ * @param text The body as sent.
+ * @param maxBytes The most bytes to keep, at most {@linkcode MAX_TRACE_BODY_BYTES}.
+ * @returns The scrubbed, bounded text.
+ */
+export function keptBody(text: string, maxBytes: number): string {
+  let scrubbed = text;
+  try {
+    scrubbed = JSON.stringify(scrubJson(JSON.parse(text)));
+  } catch {
+    // Not JSON: only the key-shaped strings are replaced.
+  }
+  scrubbed = scrubbed.replace(SECRET_VALUE, "[scrubbed key]");
+  const bytes = new TextEncoder().encode(scrubbed);
+  const limit = Math.min(maxBytes, MAX_TRACE_BODY_BYTES);
+  if (bytes.length <= limit) return scrubbed;
+  // Cut on a character boundary: drop a partial UTF-8 sequence at the end.
+  const kept = new TextDecoder().decode(bytes.subarray(0, limit)).replace(
+    /\uFFFD$/,
+    "",
+  );
+  return `${kept}… [${bytes.length - limit} more bytes not kept]`;
 }
 
 /**

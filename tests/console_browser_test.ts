@@ -15,6 +15,11 @@ import { chromium, type Page } from "playwright-core";
 import { parseConfig } from "../gateway/config.ts";
 import { startGateway } from "../gateway/server.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
+import {
+  type ChargedTraceRecord,
+  keptBody,
+  recordTrace,
+} from "../gateway/tracing.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ADMIN = "console-admin-token-0123456789";
@@ -90,6 +95,19 @@ async function call(
   });
   await response.text();
   return response.status;
+}
+
+/**
+ * Waits for the callers' answered calls to be charged and traced: reading a
+ * caller's balance queues behind its pending settlements (write-behind).
+ */
+async function settle(base: string, ...keys: string[]) {
+  for (const key of keys) {
+    const response = await fetch(`${base}/v1/credits`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    await response.body?.cancel();
+  }
 }
 
 /** Polls a condition (the pages' CSP forbids Playwright's evaluated waits). */
@@ -225,6 +243,7 @@ Deno.test({
         }
       }),
     );
+    await settle(base, alice.key, bob.key, loader.key);
     const traces = (await admin(base, "/admin/traces?limit=1000"))
       .data as Trace[];
     assert.equal(traces.length, 216);
@@ -438,6 +457,7 @@ Deno.test({
         10;
     });
     assert.equal(await call(base, alice.key, "gpt-4o-mini"), 200);
+    await settle(base, alice.key, bob.key, carol.key, davesKey!);
     const [charged] = (await admin(
       base,
       `/admin/traces?caller=${alice.id}&limit=1`,
@@ -525,6 +545,44 @@ Deno.test({
       assert.equal(Number(row.input_tokens), all[i].inputTokens);
       assert.equal(Number(row.status), all[i].status);
     });
+
+    // A trace that kept its bodies (the operator turned that on): shown
+    // scrubbed, in the detail, JSON laid out.
+    const secret = "sk-proj-0123456789abcdefghijklmnop";
+    const withBodies: ChargedTraceRecord = {
+      ...(charged as unknown as ChargedTraceRecord),
+      requestId: "req_with_bodies",
+      traceId: "trace-with-bodies",
+      time: Date.now(),
+      requestBody: keptBody(
+        JSON.stringify({
+          model: "gpt-4o-mini",
+          api_key: secret,
+          messages: [{ role: "user", content: "<script>alert(1)</script>" }],
+        }),
+        4096,
+      ),
+      responseBody: keptBody(`{"choices":[{"text":"seen ${secret}"}]}`, 4096),
+    };
+    await recordTrace(gateway.kv, withBodies);
+    await page.fill("[data-filter=trace_id]", "trace-with-bodies");
+    await page.click("[data-testid=apply-filter]");
+    await page.waitForSelector(
+      "[data-testid=trace-range]:has-text('Calls 1–1')",
+    );
+    await page.click("[data-testid=traces-table] tbody tr");
+    const requestBody = await field("Request body") ?? "";
+    assert.match(requestBody, /"api_key": "\[scrubbed\]"/);
+    assert.match(requestBody, /<script>alert\(1\)<\/script>/, "shown as text");
+    assert.match(await field("Response body") ?? "", /seen \[scrubbed key\]/);
+    assert.doesNotMatch(await page.content(), new RegExp(secret));
+    assert.equal(await page.locator("main script").count(), 0);
+    await checkLayout(page, "trace bodies");
+    await page.fill("[data-filter=trace_id]", "");
+    await page.click("[data-testid=apply-filter]");
+    await page.waitForSelector(
+      "[data-testid=trace-range]:has-text('Calls 1–200')",
+    );
 
     // Auto-refresh: off until switched on, remembered for the tab.
     assert.equal(await page.isChecked("[data-testid=auto-refresh]"), false);

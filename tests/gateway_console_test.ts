@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { createCaller } from "../gateway/callers.ts";
 import { usdToMicros } from "../gateway/credits/money.ts";
+import { keptBody, MAX_TRACE_BODY_BYTES } from "../gateway/tracing.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import { callBody } from "./_gateway_routes.ts";
 
@@ -122,4 +123,71 @@ Deno.test("the trace browser filters by time", async () => {
   });
   assert.equal(bad.status, 400);
   assert.equal((await bad.json()).error.param, "since");
+});
+
+Deno.test("keptBody() scrubs credential fields and key-shaped strings, and bounds the body on a character boundary", () => {
+  const key = "sk-ant-api03-0123456789abcdefghij";
+  const kept = keptBody(
+    JSON.stringify({
+      model: "m",
+      api_key: key,
+      nested: [{ Authorization: "Bearer x", note: `my key is ${key}` }],
+    }),
+    4096,
+  );
+  assert.deepEqual(JSON.parse(kept), {
+    model: "m",
+    api_key: "[scrubbed]",
+    nested: [{ Authorization: "[scrubbed]", note: "my key is [scrubbed key]" }],
+  });
+  assert.equal(
+    keptBody(`not json mk-${"a".repeat(40)}`, 100),
+    "not json [scrubbed key]",
+  );
+  const long = keptBody("é".repeat(100), 11);
+  assert.equal(long, `${"é".repeat(5)}… [189 more bytes not kept]`);
+  assert.ok(
+    new TextEncoder().encode(keptBody("x".repeat(100_000), 1e9)).length <
+      MAX_TRACE_BODY_BYTES + 64,
+    "never more than the most a trace keeps",
+  );
+});
+
+Deno.test("the trace browser pages past its limit with a cursor, and a bad cursor is a 400", async () => {
+  await using h = await startHarness({ env: { GATEWAY_ADMIN_TOKEN: TOKEN } });
+  for (let i = 0; i < 5; i++) {
+    const response = await h.post(
+      "/v1/chat/completions",
+      callBody("chat", "gpt-4o-mini", false),
+    );
+    await response.body?.cancel();
+  }
+  const list = async (query: string) =>
+    await (await fetch(`${h.url}/admin/traces?${query}`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    })).json();
+  // Non-streamed calls are answered before their trace commits (write-behind).
+  let all = await list("limit=10");
+  for (let i = 0; i < 100 && all.data.length < 5; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    all = await list("limit=10");
+  }
+  assert.equal(all.data.length, 5);
+  assert.equal(all.next, null);
+  const seen: string[] = [];
+  let page = await list("limit=2");
+  for (;;) {
+    seen.push(...page.data.map((t: { requestId: string }) => t.requestId));
+    if (page.next === null) break;
+    page = await list(`limit=2&before=${encodeURIComponent(page.next)}`);
+  }
+  assert.deepEqual(
+    seen,
+    all.data.map((t: { requestId: string }) => t.requestId),
+  );
+  const bad = await fetch(`${h.url}/admin/traces?before=yesterday`, {
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
+  assert.equal(bad.status, 400);
+  assert.equal((await bad.json()).error.param, "before");
 });

@@ -594,7 +594,21 @@ export function traceFields(t) {
     ["Error", t.error ?? null],
     ["Trace id", t.traceId],
     ["Request id", t.requestId],
+    ["Request body", body(t.requestBody)],
+    ["Response body", body(t.responseBody)],
   ], "trace-detail");
+}
+
+/** A kept body (when the operator turned that on), pretty when it is JSON. */
+function body(text) {
+  if (typeof text !== "string") return null;
+  let shown = text;
+  try {
+    shown = JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    // Cut short or not JSON: shown as kept.
+  }
+  return h("pre", { class: "body", text: shown });
 }
 
 function csvCell(value) {
