@@ -632,6 +632,17 @@ Deno.test({
         await own.textContent("[data-testid=limits] dd[data-field=Budget]"),
         "$5.00 per day (UTC)",
       );
+      if (viewport === DESKTOP) {
+        // The caller's calls as CSV: their own API's records.
+        const mine = (await (await fetch(`${base}/v1/traces?limit=1000`, {
+          headers: { authorization: `Bearer ${bob.key}` },
+        })).json()).data as Trace[];
+        const rows = parseCsv(await download(own, "traces-csv"));
+        assert.deepEqual(
+          rows.map((r) => [r.request_id, Number(r.cost_usd), r.caller_id]),
+          mine.map((t) => [t.requestId, t.costMicros / 1e6, bob.id]),
+        );
+      }
       await checkLayout(own, `activity at ${viewport.width}`);
       if (SCREENSHOTS) {
         await own.screenshot({

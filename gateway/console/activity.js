@@ -6,6 +6,7 @@ import {
   card,
   chart,
   count,
+  download,
   fields,
   groupLabel,
   h,
@@ -18,6 +19,8 @@ import {
   time,
   traceColumns,
   traceFields,
+  tracesCsv,
+  usageCsv,
   usd,
 } from "./common.js";
 
@@ -40,10 +43,28 @@ const render = signedInPage({
     ]);
     const t = report.totals;
     return [
-      ranges(state.range, (range) => {
-        state.range = range;
-        render();
-      }),
+      h(
+        "div",
+        { class: "toolbar" },
+        ranges(state.range, (range) => {
+          state.range = range;
+          render();
+        }),
+        h("button", {
+          type: "button",
+          "data-testid": "usage-csv",
+          onclick: () => download(`usage-${state.range}.csv`, usageCsv(report)),
+        }, "Download usage CSV"),
+        h("button", {
+          type: "button",
+          "data-testid": "traces-csv",
+          onclick: async () =>
+            download(
+              "calls.csv",
+              tracesCsv((await get("/v1/traces?limit=1000")).data),
+            ),
+        }, "Download calls CSV"),
+      ),
       h(
         "div",
         { class: "cards" },
