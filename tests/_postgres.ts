@@ -175,3 +175,99 @@ export async function startPostgres(): Promise<TestPostgres> {
     [Symbol.asyncDispose]: stop,
   };
 }
+
+/** A TCP proxy on loopback that delays every chunk each way. */
+export interface DelayProxy {
+  /** The port to connect to instead of the target's. */
+  readonly port: number;
+  /** Stops listening and closes every connection. */
+  close(): void;
+}
+
+/**
+ * Starts a loopback TCP proxy to `targetPort` that holds every chunk for
+ * `delayMs` in each direction, in order: a stand-in for a network between
+ * hosts (where `tc netem` is unavailable; this kernel has no `sch_netem`).
+ *
+ * @param targetPort The port to forward to on 127.0.0.1.
+ * @param delayMs One-way delay, ms.
+ * @returns The running proxy.
+ */
+export function startDelayProxy(
+  targetPort: number,
+  delayMs: number,
+): DelayProxy {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const open = new Set<Deno.Conn>();
+  const pipe = async (from: Deno.Conn, to: Deno.Conn) => {
+    const queue: { data: Uint8Array; due: number }[] = [];
+    let wake: (() => void) | undefined;
+    let ended = false;
+    const writer = (async () => {
+      for (;;) {
+        const next = queue.shift();
+        if (!next) {
+          if (ended) break;
+          await new Promise<void>((resolve) => wake = resolve);
+          continue;
+        }
+        const wait = next.due - performance.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        let written = 0;
+        while (written < next.data.length) {
+          written += await to.write(next.data.subarray(written));
+        }
+      }
+    })();
+    try {
+      const buffer = new Uint8Array(64 * 1024);
+      for (;;) {
+        const n = await from.read(buffer);
+        if (n === null) break;
+        queue.push({
+          data: buffer.slice(0, n),
+          due: performance.now() + delayMs,
+        });
+        wake?.();
+      }
+    } catch { /* closed */ }
+    ended = true;
+    wake?.();
+    await writer.catch(() => {});
+    try {
+      to.closeWrite();
+    } catch { /* closed */ }
+  };
+  (async () => {
+    for await (const client of listener) {
+      Deno.connect({ hostname: "127.0.0.1", port: targetPort }).then(
+        (server) => {
+          open.add(client);
+          open.add(server);
+          Promise.all([pipe(client, server), pipe(server, client)]).finally(
+            () => {
+              for (const conn of [client, server]) {
+                open.delete(conn);
+                try {
+                  conn.close();
+                } catch { /* closed */ }
+              }
+            },
+          );
+        },
+        () => client.close(),
+      );
+    }
+  })().catch(() => {});
+  return {
+    port: (listener.addr as Deno.NetAddr).port,
+    close() {
+      listener.close();
+      for (const conn of open) {
+        try {
+          conn.close();
+        } catch { /* closed */ }
+      }
+    },
+  };
+}

@@ -18,7 +18,12 @@ import {
   postJson,
   spawnGateway,
 } from "./_gateway_e2e.ts";
-import { POSTGRES_MISSING, reportSkip, startPostgres } from "./_postgres.ts";
+import {
+  POSTGRES_MISSING,
+  reportSkip,
+  startDelayProxy,
+  startPostgres,
+} from "./_postgres.ts";
 
 reportSkip();
 const RPM = 60;
@@ -112,6 +117,29 @@ Deno.test({
       await threeGatewaysOneKey({ env: { GATEWAY_STORE: url }, kv });
     } finally {
       await kv.end();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "three gateway processes 2 ms from one PostgreSQL send a provider key at most its RPM",
+  ignore: POSTGRES_MISSING !== undefined,
+  async fn() {
+    await using pg = await startPostgres();
+    const url = await pg.createDatabase("keyrpmdelay");
+    const proxy = startDelayProxy(pg.port, 2);
+    const kv = await openPostgresStore(url);
+    try {
+      await threeGatewaysOneKey({
+        env: {
+          GATEWAY_STORE: url.replace(`:${pg.port}/`, `:${proxy.port}/`),
+        },
+        kv,
+      });
+    } finally {
+      await kv.end();
+      proxy.close();
     }
   },
 });
