@@ -172,9 +172,8 @@ const OPTIONS = {
   },
   report: {
     type: "string",
-    arg: "[=FILE]",
     help:
-      "also write the HTML report of the results (default: the\nresults file's name with .html); deno task eval report\n<results.jsonl> [FILE] writes one from a results file",
+      "also write the HTML report of the results beside them\n(--report=FILE to name it); deno task eval report\n<results.jsonl> [FILE] writes one from a results file",
   },
   record: {
     type: "string",
