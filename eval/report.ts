@@ -582,7 +582,9 @@ ${
           steps.map((step) => stepItem(step, task, options)).join("\n")
         }</ol>`
     }`
-    : '<p class="muted">This result has no trajectory (it was written before runs kept one).</p>';
+    : result.error
+    ? '<p class="muted">No trajectory: the run ended before its agent started.</p>'
+    : '<p class="muted">No trajectory: this result was written by a runner that did not keep one.</p>';
   return `<article class="task ${status}${
     result.error ? " errored" : ""
   }" id="task-${task}">
