@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { renderStores, type StoreBenchResults } from "./gateway/stores.ts";
 import type { GatewayBenchResults, Target } from "./gateway/run.ts";
 import type { McpBenchResults } from "./mcp/run.ts";
 import type { StreamsRow } from "./gateway/streams.ts";
@@ -40,6 +41,8 @@ export interface RunResults {
   mcp: McpBenchResults;
   /** Concurrent streams (absent in runs before it was part of the bench). */
   streams?: StreamsRow[];
+  /** The gateway on a KV file and on PostgreSQL (absent in runs before it was part of the bench). */
+  stores?: StoreBenchResults;
 }
 
 const LABELS: Record<Target, string> = {
@@ -607,6 +610,7 @@ export function renderReport(
     "",
     gatewaySection(run),
     streamsSection(run.streams ?? []),
+    ...(run.stores ? renderStores(run.stores) : []),
     "## MCP",
     "",
     mcpSection(run),

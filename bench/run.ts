@@ -10,6 +10,7 @@
  *
  * @module
  */
+import { benchStores } from "./gateway/stores.ts";
 import { parseArgs } from "node:util";
 import { ensureDependencies, NODE_DIR, versions } from "./_deps.ts";
 import { runText } from "./_process.ts";
@@ -135,6 +136,11 @@ if (import.meta.main) {
       log,
     );
     const mcp = await benchMcp(mcpOptions, log);
+    log("stores bench: the gateway on a KV file and on PostgreSQL");
+    const stores = await benchStores(
+      { calls: quick ? 400 : 4000, workDir },
+      log,
+    );
     const run: RunResults = {
       facts: {
         startedAt: new Date(started).toISOString(),
@@ -162,6 +168,7 @@ if (import.meta.main) {
       gateway,
       streams,
       mcp,
+      stores,
     };
     await Deno.writeTextFile(
       `${ROOT}bench/results/latest.json`,
