@@ -19,7 +19,8 @@
  * A replayed run is matched to a recorded one by its first request: the
  * recorded task with the lowest number whose first request is the same and
  * that no other replayed run took (so repeats of one task are taken in task
- * order).
+ * order); when every such run was taken (a run tried again after an
+ * environment failure), the first of them is played again.
  *
  * @module
  */
@@ -595,15 +596,15 @@ export class Replayer {
 
   #claim(request: ModelRequest, now: unknown): RecordedTask {
     const open = [...this.#first.keys()].filter((at) => !this.#claimed.has(at));
-    const same = open.find((at) =>
-      firstDifference(this.#first.get(at), now) === undefined
-    );
+    const starts = (at: number) =>
+      firstDifference(this.#first.get(at), now) === undefined;
+    const same = open.find(starts) ?? [...this.#first.keys()].find(starts);
     if (same === undefined || request.step !== 1) {
-      const closest = open[0];
+      const closest = open[0] ?? [...this.#first.keys()][0];
       const why = request.step !== 1
         ? `no replayed run has trace id ${request.traceId}`
         : closest === undefined
-        ? "every recorded run was replayed already"
+        ? "the recording holds no model call"
         : `against ${runName(this.index.tasks[closest])}'s first request ${
           firstDifference(this.#first.get(closest), now)
         }`;

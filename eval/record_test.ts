@@ -200,6 +200,22 @@ Deno.test("a request that differs from the recording is a divergence naming the 
   }
 });
 
+Deno.test("a run tried again (a new trace id, the same first request) plays its recorded run again", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mcpkit-record-" });
+  try {
+    const answers = await recordTwoRuns(dir);
+    const replay = await Replayer.open(dir);
+    for (const traceId of ["first-try", "second-try"]) {
+      const answer = await replay.transport(
+        request(traceId, 1, [{ role: "user", content: "play a" }]),
+      );
+      assert.equal(answer.body, answers[0].body);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("a recording keeps no caller key, refuses to mix runs, and a bad folder is one line", async () => {
   const dir = await Deno.makeTempDir({ prefix: "mcpkit-record-" });
   const server = Deno.serve(

@@ -25,7 +25,7 @@ import type {
   TrajectoryStep,
   TrajectoryToolCall,
 } from "./agents/trajectory.ts";
-import type { EvalResult } from "./runner.ts";
+import { type EvalResult, rewardStats } from "./runner.ts";
 import { REPORT_CSS } from "./report/_style.ts";
 
 /** The page's Content-Security-Policy: nothing is fetched, no script runs. */
@@ -259,39 +259,58 @@ function statusOf(result: EvalResult): Status {
 }
 
 function summaryTable(results: EvalResult[]): string {
+  // Rewards as the runner's statistics read them: a number, or null (an error).
+  const clean = results.map((r) => ({
+    ...r,
+    reward: isScored(r) ? num(r.reward) : null,
+  }));
   const groups = new Map<string, EvalResult[]>();
-  for (const result of results) {
+  for (const result of clean) {
     groups.set(result.scenario, [
       ...(groups.get(result.scenario) ?? []),
       result,
     ]);
   }
+  const most = Math.max(1, ...clean.map((r) => num(r.repeat) + 1));
+  const ks = most > 1 ? [1, most] : [1];
   const row = (name: string, list: EvalResult[], tag: "td" | "th" = "td") => {
     const sum = (f: (r: EvalResult) => number) =>
       list.reduce((total, r) => total + f(r), 0);
-    const mean = (f: (r: EvalResult) => number) =>
-      sum(f) / Math.max(1, list.length);
-    const scored = list.filter(isScored);
-    const reward = scored.length === 0
-      ? "–"
-      : (scored.reduce((total, r) => total + num(r.reward), 0) /
-        scored.length).toFixed(3);
-    return `<tr><${tag} scope="row">${
-      esc(name)
-    }</${tag}><td class="n">${list.length}</td><td class="n">${reward}</td><td class="n">${
-      list.filter((r) => r.error).length
-    }</td><td class="n">${
-      mean((r) => num(r.steps)).toFixed(1)
-    }</td><td class="n">${
-      sum((r) => num(r.tokens?.input) + num(r.tokens?.output))
-    }</td><td class="n">${usd(sum((r) => num(r.cost_usd)))}</td></tr>`;
+    const stats = rewardStats(list);
+    const fixed = (value: number | undefined) =>
+      value === undefined || Number.isNaN(value) ? "–" : value.toFixed(3);
+    const cells = [
+      String(list.length),
+      fixed(stats.mean),
+      stats.ci95 > 0 ? `±${stats.ci95.toFixed(3)}` : "–",
+      ...ks.map((k) => fixed(stats.passAt.get(k))),
+      String(stats.errors),
+      (sum((r) => num(r.steps)) / Math.max(1, list.length)).toFixed(1),
+      String(sum((r) => num(r.tokens?.input) + num(r.tokens?.output))),
+      usd(sum((r) => num(r.cost_usd))),
+    ];
+    return `<tr><${tag} scope="row">${esc(name)}</${tag}>${
+      cells.map((cell) => `<td class="n">${esc(cell)}</td>`).join("")
+    }</tr>`;
   };
+  const heads = [
+    "runs",
+    "mean reward",
+    "95% interval",
+    ...ks.map((k) => `pass@${k}`),
+    "errors",
+    "mean steps",
+    "tokens",
+    "cost",
+  ];
   return `<table>
-<thead><tr><th scope="col">scenario</th><th scope="col" class="n">runs</th><th scope="col" class="n">mean reward</th><th scope="col" class="n">errors</th><th scope="col" class="n">mean steps</th><th scope="col" class="n">tokens</th><th scope="col" class="n">cost</th></tr></thead>
+<thead><tr><th scope="col">scenario</th>${
+    heads.map((h) => `<th scope="col" class="n">${h}</th>`).join("")
+  }</tr></thead>
 <tbody>
 ${[...groups].map(([name, list]) => row(name, list, "th")).join("\n")}
 </tbody>
-<tfoot>${row("total", results)}</tfoot>
+<tfoot>${row("total", clean)}</tfoot>
 </table>`;
 }
 
