@@ -5,7 +5,8 @@
  * DevTools port), every daemon on loopback and reached only through
  * `tunnel.open` on the control port. A real VNC client (Debian's
  * `vncsnapshot`) takes a screenshot through the tunnel; Playwright's
- * `connectOverCDP` reads the page through it.
+ * `connectOverCDP` reads the page through it; our own RFB client
+ * (`mcp/hud/rfb.ts`) takes the screen and types into the page through it.
  *
  * Skips, saying why, when Xvfb, xdotool, Chromium or x11vnc is missing; the
  * VNC test also when `vncsnapshot` is (`apt-get install vncsnapshot`).
@@ -14,7 +15,9 @@
  */
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
-import { CapabilityForwarder } from "../mcp/hud/tunnel.ts";
+import { CapabilityForwarder, openTunnel } from "../mcp/hud/tunnel.ts";
+import { RfbClient, RfbExecutor } from "../mcp/hud/rfb.ts";
+import { pngSize } from "../tools/mod.ts";
 import { missingDesktopPrograms } from "./_desktop.ts";
 
 const MAIN = new URL("../examples/desktop/main.ts", import.meta.url).pathname;
@@ -210,6 +213,60 @@ Deno.test({
       await browser.close();
     }
   } finally {
+    await forwarder.close();
+  }
+});
+
+Deno.test({
+  name:
+    "examples/desktop hud: our RFB client takes the screen and types into the page through the rfb tunnel (checked over cdp)",
+  ignore: missing.length > 0,
+}, async () => {
+  await using desktop = await startHudDesktop();
+  const control = { hostname: "127.0.0.1", port: desktop.port };
+  const tunnel = await openTunnel(control, "rfb");
+  const rfb = await RfbClient.connect(tunnel.conn, tunnel.early);
+  const forwarder = CapabilityForwarder.start(control, "cdp");
+  try {
+    assert.deepEqual([rfb.width, rfb.height], [1280, 800]);
+    const screen = new RfbExecutor(rfb);
+    const png = await screen.screenshot({ width: 640, height: 400 });
+    assert.deepEqual(pngSize(png), { width: 640, height: 400 });
+    const colours = new Set<number>();
+    for (let i = 0; i < rfb.pixels.length; i += 4 * 997) {
+      colours.add(
+        (rfb.pixels[i] << 16) | (rfb.pixels[i + 1] << 8) | rfb.pixels[i + 2],
+      );
+    }
+    assert.ok(colours.size > 3, "the screen shows the page, not one colour");
+
+    const browser = await chromium.connectOverCDP(
+      `http://127.0.0.1:${forwarder.port}`,
+      {
+        timeout: 20_000,
+      },
+    );
+    try {
+      const page = browser.contexts().flatMap((context) => context.pages())[0];
+      const box = await page.locator("input").first().boundingBox();
+      assert.ok(box, "the page has an input");
+      await screen.click(
+        { x: box.x + box.width / 2, y: box.y + box.height / 2 },
+        "left",
+        1,
+      );
+      await screen.type("lantern");
+      let value = "";
+      for (let i = 0; i < 50 && value !== "lantern"; i++) {
+        value = await page.locator("input").first().inputValue();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      assert.equal(value, "lantern");
+    } finally {
+      await browser.close();
+    }
+  } finally {
+    rfb.close();
     await forwarder.close();
   }
 });

@@ -62,3 +62,4 @@ export {
   parseControlAddress,
   splice,
 } from "./tunnel.ts";
+export { keysymCode, RfbClient, RfbExecutor } from "./rfb.ts";
