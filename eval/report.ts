@@ -282,7 +282,7 @@ function summaryTable(results: EvalResult[]): string {
     const cells = [
       String(list.length),
       fixed(stats.mean),
-      stats.ci95 > 0 ? `±${stats.ci95.toFixed(3)}` : "–",
+      stats.runs - stats.errors > 1 ? `±${stats.ci95.toFixed(3)}` : "–",
       ...ks.map((k) => fixed(stats.passAt.get(k))),
       String(stats.errors),
       (sum((r) => num(r.steps)) / Math.max(1, list.length)).toFixed(1),
