@@ -43,6 +43,8 @@ const TABS = [
   "keys",
   "traces",
 ];
+/** How long the gateway may serve a key's cached lookup (callers.ts: at most 1 s). */
+const KEY_CACHE_MS = 1_050;
 const SCREENSHOTS = Deno.env.get("MCPKIT_SCREENSHOTS") === "1";
 const DOCS = new URL("../docs/", import.meta.url).pathname;
 
@@ -123,8 +125,13 @@ async function until(
   }
 }
 
+/** USD as the pages show it: cents when whole cents, else to the micro-USD. */
 function usd(value: number): string {
-  return `$${value < 1 ? value.toFixed(6) : value.toFixed(2)}`;
+  if (value < 1) return `$${value.toFixed(6)}`;
+  const cents = value.toFixed(2);
+  return Math.abs(Number(cents) - value) < 5e-7
+    ? `$${cents}`
+    : `$${value.toFixed(6).replace(/0+$/, "")}`;
 }
 
 /** Parses CSV (RFC 4180: quoted fields may hold commas, quotes, line breaks). */
@@ -385,6 +392,8 @@ Deno.test({
       models: ["gpt-4o-mini"],
       spend: { amount: 5, period: "day" },
     });
+    // A key's lookup is cached for at most a second (callers.ts).
+    await new Promise((resolve) => setTimeout(resolve, KEY_CACHE_MS));
     assert.equal(await call(base, bob.key, "claude-haiku-4-5"), 403);
     assert.equal(await call(base, bob.key, "gpt-4o-mini"), 200);
     await page.click(`[data-action=limits][data-caller=${carol.id}]`);
@@ -393,6 +402,7 @@ Deno.test({
     await page.waitForSelector(
       `[data-limits=${carol.id}]:has-text('1 request/min')`,
     );
+    await new Promise((resolve) => setTimeout(resolve, KEY_CACHE_MS));
     assert.equal(await call(base, carol.key, "gpt-4o-mini"), 200);
     assert.equal(await call(base, carol.key, "gpt-4o-mini"), 429);
     // A bad limit is one line in the form, and nothing changes.
@@ -429,11 +439,30 @@ Deno.test({
       "a name is text, never markup",
     );
     assert.equal(await call(base, davesKey!, "gpt-4o-mini"), 200);
+    assert.match(
+      await carolRow.innerText(),
+      new RegExp(`\\${usd(carolBalance)}\\s`),
+      "a balance below whole cents is not rounded up",
+    );
     if (SCREENSHOTS) {
       await page.click(`[data-action=limits][data-caller=${bob.id}]`);
       await page.waitForSelector("[data-testid=limits-panel]");
       await page.screenshot({ path: `${DOCS}console-callers.png` });
     }
+
+    // Revoking asks in the page, then the key stops working.
+    const dave = ((await admin(base, "/admin/keys")).data as {
+      id: string;
+      name: string;
+    }[]).find((c) => c.name.startsWith("dave"))!;
+    await openTab(page, "callers");
+    await page.click(`[data-action=revoke][data-caller=${dave.id}]`);
+    await page.click("[data-testid=revoke-confirm]");
+    await page.waitForSelector(
+      `[data-testid=callers-table]:not(:has-text('${dave.id}'))`,
+    );
+    await new Promise((resolve) => setTimeout(resolve, KEY_CACHE_MS));
+    assert.equal(await call(base, davesKey!, "gpt-4o-mini"), 401);
 
     // Catalog: a model's price edited in the page, then charged.
     await openTab(page, "catalog");
@@ -457,7 +486,7 @@ Deno.test({
         10;
     });
     assert.equal(await call(base, alice.key, "gpt-4o-mini"), 200);
-    await settle(base, alice.key, bob.key, carol.key, davesKey!);
+    await settle(base, alice.key, bob.key, carol.key);
     const [charged] = (await admin(
       base,
       `/admin/traces?caller=${alice.id}&limit=1`,

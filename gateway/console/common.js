@@ -215,7 +215,13 @@ export function signedInPage(
 /** USD with enough digits for small amounts. */
 export function usd(value) {
   if (value === null || value === undefined) return "—";
-  return `$${value < 1 ? value.toFixed(6) : value.toFixed(2)}`;
+  if (value < 1) return `$${value.toFixed(6)}`;
+  // Cents where the amount is whole cents; else to the micro-USD, so a
+  // balance a few calls below $10 never reads "$10.00".
+  const cents = value.toFixed(2);
+  return Math.abs(Number(cents) - value) < 5e-7
+    ? `$${cents}`
+    : `$${value.toFixed(6).replace(/0+$/, "")}`;
 }
 
 /** A count with separators. */

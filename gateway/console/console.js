@@ -196,6 +196,8 @@ const PAGES = {
       ? topUpPanel(keys.data.find((c) => c.id === editing.id))
       : editing?.kind === "limits"
       ? limitsPanel(keys.data.find((c) => c.id === editing.id))
+      : editing?.kind === "revoke"
+      ? revokePanel(keys.data.find((c) => c.id === editing.id))
       : null;
     return [
       rangeBar(),
@@ -260,15 +262,8 @@ const PAGES = {
                   type: "button",
                   "data-action": "revoke",
                   "data-caller": c.id,
-                  onclick: async () => {
-                    if (
-                      !confirm(
-                        `Revoke "${c.name}"? Its key stops working at once.`,
-                      )
-                    ) return;
-                    await call(`/admin/keys/${encodeURIComponent(c.id)}`, {
-                      method: "DELETE",
-                    });
+                  onclick: () => {
+                    state.editing = { kind: "revoke", id: c.id };
                     render();
                   },
                 }, "Revoke"),
@@ -699,6 +694,38 @@ function topUpPanel(caller) {
         type: "submit",
         "data-testid": "topup-submit",
       }, "Add credit"),
+      h("button", { type: "button", onclick: closeEditor }, "Cancel"),
+      message,
+    ),
+  );
+}
+
+function revokePanel(caller) {
+  if (!caller) return null;
+  const message = formError();
+  return panel(
+    `Revoke "${caller.name}"?`,
+    "revoke-panel",
+    h("p", {
+      text:
+        "Its key stops working at once, on every gateway process. This cannot be undone: the caller needs a new key.",
+    }),
+    h(
+      "div",
+      { class: "toolbar" },
+      h("button", {
+        type: "button",
+        class: "danger",
+        "data-testid": "revoke-confirm",
+        onclick: () =>
+          submit(
+            message,
+            () =>
+              call(`/admin/keys/${encodeURIComponent(caller.id)}`, {
+                method: "DELETE",
+              }),
+          ),
+      }, "Revoke the key"),
       h("button", { type: "button", onclick: closeEditor }, "Cancel"),
       message,
     ),
