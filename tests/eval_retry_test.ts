@@ -1,0 +1,72 @@
+/**
+ * `retries` through the API, against a gateway in front of the simulator:
+ * a model call the gateway could not serve (a 5xx) is an infrastructure
+ * failure, tried again; a request the provider refused (a 4xx) is the run's
+ * own failure, never tried again.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { createCaller } from "../gateway/callers.ts";
+import { parseConfig } from "../gateway/config.ts";
+import { usdToMicros } from "../gateway/credits/money.ts";
+import { startGateway } from "../gateway/server.ts";
+import { startSimulator } from "../gateway/simulator/mod.ts";
+import { parseTarget, runEval } from "../eval/mod.ts";
+
+const GAME = new URL("../examples/text_game/main.ts", import.meta.url)
+  .pathname;
+
+async function gatewayWithCaller(sim: { env(): Record<string, string> }) {
+  const gateway = await startGateway(
+    parseConfig({
+      env: {
+        GATEWAY_KV_PATH: ":memory:",
+        PORT: "0",
+        ...sim.env(),
+        OPENAI_API_KEYS: "sk-test-1",
+      },
+    }),
+    { log: () => {} },
+  );
+  const caller = await createCaller(gateway.kv, {
+    name: "eval",
+    creditsMicros: usdToMicros(1),
+  });
+  return { gateway, caller };
+}
+
+Deno.test("a model call the gateway could not serve is a gateway error, tried again with retries; a refused request is not", async () => {
+  await using sim = await startSimulator();
+  const { gateway, caller } = await gatewayWithCaller(sim);
+  const run = (retries: number) =>
+    runEval({
+      target: parseTarget(GAME),
+      tasks: [{ scenario: "guess", args: { target: 7, max: 10 } }],
+      endpoint: { gatewayUrl: gateway.url, key: caller.key, model: "gpt-4o" },
+      retries,
+    });
+  try {
+    sim.enqueue({ behaviour: { status: 503, message: "overloaded" } });
+    const [failed] = (await run(0)).results;
+    assert.equal(failed.reward, null);
+    assert.equal(failed.error_kind, "gateway");
+    assert.match(failed.error ?? "", /^The model call failed \(502\)/);
+
+    sim.enqueue({ behaviour: { status: 503, message: "overloaded" } });
+    const [retried] = (await run(2)).results;
+    assert.equal(retried.error, undefined);
+    assert.equal(retried.reward, 1);
+    assert.equal(retried.attempts, 2);
+
+    sim.enqueue({
+      behaviour: { status: 400, message: "The prompt is not allowed" },
+    });
+    const [refused] = (await run(2)).results;
+    assert.equal(refused.error_kind, "task");
+    assert.equal(refused.attempts, 1, "a refusal is not tried again");
+    assert.equal(refused.reward, null);
+  } finally {
+    await gateway.shutdown();
+  }
+});
