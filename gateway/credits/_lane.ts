@@ -1,8 +1,8 @@
 /**
  * What the KV shell keeps of one caller in one process (a lane): its lease as
- * last committed, the money reservations hold, the queue of operations for
- * the next commit, and how a batch is cut from that queue. Private to
- * `credits/`.
+ * last committed and the money reservations hold; and how a batch is cut
+ * from a caller's queue of operations (the queue itself is the group-commit
+ * engine's, `store/group_commit.ts`). Private to `credits/`.
  *
  * @module
  */
@@ -83,9 +83,6 @@ export type Job = ReserveJob | SettleJob | LeaseJob;
 
 /** One caller's money as this process sees it. */
 export interface Lane {
-  jobs: Job[];
-  /** Resolves when the queue is empty; set while it drains. */
-  draining?: Promise<void>;
   lease?: HeldLease;
   /** The part of the lease open reservations and queued settles hold. */
   heldMicros: number;
@@ -137,7 +134,6 @@ export function unwrap<T>(outcome: Outcome<T>): T {
 /** A new, empty lane. */
 export function newLane(): Lane {
   return {
-    jobs: [],
     heldMicros: 0,
     blockedMicros: 0,
     knownUnleasedMicros: 0,

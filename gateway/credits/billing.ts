@@ -54,6 +54,7 @@ import type {
   Settlement,
   TraceRecord,
 } from "../types.ts";
+import { GroupCommit } from "../store/group_commit.ts";
 import { type CommitContext, runBatch } from "./_commit.ts";
 import {
   availableMicros,
@@ -124,6 +125,7 @@ class KvBilling implements Billing {
   readonly #open = new Map<string, OpenReservation>();
   readonly #behind = new Set<Promise<void>>();
   readonly #commits: CommitContext;
+  readonly #engine: GroupCommit<Job>;
 
   constructor(kv: Deno.Kv, options: BillingOptions) {
     this.#kv = kv;
@@ -151,6 +153,20 @@ class KvBilling implements Billing {
       closeReservation: (id) => this.#open.delete(id),
       onCommit: options.onCommit,
     };
+    this.#engine = new GroupCommit<Job>({
+      takeBatch,
+      run: (callerId, batch) =>
+        runBatch(this.#commits, callerId, this.#lane(callerId), batch),
+      // Reserves and growth go ahead of queued settles (behind earlier ones
+      // of their kind): a settle's unspent hold is back in the lease
+      // already, so it only charges, and a call must not wait for other
+      // calls' charges.
+      insertAt: (jobs, job) => {
+        if (!isDemand(job)) return jobs.length;
+        const at = jobs.findIndex((other) => !isDemand(other));
+        return at === -1 ? jobs.length : at;
+      },
+    });
   }
 
   reserve(callerId: string, amountMicros: number): Promise<ReserveResult> {
@@ -160,7 +176,7 @@ class KvBilling implements Billing {
     // Reserves in memory do not wait for KV, so write-behind settles could
     // pile up faster than they commit: past a backlog of two full batches a
     // reserve waits its turn behind them instead.
-    if (lane.jobs.length < 2 * MAX_BATCH_OPERATIONS) {
+    if (this.#engine.queued(callerId) < 2 * MAX_BATCH_OPERATIONS) {
       const inMemory = this.#reserveInMemory(callerId, lane, amountMicros);
       if (inMemory) return Promise.resolve(inMemory);
     }
@@ -227,20 +243,18 @@ class KvBilling implements Billing {
 
   async balance(callerId: string): Promise<number> {
     // After this process's queued charges, so it sees every call it answered.
-    const lane = this.#lanes.get(callerId);
-    while (lane?.draining) await lane.draining;
+    await this.#engine.drained(callerId);
     return await readBalance(this.#kv, callerId);
   }
 
   /** Waits until every queue is empty and every write-behind settle has finished. */
   async #idle(): Promise<void> {
     for (;;) {
-      const waits = [...this.#behind];
-      for (const lane of this.#lanes.values()) {
-        if (lane.draining) waits.push(lane.draining);
+      await Promise.all([...this.#behind, this.#engine.idle()]);
+      if (this.#behind.size === 0) {
+        await this.#engine.idle();
+        if (this.#behind.size === 0) return;
       }
-      if (waits.length === 0) return;
-      await Promise.all(waits);
     }
   }
 
@@ -433,34 +447,14 @@ class KvBilling implements Billing {
     );
   }
 
-  /**
-   * Queues a job for the caller's next batch. Reserves and growth go ahead of
-   * queued settles (behind earlier ones of their kind): a settle's unspent
-   * hold is back in the lease already, so it only charges, and a call must
-   * not wait for other calls' charges.
-   */
+  /** Queues a job for the caller's next batch (demand goes ahead of settles). */
   #submit<T>(
     callerId: string,
     job: (done: (outcome: Outcome<T>) => void) => Job,
   ): Promise<Outcome<T>> {
-    const lane = this.#lane(callerId);
     const { promise, resolve } = Promise.withResolvers<Outcome<T>>();
-    const queued = job(resolve);
-    if (isDemand(queued)) {
-      const at = lane.jobs.findIndex((other) => !isDemand(other));
-      lane.jobs.splice(at === -1 ? lane.jobs.length : at, 0, queued);
-    } else lane.jobs.push(queued);
-    lane.draining ??= this.#drain(callerId, lane);
+    this.#engine.submit(callerId, job(resolve));
     return promise;
-  }
-
-  async #drain(callerId: string, lane: Lane): Promise<void> {
-    // Let the jobs submitted in the same tick join the first batch.
-    await null;
-    while (lane.jobs.length > 0) {
-      await runBatch(this.#commits, callerId, lane, takeBatch(lane.jobs));
-    }
-    lane.draining = undefined;
   }
 }
 

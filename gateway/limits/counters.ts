@@ -14,6 +14,7 @@ import { commitWithRetry } from "../_kv_retry.ts";
 import { formatUsd, usdToMicros } from "../credits/money.ts";
 import { GatewayError } from "../errors.ts";
 import { limitMinuteKey, limitSpendKey } from "../kv_keys.ts";
+import { GroupCommit } from "../store/group_commit.ts";
 import type { Caller } from "../types.ts";
 import { type CallerLimits, hasCountedLimits, windowOf } from "./limits.ts";
 
@@ -65,10 +66,10 @@ type Job =
 export class LimitCounters {
   readonly #kv: Deno.Kv;
   readonly #now: () => number;
-  readonly #queues = new Map<
-    string,
-    { jobs: Job[]; draining?: Promise<void> }
-  >();
+  readonly #engine: GroupCommit<Job> = new GroupCommit<Job>({
+    takeBatch: (jobs) => jobs.splice(0, 64),
+    run: (callerId, batch) => this.#commit(callerId, batch),
+  });
 
   /**
    * Counts over `kv`.
@@ -127,47 +128,27 @@ export class LimitCounters {
   }
 
   /** Resolves once every queued adjustment has committed. */
-  async flush(): Promise<void> {
-    for (;;) {
-      const draining = [...this.#queues.values()].flatMap((queue) =>
-        queue.draining ? [queue.draining] : []
-      );
-      if (draining.length === 0) return;
-      await Promise.all(draining);
-    }
+  flush(): Promise<void> {
+    return this.#engine.idle();
   }
 
   #submit(callerId: string, job: Job): void {
-    let queue = this.#queues.get(callerId);
-    if (!queue) {
-      queue = { jobs: [] };
-      this.#queues.set(callerId, queue);
-    }
-    queue.jobs.push(job);
-    queue.draining ??= this.#drain(callerId, queue);
+    this.#engine.submit(callerId, job);
   }
 
-  async #drain(
-    callerId: string,
-    queue: { jobs: Job[]; draining?: Promise<void> },
-  ): Promise<void> {
-    await null; // the jobs of this tick share the first commit
-    while (queue.jobs.length > 0) {
-      const batch = queue.jobs.splice(0, 64);
-      try {
-        const results = await commitWithRetry(
-          `limits of caller "${callerId}"`,
-          () => this.#attempt(callerId, batch),
-        );
-        batch.forEach((job, i) =>
-          (job.done as (result: unknown) => void)(results[i])
-        );
-      } catch (error) {
-        for (const job of batch) job.done(error as Error);
-      }
+  /** Commits one batch of a caller's jobs (retrying conflicts) and answers each. */
+  async #commit(callerId: string, batch: Job[]): Promise<void> {
+    try {
+      const results = await commitWithRetry(
+        `limits of caller "${callerId}"`,
+        () => this.#attempt(callerId, batch),
+      );
+      batch.forEach((job, i) =>
+        (job.done as (result: unknown) => void)(results[i])
+      );
+    } catch (error) {
+      for (const job of batch) job.done(error as Error);
     }
-    queue.draining = undefined;
-    this.#queues.delete(callerId);
   }
 
   /** One read-check-commit round for a batch of one caller's jobs; `null` when the commit lost. */
