@@ -120,7 +120,10 @@ export interface EvalOptions {
   concurrency?: number;
   /** Model calls per run at most (default 10). */
   maxSteps?: number;
-  /** More tries for a run that failed for its environment or the gateway (default 0). */
+  /**
+   * More tries for a run that failed for its environment or the gateway
+   * (default 0), on a new connection, after 1 s, 2 s, 4 s… (at most 30 s).
+   */
   retries?: number;
   /** How long one run may take, ms (default: no limit); longer is an error. */
   timeoutMs?: number;
@@ -250,9 +253,7 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   const planned = planRuns(options.tasks, options.repeat ?? 1);
   const kept = keptResults(planned, options.completed ?? []);
   const done = new Set(kept.map(runIdentity));
-  const queue = planned.filter((run) =>
-    !done.has(runIdentity({ ...run, ...run.task, task: run.index }))
-  );
+  const queue = planned.filter((run) => !done.has(plannedIdentity(run)));
   const workers = Math.max(
     1,
     Math.min(options.concurrency ?? 1, queue.length),
@@ -293,6 +294,7 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
             (result.error_kind !== "environment" &&
               result.error_kind !== "gateway")
           ) break;
+          await backOff(attempt, options.signal);
         }
         results.push(result);
         await options.onResult?.(result);
@@ -312,6 +314,32 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   };
 }
 
+/** How long to wait before trying a run again, ms: 1 s, doubling, at most 30 s. */
+function retryDelayMs(attempt: number): number {
+  return Math.min(30_000, 1000 * 2 ** (attempt - 1));
+}
+
+/** Waits before another try, or less when the eval is stopped meanwhile. */
+async function backOff(attempt: number, signal?: AbortSignal): Promise<void> {
+  const { promise, resolve } = Promise.withResolvers<void>();
+  const timer = setTimeout(resolve, retryDelayMs(attempt));
+  const stop = () => resolve();
+  signal?.addEventListener("abort", stop, { once: true });
+  await promise;
+  clearTimeout(timer);
+  signal?.removeEventListener("abort", stop);
+}
+
+/** The identity of a planned run (see {@linkcode runIdentity}). */
+function plannedIdentity(run: PlannedRun): string {
+  return runIdentity({
+    task: run.index,
+    repeat: run.repeat,
+    scenario: run.task.scenario,
+    args: run.task.args,
+  });
+}
+
 /** Every run of every task: task by task, each `repeat` times. */
 function planRuns(tasks: EvalTask[], repeat: number): PlannedRun[] {
   return tasks.flatMap((task, index) =>
@@ -324,11 +352,7 @@ function keptResults(
   planned: PlannedRun[],
   completed: EvalResult[],
 ): EvalResult[] {
-  const wanted = new Set(
-    planned.map((run) =>
-      runIdentity({ ...run.task, task: run.index, repeat: run.repeat })
-    ),
-  );
+  const wanted = new Set(planned.map(plannedIdentity));
   const kept = new Map<string, EvalResult>();
   for (const result of completed) {
     const key = runIdentity(result);
