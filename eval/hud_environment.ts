@@ -5,7 +5,10 @@
  * through `tunnel.open`, for the agent's tools. It is an
  * {@linkcode Environment} to the runner: tools are listed and called over
  * MCP exactly as for an MCP environment; only the scenario methods speak the
- * control channel.
+ * control channel. An environment that publishes an `rfb` screen but no
+ * `computer` tool gets one played by the runner itself (our RFB client,
+ * `mcp/hud/rfb.ts`, through a tunnel), so the native computer-use agents
+ * drive the screen.
  *
  * @module
  */
@@ -26,9 +29,17 @@ import {
   type ControlAddress,
   parseControlAddress,
 } from "../mcp/hud/tunnel.ts";
+import { shapeToJsonSchema } from "../mcp/_schema.ts";
+import { RfbClient, RfbExecutor } from "../mcp/hud/rfb.ts";
+import { openTunnel } from "../mcp/hud/tunnel.ts";
+import { ComputerTool } from "../tools/computer.ts";
 import type { ToolResult } from "./agents/loop.ts";
 import {
+  type AgentTool,
+  capToolContent,
   type ConnectOptions,
+  DEFAULT_MAX_TOOL_RESULT_BYTES,
+  DEFAULT_MAX_TOOL_RESULT_IMAGES,
   Environment,
   EnvironmentError,
   type EvaluationResult,
@@ -319,8 +330,12 @@ export class HudEnvironment extends Environment {
   /** The capability bindings `hello` published. */
   readonly bindings: readonly Capability[];
   readonly #control: ControlClient;
+  readonly #address: ControlAddress;
   readonly #forwarder: CapabilityForwarder;
   readonly #answers = new Map<string, string>();
+  readonly #limits: { maxBytes: number; maxImages: number };
+  /** The `computer` tool the runner plays on the `rfb` screen, once offered. */
+  #screen: Promise<{ tool: ComputerTool; rfb: RfbClient }> | undefined;
 
   private constructor(
     client: Client,
@@ -330,6 +345,7 @@ export class HudEnvironment extends Environment {
       sessionId: string;
       bindings: Capability[];
       control: ControlClient;
+      address: ControlAddress;
       forwarder: CapabilityForwarder;
     },
   ) {
@@ -337,7 +353,13 @@ export class HudEnvironment extends Environment {
     this.sessionId = parts.sessionId;
     this.bindings = parts.bindings;
     this.#control = parts.control;
+    this.#address = parts.address;
     this.#forwarder = parts.forwarder;
+    this.#limits = {
+      maxBytes: options.maxToolResultBytes ?? DEFAULT_MAX_TOOL_RESULT_BYTES,
+      maxImages: options.maxToolResultImages ??
+        DEFAULT_MAX_TOOL_RESULT_IMAGES,
+    };
   }
 
   /**
@@ -401,6 +423,7 @@ export class HudEnvironment extends Environment {
         sessionId,
         bindings,
         control,
+        address: parsed,
         forwarder,
       });
     } catch (error) {
@@ -492,17 +515,89 @@ export class HudEnvironment extends Environment {
   }
 
   /**
+   * The `mcp` capability's tools; and, when the environment publishes an
+   * `rfb` screen but no `computer` tool, a `computer` tool the runner plays
+   * on that screen itself (our RFB client through a tunnel), so the native
+   * computer-use agents drive it.
+   */
+  override async tools(): Promise<AgentTool[]> {
+    const tools = await super.tools();
+    const screen = this.bindings.find((b) => b.protocol.startsWith("rfb/"));
+    if (!screen || tools.some((tool) => tool.name === "computer")) {
+      return tools;
+    }
+    this.#screen ??= this.#openScreen(screen.name);
+    const { tool } = await this.#screen;
+    return [...tools, {
+      name: tool.name,
+      description: tool.description,
+      inputSchema: shapeToJsonSchema(tool.input),
+    }];
+  }
+
+  async #openScreen(
+    capability: string,
+  ): Promise<{ tool: ComputerTool; rfb: RfbClient }> {
+    let rfb: RfbClient;
+    try {
+      const tunnel = await openTunnel(this.#address, capability);
+      rfb = await RfbClient.connect(tunnel.conn, tunnel.early);
+    } catch (error) {
+      this.#screen = undefined;
+      throw new EnvironmentError(
+        `Cannot reach the screen "${capability}": ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
+    const tool = new ComputerTool({ executor: new RfbExecutor(rfb) });
+    tool.configure({
+      display_width: this.display.width,
+      display_height: this.display.height,
+    });
+    return { tool, rfb };
+  }
+
+  /**
    * Calls a tool over the `mcp` capability. A run's calls carry this
    * session's id as `_meta.run_id`: the key the environment gave the task's
-   * state.
+   * state. The runner's own `computer` tool (on the `rfb` screen) runs here.
    */
-  override callTool(
+  override async callTool(
     name: string,
     args: Record<string, unknown>,
     signal?: AbortSignal,
     runId?: string,
   ): Promise<ToolResult> {
-    return super.callTool(
+    if (name === "computer" && this.#screen) {
+      const { tool } = await this.#screen;
+      const parsed = z.object(tool.input).safeParse(args);
+      if (!parsed.success) {
+        return {
+          text: `Error: ${
+            parsed.error.issues.map((i) => i.message).join("; ")
+          }`,
+          images: [],
+          isError: true,
+        };
+      }
+      let result;
+      try {
+        result = await tool.call(parsed.data);
+      } catch (error) {
+        throw new EnvironmentError(
+          `The screen failed: ${(error as Error).message}`,
+          { cause: error },
+        );
+      }
+      return {
+        ...capToolContent(
+          result.content as unknown as Record<string, unknown>[],
+          this.#limits,
+        ),
+        isError: result.isError === true,
+      };
+    }
+    return await super.callTool(
       name,
       args,
       signal,
@@ -542,6 +637,7 @@ export class HudEnvironment extends Environment {
   override async close(): Promise<void> {
     await this.#control.call("bye", {}, 5_000).catch(() => {});
     this.#control.close();
+    if (this.#screen) (await this.#screen.catch(() => undefined))?.rfb.close();
     await super.close().catch(() => {});
     await this.#forwarder.close();
   }
