@@ -10,7 +10,9 @@
  * - resource `{env}:{scenario}`: runs evaluation and returns the result JSON.
  *
  * This module holds what does not depend on the server: argument coercion,
- * result shapes, and the table of runs in progress.
+ * result shapes, the table of runs in progress, the state environments keep
+ * per run ({@linkcode RunState}) and the capability that says their runs are
+ * isolated ({@linkcode runIsolation}).
  *
  * @module
  */
