@@ -18,6 +18,7 @@ import {
 import { z } from "zod";
 import { MCPServer } from "../mcp/mod.ts";
 import { CapabilityForwarder } from "../mcp/hud/tunnel.ts";
+import { startHud } from "../mcp/hud/serve.ts";
 import { RunState } from "../mcp/scenario.ts";
 
 const LIMIT = 16 * 1024 * 1024;
@@ -629,4 +630,40 @@ Deno.test("hud channel: with a harness token, task methods answer only a session
   await harness.result("hello", { harness_token: "s3cret" });
   await harness.result("tasks.start", { id: "secret", args: { secret: "x" } });
   assert.equal((await harness.result("tasks.grade", { answer: "x" })).score, 1);
+});
+
+Deno.test("hud channel: a connection that sends no first frame within the preface time-out is closed", async () => {
+  const mcp = new MCPServer({ name: "quiet" });
+  const listening = Promise.withResolvers<number>();
+  const log = console.log;
+  console.log = () => {};
+  const running = await startHud(mcp, {
+    tasks: () => new Map(),
+    bindings: () => [],
+    initialize: () => Promise.resolve(),
+  }, {
+    port: 0,
+    host: "127.0.0.1",
+    prefaceTimeoutMs: 200,
+    onListen: (addr) => listening.resolve(addr.port),
+  });
+  console.log = log;
+  const port = await listening.promise;
+  const silent = await Wire.open(port);
+  let talker: Wire | undefined;
+  try {
+    const started = Date.now();
+    assert.equal(await silent.line(), null, "closed");
+    assert.ok(Date.now() - started < 5_000);
+    talker = await Wire.open(port);
+    assert.equal(
+      (await talker.result("hello")).env.name,
+      "quiet",
+      "a speaking one is served",
+    );
+  } finally {
+    silent.close();
+    talker?.close();
+    await running.close();
+  }
 });

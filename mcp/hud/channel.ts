@@ -399,7 +399,7 @@ export class ControlChannel {
           return {
             reply: errorBody(
               ErrorCode.MethodNotFound,
-              `Method not found: ${method}`,
+              `Method not found: ${method.slice(0, 200)}`,
             ),
           };
       }
@@ -429,14 +429,16 @@ export class ControlChannel {
       if (this.#live.has(requested)) {
         throw new ChannelError(
           ErrorCode.InvalidRequest,
-          `Session "${requested}" has a live connection`,
+          `Session "${requested.slice(0, 200)}" has a live connection`,
         );
       }
       const run = this.#runs.get(requested);
       if (!run) {
         throw new ChannelError(
           ErrorCode.InvalidRequest,
-          `Unknown session "${requested}": no parked task has that id`,
+          `Unknown session "${
+            requested.slice(0, 200)
+          }": no parked task has that id`,
         );
       }
       this.#live.delete(current);
@@ -543,6 +545,15 @@ export class ControlChannel {
     if (!run) return;
     this.#runs.delete(sessionId);
     run.cancel();
+  }
+
+  /** Cancels parked tasks idle for longer than {@linkcode PARKED_TTL_MS}. */
+  sweep(now: number = Date.now()): void {
+    for (const [id, run] of [...this.#runs]) {
+      if (run.parkedAt !== undefined && now - run.parkedAt > PARKED_TTL_MS) {
+        this.#cancel(id);
+      }
+    }
   }
 
   /** Cancels parked tasks past their time, and the oldest parked past the cap. */

@@ -53,6 +53,7 @@ export {
   type HudSource,
   type HudTransport,
   MAX_CONNECTIONS,
+  PREFACE_TIMEOUT_MS,
   startHud,
 } from "./serve.ts";
 export {

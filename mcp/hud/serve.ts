@@ -57,6 +57,8 @@ export interface HudOptions {
   host: string;
   /** Called with the bound address (else one line on stderr). */
   onListen?: (addr: Deno.NetAddr) => void;
+  /** How long a new connection may take to send its first frame, ms (default 30 000). */
+  prefaceTimeoutMs?: number;
 }
 
 /** A running control channel. */
@@ -67,6 +69,9 @@ export interface HudTransport extends RunningTransport {
 
 /** The most connections open at once; past it new ones are closed at once. */
 export const MAX_CONNECTIONS = 512;
+
+/** How long a new connection may stay silent before its first frame, ms. */
+export const PREFACE_TIMEOUT_MS = 30_000;
 
 /**
  * Serves `host` over the control channel until closed.
@@ -110,7 +115,13 @@ export async function startHud(
         continue;
       }
       conns.add(conn);
-      serveConnection(conn, channel, channelHost).catch(() => {}).finally(
+      channel.sweep();
+      serveConnection(
+        conn,
+        channel,
+        channelHost,
+        options.prefaceTimeoutMs ?? PREFACE_TIMEOUT_MS,
+      ).catch(() => {}).finally(
         () => {
           conns.delete(conn);
           closeQuietly(conn);
@@ -144,9 +155,12 @@ async function serveConnection(
   conn: Deno.Conn,
   channel: ControlChannel,
   host: ChannelHost,
+  prefaceTimeoutMs: number,
 ): Promise<void> {
   const reader = new FrameReader(conn);
-  const first = await reader.read();
+  // A connection that never speaks would hold one of the few slots.
+  const silent = setTimeout(() => closeQuietly(conn), prefaceTimeoutMs);
+  const first = await reader.read().finally(() => clearTimeout(silent));
   if (first.kind === "end") return;
   if (first.kind === "oversized") {
     await writeAll(
