@@ -14,7 +14,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { SharedKeyWindows } from "./limits/provider_keys.ts";
+import { SharedKeyHealth, SharedKeyWindows } from "./limits/provider_keys.ts";
 import type {
   AcquireResult,
   KeyHealth,
@@ -262,6 +262,7 @@ export class MemoryKeyPool implements KeyPool {
   /** The keys lent and not yet given back: each loan is given back once. */
   readonly #lent = new WeakSet<ProviderKey>();
   readonly #shared: SharedKeyWindows | undefined;
+  readonly #health: SharedKeyHealth | undefined;
 
   /**
    * Builds a pool; key ids are derived from the keys' hashes.
@@ -277,6 +278,9 @@ export class MemoryKeyPool implements KeyPool {
     this.#now = options.now ?? Date.now;
     this.#shared = options.store
       ? new SharedKeyWindows(options.store, { now: this.#now })
+      : undefined;
+    this.#health = options.store
+      ? new SharedKeyHealth(options.store, this.#now)
       : undefined;
     for (
       const [name, settings] of Object.entries(providers) as [
@@ -303,7 +307,10 @@ export class MemoryKeyPool implements KeyPool {
         tpm: settings.tpm ?? Infinity,
       };
       this.#limits.set(name, limits);
-      for (const state of states) this.#shared?.add(state.key.keyId, limits);
+      for (const state of states) {
+        this.#shared?.add(state.key.keyId, limits);
+        this.#health?.add(state.key.keyId);
+      }
     }
   }
 
@@ -332,6 +339,7 @@ export class MemoryKeyPool implements KeyPool {
       if (state.probing || exclude?.has(state.key.keyId)) continue;
       const wait = Math.max(
         state.coolUntil - now,
+        (this.#health?.coolUntil(state.key.keyId) ?? 0) - now,
         state.window.msUntilRoom(now, rpm, tpm, Math.min(estimatedTokens, tpm)),
         this.#shared?.waitMs(state.key.keyId, estimatedTokens) ?? 0,
       );
@@ -409,6 +417,10 @@ export class MemoryKeyPool implements KeyPool {
         const cooldown = outcome.retryAfterMs ??
           this.#options.defaultCooldownMs;
         state.coolUntil = Math.max(state.coolUntil, this.#now() + cooldown);
+        this.#health?.report(key.keyId, {
+          coolUntil: state.coolUntil,
+          reason: "rateLimited",
+        });
         return false;
       }
       case "refused": {
@@ -424,6 +436,10 @@ export class MemoryKeyPool implements KeyPool {
           this.#options.maxRefusedCooldownMs ?? 3_600_000,
         );
         state.coolUntil = Math.max(state.coolUntil, this.#now() + cooldown);
+        this.#health?.report(key.keyId, {
+          coolUntil: state.coolUntil,
+          reason: "refused",
+        });
         this.#options.onRefused?.(
           key.provider,
           key.keyId,

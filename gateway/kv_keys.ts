@@ -18,6 +18,7 @@
  * | `["limit_minute", callerId, minuteStart]` | `{requests, tokens}` a limited caller used in a calendar minute |
  * | `["limit_spend", callerId, periodStart]` | micro-USD a caller with a spend cap spent or holds in a period |
  * | `["usage", "m" \| "h" \| "d", bucketStart, callerId, model, provider, field]` | a usage counter (`Deno.KvU64`) in `usage_buckets.ts` |
+ * | `["provider_key_health", keyId]` | `{coolUntil, reason}`: a provider key's cool-down every process honours (`limits/provider_keys.ts`) |
  * | `["provider_key_window", keyId, minuteStart]` | `{requests, tokens}` every process together claimed of a limited provider key in a calendar minute (`limits/provider_keys.ts`) |
  *
  * @module
@@ -271,4 +272,14 @@ export function usageBound(
   bucketStart: number,
 ): Deno.KvKey {
   return ["usage", granularity, bucketStart];
+}
+
+/**
+ * The key of a provider key's cool-down, shared by every gateway process.
+ *
+ * @param keyId The provider key's id (never its secret).
+ * @returns The KV key.
+ */
+export function providerKeyHealthKey(keyId: string): Deno.KvKey {
+  return ["provider_key_health", keyId];
 }

@@ -143,3 +143,90 @@ Deno.test({
     }
   },
 });
+
+async function cooldownShared(
+  store: { env: Record<string, string>; kv: Deno.Kv },
+): Promise<void> {
+  const [a, b] = ["sk-shared-cooldown-key-a", "sk-shared-cooldown-key-b"];
+  await using sim = await startSimulator();
+  // The first request on key a, from whichever process, gets a 429 asking
+  // for 30 s; every other request is answered.
+  sim.enqueue({
+    match: { key: a },
+    behaviour: { status: 429, retryAfter: 30 },
+  });
+  const caller = await createCaller(store.kv, {
+    name: "cooling",
+    creditsMicros: usdToMicros(100),
+  });
+  const gateways: GatewayProcess[] = [];
+  try {
+    const env = {
+      ...sim.env(),
+      ...store.env,
+      OPENAI_API_KEYS: `${a},${b}`,
+    };
+    gateways.push(
+      ...await Promise.all(
+        Array.from({ length: PROCESSES }, () => spawnGateway(env)),
+      ),
+    );
+    const onA = () => sim.requests.filter((r) => r.key === a).length;
+    let refusedAt = 0;
+    let lateOnA = 0;
+    const started = Date.now();
+    while (Date.now() - started < 10_000) {
+      const statuses = await Promise.all(gateways.map(async (gateway) => {
+        const response = await postJson(
+          `${gateway.url}/v1/chat/completions`,
+          caller.key,
+          { model: "gpt-4o-mini", messages: HELLO, max_tokens: 16 },
+        );
+        await response.body?.cancel();
+        return response.status;
+      }));
+      assert.deepEqual(statuses, [200, 200, 200]);
+      if (!refusedAt && onA() > 0) refusedAt = Date.now();
+      if (refusedAt && Date.now() - refusedAt > 2_500) {
+        if (lateOnA === 0) lateOnA = onA();
+        else if (Date.now() - refusedAt > 4_000) break;
+      }
+      await delay(50);
+    }
+    assert.ok(refusedAt > 0, "key a was used");
+    // From 2.5 s after the 429 on, no process sends key a: each read the
+    // cool-down the one that met it stored (without sharing, the two others
+    // would go on using key a, which answers them).
+    assert.equal(onA(), lateOnA, "key a was used after its cool-down spread");
+  } finally {
+    for (const gateway of gateways) await gateway.stop();
+  }
+}
+
+Deno.test("a provider key cooling down after a 429 in one process cools down in the others (KV file)", async () => {
+  const dir = await Deno.makeTempDir();
+  const kvPath = join(dir, "gateway.kv");
+  const kv = await Deno.openKv(kvPath);
+  try {
+    await cooldownShared({ env: { GATEWAY_KV_PATH: kvPath }, kv });
+  } finally {
+    kv.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test({
+  name:
+    "a provider key cooling down after a 429 in one process cools down in the others (PostgreSQL)",
+  ignore: POSTGRES_MISSING !== undefined,
+  async fn() {
+    await using pg = await startPostgres();
+    const url = await pg.createDatabase("cooldown");
+    const kv = await openPostgresStore(url);
+    try {
+      await cooldownShared({ env: { GATEWAY_STORE: url }, kv });
+    } finally {
+      await kv.end();
+    }
+  },
+});

@@ -22,10 +22,14 @@
  * `retry-after`), so a burst that outruns the background claims sees a few
  * refusals rather than the upstream's 429s.
  *
+ * A key's cool-downs (after an upstream 429 or a refusal of the key) are
+ * shared too, `["provider_key_health", keyId]`: every process stops using
+ * the key within 2 s of one seeing it refused ({@linkcode SharedKeyHealth}).
+ *
  * @module
  */
 import { commitWithRetry } from "../_kv_retry.ts";
-import { providerKeyWindowKey } from "../kv_keys.ts";
+import { providerKeyHealthKey, providerKeyWindowKey } from "../kv_keys.ts";
 
 const MINUTE_MS = 60_000;
 /** A slice is about this fraction of a limit. */
@@ -265,4 +269,107 @@ function chunkOf(limits: KeyLimits): { requests: number; tokens: number } {
       ? Math.max(1, Math.ceil(limits.tpm / SLICES_PER_LIMIT))
       : 0,
   };
+}
+
+/** A provider key's cool-down as the store keeps it for every process. */
+export interface KeyHealthRecord {
+  /** Epoch ms until which no process should use the key. */
+  coolUntil: number;
+  /** Why: an upstream 429, or a refusal of the key (401, repeated 403s). */
+  reason: "rateLimited" | "refused";
+}
+
+/** How often a process reads the other processes' cool-downs, at most, ms. */
+const HEALTH_REFRESH_MS = 2_000;
+
+/**
+ * Provider key cool-downs shared through the store: a key that one process
+ * saw answered 429 or refused cools down in every process within
+ * {@linkcode HEALTH_REFRESH_MS} (read when a call needs a key and the last
+ * read is older than that; no timer). Probing a refused key stays per
+ * process.
+ */
+export class SharedKeyHealth {
+  readonly #kv: Deno.Kv;
+  readonly #now: () => number;
+  readonly #keyIds: string[] = [];
+  readonly #shared = new Map<string, number>();
+  #readAt = -Infinity;
+  #reading?: Promise<void>;
+
+  /**
+   * Creates the shared health.
+   *
+   * @param kv The gateway's store.
+   * @param now The clock, epoch ms.
+   */
+  constructor(kv: Deno.Kv, now: () => number = Date.now) {
+    this.#kv = kv;
+    this.#now = now;
+  }
+
+  /**
+   * Registers a key to follow.
+   *
+   * @param keyId The key's id.
+   */
+  add(keyId: string): void {
+    this.#keyIds.push(keyId);
+  }
+
+  /**
+   * Until when the other processes said the key cools down (0 for none
+   * known), and a background read when the last one is stale.
+   *
+   * @param keyId The key's id.
+   * @returns Epoch ms.
+   */
+  coolUntil(keyId: string): number {
+    const now = this.#now();
+    if (!this.#reading && now - this.#readAt >= HEALTH_REFRESH_MS) {
+      this.#readAt = now;
+      this.#reading = this.#read().catch(() => {}).finally(() =>
+        this.#reading = undefined
+      );
+    }
+    return this.#shared.get(keyId) ?? 0;
+  }
+
+  /**
+   * Tells every process the key cools down until `coolUntil` (a later
+   * cool-down already stored stays).
+   *
+   * @param keyId The key's id.
+   * @param health Until when, and why.
+   */
+  report(keyId: string, health: KeyHealthRecord): void {
+    this.#shared.set(
+      keyId,
+      Math.max(this.#shared.get(keyId) ?? 0, health.coolUntil),
+    );
+    const key = providerKeyHealthKey(keyId);
+    commitWithRetry(`health of provider key "${keyId}"`, async () => {
+      const current = await this.#kv.get<KeyHealthRecord>(key);
+      if ((current.value?.coolUntil ?? 0) >= health.coolUntil) return true;
+      const committed = await this.#kv.atomic().check(current).set(
+        key,
+        health,
+        { expireIn: Math.max(1, health.coolUntil - this.#now()) },
+      ).commit();
+      return committed.ok ? true : null;
+    }).catch(() => {});
+  }
+
+  async #read(): Promise<void> {
+    for (let i = 0; i < this.#keyIds.length; i += 10) {
+      const ids = this.#keyIds.slice(i, i + 10);
+      const entries = await this.#kv.getMany<KeyHealthRecord[]>(
+        ids.map(providerKeyHealthKey),
+      );
+      entries.forEach((entry, j) => {
+        if (entry.value) this.#shared.set(ids[j], entry.value.coolUntil);
+        else this.#shared.delete(ids[j]);
+      });
+    }
+  }
 }
