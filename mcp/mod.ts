@@ -82,6 +82,7 @@ export type {
   PromptReturn,
 } from "./prompt.ts";
 export type {
+  RunRef,
   ScenarioAnswer,
   ScenarioContext,
   ScenarioEvaluation,
@@ -90,6 +91,12 @@ export type {
   ScenarioPrompt,
   ScenarioResult,
   Subscore,
+} from "./scenario.ts";
+export {
+  declaresRunIsolation,
+  RUN_ISOLATION_CAPABILITY,
+  runIsolation,
+  RunState,
 } from "./scenario.ts";
 export type { JsonSchema } from "./_schema.ts";
 export {
