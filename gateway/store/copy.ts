@@ -6,8 +6,9 @@
  * and no process holds it after the move, so its amount goes back into the
  * caller's unleased credits in the copy (the balance, ledger sum and both
  * sides of `sum(ledger) == unleased + leases` stay as they were). Records
- * that expire in KV (traces, limit counters) get the expiry their writer
- * gives them, counted from the record's own time.
+ * that expire in KV (traces, limit counters, provider key windows and
+ * cool-downs) get the expiry their writer gives them, counted from the
+ * record's own time; those already past it are not copied.
  *
  * @module
  */
@@ -154,7 +155,12 @@ function expiryOf(
   if (table === "traces_by_trace_id") {
     return traceExpiry.get(`${String(key[1])}/${String(key[3])}`);
   }
-  if (table === "limit_minute") return (key[2] as number) + 2 * MINUTE_MS;
+  if (table === "limit_minute" || table === "provider_key_window") {
+    return (key[2] as number) + 2 * MINUTE_MS;
+  }
+  if (table === "provider_key_health") {
+    return (value as { coolUntil?: number } | null)?.coolUntil;
+  }
   // A period is at most a month: 31 days, plus the day its writer keeps.
   if (table === "limit_spend") return (key[2] as number) + 32 * DAY_MS;
   return undefined;
