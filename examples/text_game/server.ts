@@ -22,11 +22,12 @@ import {
   BaseHub,
   type EvaluationResult,
   MCPServer,
+  runIsolation,
+  RunState,
   type ScenarioAnswer,
   type ScenarioResult,
+  type ToolExtra,
 } from "../../mcp/mod.ts";
-import { runIsolation, RunState } from "../../mcp/scenario.ts";
-import type { ToolExtra } from "../../mcp/tool.ts";
 import { type GameStatus, NumberGame } from "./game.ts";
 
 /** The state the tools and hubs share. */
