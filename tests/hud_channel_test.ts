@@ -667,3 +667,32 @@ Deno.test("hud channel: a connection that sends no first frame within the prefac
     await running.close();
   }
 });
+
+Deno.test("hud channel: a tool call without _meta.run_id reaches the one held task's state (HUD's harness sends none); with two held it reaches none", async () => {
+  await using env = await serve();
+  await using forwarder = forwarderFor(env.port, "tools");
+  const client = new Client({ name: "hud-harness", version: "1.0.0" });
+  await client.connect(
+    new StreamableHTTPClientTransport(
+      new URL(`http://127.0.0.1:${forwarder.port}/mcp`),
+    ),
+  );
+  try {
+    const first = await env.open();
+    await first.result("tasks.start", {
+      id: "secret",
+      args: { secret: "ivy" },
+    });
+    const alone = await client.callTool({ name: "reveal", arguments: {} });
+    assert.deepEqual(alone.content, [{ type: "text", text: "ivy" }]);
+    const second = await env.open();
+    await second.result("tasks.start", {
+      id: "secret",
+      args: { secret: "oak" },
+    });
+    const ambiguous = await client.callTool({ name: "reveal", arguments: {} });
+    assert.equal(ambiguous.isError, true, "two tasks: no run is guessed");
+  } finally {
+    await client.close();
+  }
+});

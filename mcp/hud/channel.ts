@@ -228,6 +228,15 @@ export class ControlChannel {
     return this.#runs.size;
   }
 
+  /**
+   * The session id of the one task held, when exactly one is: the run a tool
+   * call without `_meta.run_id` belongs to (HUD's own harness sends none,
+   * and runs one task per environment).
+   */
+  get soleTask(): string | undefined {
+    return this.#runs.size === 1 ? this.#runs.keys().next().value : undefined;
+  }
+
   /** Whether a call is being answered. */
   get busy(): boolean {
     return this.#inFlight > 0;

@@ -15,7 +15,7 @@
  * @module
  */
 import type { RunningTransport, SessionHost } from "../run_stdio.ts";
-import { createHttpApp } from "../transports.ts";
+import { createHttpApp, MAX_BODY_BYTES } from "../transports.ts";
 import {
   type Capability,
   capabilityAddress,
@@ -88,7 +88,8 @@ export async function startHud(
   options: HudOptions,
 ): Promise<HudTransport> {
   await source.initialize();
-  const tools = startToolsEndpoint(host);
+  let channel: ControlChannel | undefined;
+  const tools = startToolsEndpoint(host, () => channel?.soleTask);
   const mcp = mcpCapability(`http://127.0.0.1:${tools.port}/mcp`);
   const channelHost: ChannelHost = {
     info: { name: host.info.name, version: host.info.version },
@@ -96,7 +97,7 @@ export async function startHud(
     bindings: () => [mcp, ...source.bindings()],
     harnessToken: source.harnessToken,
   };
-  const channel = new ControlChannel(channelHost);
+  channel = new ControlChannel(channelHost);
   const listener = Deno.listen({ hostname: options.host, port: options.port });
   const addr = listener.addr as Deno.NetAddr;
   console.log(`HUD_SERVE_PORT=${addr.port}`);
@@ -257,20 +258,24 @@ async function openTunnel(
 /**
  * The `mcp` capability's daemon: Streamable HTTP at `/mcp` on a loopback
  * port, without the dev endpoints (they would call hub tools, harness-only
- * ones included, for whoever reaches the tunnel).
+ * ones included, for whoever reaches the tunnel). A request without
+ * `_meta.run_id` while exactly one task is held gets that task's session id
+ * as its run id, so a harness that sends none (HUD's own) reaches the task's
+ * per-run state.
  */
-function startToolsEndpoint(host: SessionHost) {
+function startToolsEndpoint(
+  host: SessionHost,
+  soleTask: () => string | undefined,
+) {
   const http = createHttpApp(host, "http", "127.0.0.1");
   const server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    (request) =>
+    async (request) =>
       new URL(request.url).pathname === "/mcp"
-        ? http.app.fetch(request)
+        ? http.app.fetch(await withRunId(request, soleTask()))
         : Response.json(
           { error: "Not found: the mcp capability serves /mcp" },
-          {
-            status: 404,
-          },
+          { status: 404 },
         ),
   );
   return {
@@ -281,6 +286,45 @@ function startToolsEndpoint(host: SessionHost) {
       await server.shutdown();
     },
   };
+}
+
+/** The request, with `run` as `_meta.run_id` of each message that has none. */
+async function withRunId(
+  request: Request,
+  run: string | undefined,
+): Promise<Request> {
+  const length = Number(request.headers.get("content-length") ?? NaN);
+  if (
+    run === undefined || request.method !== "POST" ||
+    !(length > 0 && length <= MAX_BODY_BYTES)
+  ) return request;
+  const text = await request.text();
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return new Request(request, { body: text });
+  }
+  for (const message of Array.isArray(body) ? body : [body]) {
+    if (typeof message !== "object" || message === null) continue;
+    if (typeof (message as { method?: unknown }).method !== "string") continue;
+    const params = (message as { params?: Record<string, unknown> }).params ??=
+      {};
+    if (typeof params !== "object" || params === null) continue;
+    const meta = (params._meta ??= {}) as Record<string, unknown>;
+    if (
+      typeof meta === "object" && meta !== null && meta.run_id === undefined
+    ) {
+      meta.run_id = run;
+    }
+  }
+  const headers = new Headers(request.headers);
+  headers.delete("content-length");
+  return new Request(request.url, {
+    method: "POST",
+    headers,
+    body: JSON.stringify(body),
+  });
 }
 
 function closeQuietly(resource: { close(): void }): void {
