@@ -349,11 +349,23 @@ export class PostgresKv implements Deno.Kv {
     }
   }
 
+  /**
+   * Reads one key.
+   *
+   * @param key The key.
+   * @returns Its entry (value `null` when absent or expired).
+   */
   async get<T = unknown>(key: Deno.KvKey): Promise<Deno.KvEntryMaybe<T>> {
     const [entry] = await this.getMany<[T]>([key]);
     return entry;
   }
 
+  /**
+   * Reads several keys in one statement (one consistent snapshot).
+   *
+   * @param keys The keys.
+   * @returns Their entries, in order.
+   */
   async getMany<T extends readonly unknown[]>(
     keys: readonly [...{ [K in keyof T]: Deno.KvKey }],
   ): Promise<{ [K in keyof T]: Deno.KvEntryMaybe<T[K]> }> {
@@ -369,6 +381,14 @@ export class PostgresKv implements Deno.Kv {
     };
   }
 
+  /**
+   * Writes one key in its own commit.
+   *
+   * @param key The key.
+   * @param value The value.
+   * @param options `expireIn`, ms.
+   * @returns The commit result.
+   */
   async set(
     key: Deno.KvKey,
     value: unknown,
@@ -378,10 +398,23 @@ export class PostgresKv implements Deno.Kv {
     return result as Deno.KvCommitResult;
   }
 
+  /**
+   * Deletes one key in its own commit.
+   *
+   * @param key The key.
+   */
   async delete(key: Deno.KvKey): Promise<void> {
     await this.atomic().delete(key).commit();
   }
 
+  /**
+   * Lists keys by prefix or range, in key order (or reversed), a page of
+   * rows per round trip.
+   *
+   * @param selector `prefix`, `start`, `end`.
+   * @param options `limit`, `reverse`, `cursor`.
+   * @returns The entries.
+   */
   list<T = unknown>(
     selector: Deno.KvListSelector,
     options: Deno.KvListOptions = {},
@@ -443,22 +476,42 @@ export class PostgresKv implements Deno.Kv {
     });
   }
 
+  /**
+   * Starts an atomic operation, committed in one round trip.
+   *
+   * @returns The operation.
+   */
   atomic(): Deno.AtomicOperation {
     return new PostgresAtomic(this);
   }
 
+  /**
+   * Not supported: the gateway uses no queues.
+   *
+   * @returns A rejected promise.
+   */
   enqueue(): Promise<Deno.KvCommitResult> {
     return Promise.reject(
       new TypeError("Queues are not supported by the PostgreSQL store"),
     );
   }
 
+  /**
+   * Not supported: the gateway uses no queues.
+   *
+   * @returns A rejected promise.
+   */
   listenQueue(): Promise<void> {
     return Promise.reject(
       new TypeError("Queues are not supported by the PostgreSQL store"),
     );
   }
 
+  /**
+   * Not supported: the gateway watches no keys.
+   *
+   * @returns Never.
+   */
   watch<T extends readonly unknown[]>(): ReadableStream<
     { [K in keyof T]: Deno.KvEntryMaybe<T[K]> }
   > {
@@ -467,6 +520,11 @@ export class PostgresKv implements Deno.Kv {
     );
   }
 
+  /**
+   * Not supported: the gateway writes no versionstamped keys.
+   *
+   * @returns Never.
+   */
   commitVersionstamp(): symbol {
     throw new TypeError(
       "Versionstamped keys are not supported by the PostgreSQL store",
@@ -505,10 +563,12 @@ export class PostgresKv implements Deno.Kv {
     return this.#ended ??= this.#sql.end({ timeout: 5 });
   }
 
+  /** Closes every connection without waiting (see `end()`). */
   close(): void {
     this.end();
   }
 
+  /** Closes every connection without waiting. */
   [Symbol.dispose](): void {
     this.close();
   }
