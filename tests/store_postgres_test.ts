@@ -176,3 +176,29 @@ Deno.test({
     );
   },
 });
+
+Deno.test("a gateway whose PostgreSQL cannot be reached stops with one line that names it without its password", async () => {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      new URL("../gateway/main.ts", import.meta.url).pathname,
+    ],
+    env: {
+      GATEWAY_STORE: "postgres://gw:hunter2-secret@127.0.0.1:1/gateway",
+      PORT: "0",
+      HOST: "127.0.0.1",
+      NO_COLOR: "1",
+    },
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  const stderr = new TextDecoder().decode(output.stderr).trim();
+  assert.equal(output.code, 1);
+  assert.equal(stderr.split("\n").length, 1, stderr);
+  assert.match(
+    stderr,
+    /Cannot open the store \(GATEWAY_STORE\) at PostgreSQL 127\.0\.0\.1:1\/gateway/,
+  );
+  assert.doesNotMatch(stderr, /hunter2/);
+});

@@ -13,6 +13,7 @@
  * @module
  */
 import { dirname } from "node:path";
+import { ConfigError } from "../config.ts";
 import { openPostgresStore, PostgresKv } from "./postgres.ts";
 
 export { openPostgresStore, PostgresKv } from "./postgres.ts";
@@ -35,15 +36,23 @@ export interface OpenedStore {
  *
  * @param settings `store` (`GATEWAY_STORE`) and `kvPath` (`GATEWAY_KV_PATH`).
  * @returns The open store.
+ * @throws {ConfigError} When the PostgreSQL store cannot be opened (one line, without credentials).
  */
 export async function openStore(
   settings: { store?: string; kvPath: string },
 ): Promise<OpenedStore> {
   if (settings.store) {
-    return {
-      kv: await openPostgresStore(settings.store),
-      description: `PostgreSQL ${describePostgresUrl(settings.store)}`,
-    };
+    const description = `PostgreSQL ${describePostgresUrl(settings.store)}`;
+    try {
+      return { kv: await openPostgresStore(settings.store), description };
+    } catch (error) {
+      // One line at start-up, never the URL's password.
+      throw new ConfigError(
+        `Cannot open the store (GATEWAY_STORE) at ${description}: ${
+          (error as Error).message
+        }`,
+      );
+    }
   }
   const path = settings.kvPath;
   const remote = /^https?:\/\//.test(path);
