@@ -30,7 +30,7 @@ const CASES: readonly { route: RouteName; model: string }[] = [
   { route: "chat", model: "gemini-2.5-pro" },
   { route: "chat", model: "grok-4-1-fast" },
   { route: "chat", model: "z-ai/glm-4.5v" },
-  { route: "messages", model: "claude-sonnet-4-5" },
+  { route: "messages", model: "claude-sonnet-5-5" },
   { route: "responses", model: "gpt-5.1" },
   { route: "gemini", model: "gemini-2.5-computer-use-preview" },
 ];

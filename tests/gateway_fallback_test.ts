@@ -24,7 +24,7 @@ Deno.test("with Anthropic down, a Claude call is served by its OpenRouter altern
   }
   for (const stream of [false, true]) {
     const response = await h.post("/v1/chat/completions", {
-      model: "claude-sonnet-4-5",
+      model: "claude-sonnet-5-5",
       messages: HELLO,
       max_tokens: 32,
       stream,
@@ -32,7 +32,7 @@ Deno.test("with Anthropic down, a Claude call is served by its OpenRouter altern
     assert.equal(response.status, 200);
     assert.equal(
       response.headers.get("x-gateway-model"),
-      "anthropic/claude-sonnet-4.5",
+      "anthropic/claude-sonnet-5.5",
     );
     assert.equal(response.headers.get("x-gateway-provider"), "openrouter");
     if (stream) {
@@ -40,13 +40,13 @@ Deno.test("with Anthropic down, a Claude call is served by its OpenRouter altern
       assert.equal(events.at(-1)?.data, "[DONE]");
     } else {
       const body = await response.json();
-      assert.equal(body.model, "anthropic/claude-sonnet-4.5");
+      assert.equal(body.model, "anthropic/claude-sonnet-5.5");
     }
     const requestId = response.headers.get("x-request-id")!;
     const entry = await ledgerEntryOf(h.kv, h.caller.id, requestId);
-    assert.equal(entry.model, "anthropic/claude-sonnet-4.5");
+    assert.equal(entry.model, "anthropic/claude-sonnet-5.5");
     assert.equal(entry.provider, "openrouter");
-    const p = price("anthropic/claude-sonnet-4.5");
+    const p = price("anthropic/claude-sonnet-5.5");
     assert.equal(
       -entry.amountMicros,
       Math.ceil(
@@ -57,8 +57,8 @@ Deno.test("with Anthropic down, a Claude call is served by its OpenRouter altern
     assert.deepEqual(
       trace.attempts?.map((a) => [a.model, a.provider, a.status]),
       [
-        ["claude-sonnet-4-5", "anthropic", 502],
-        ["anthropic/claude-sonnet-4.5", "openrouter", 200],
+        ["claude-sonnet-5-5", "anthropic", 502],
+        ["anthropic/claude-sonnet-5.5", "openrouter", 200],
       ],
     );
   }
@@ -93,7 +93,7 @@ Deno.test("a request the provider refuses (4xx) does not fall back, and a bad mo
     behaviour: { status: 400, message: "messages: bad" },
   });
   const refused = await h.post("/v1/chat/completions", {
-    model: "claude-sonnet-4-5",
+    model: "claude-sonnet-5-5",
     messages: HELLO,
   });
   assert.equal(refused.status, 400);
@@ -122,7 +122,7 @@ Deno.test("a single 5xx is retried on another key of the same provider before an
     behaviour: { status: 500 },
   });
   const response = await h.post("/v1/chat/completions", {
-    model: "claude-sonnet-4-5",
+    model: "claude-sonnet-5-5",
     messages: HELLO,
   });
   assert.equal(response.status, 200);

@@ -248,7 +248,7 @@ Deno.test("no provider key appears in any response, log record, trace or KV entr
       ["chat", "gemini-2.5-pro"],
       ["chat", "grok-4-1-fast"],
       ["chat", "z-ai/glm-4.5v"],
-      ["messages", "claude-sonnet-4-5"],
+      ["messages", "claude-sonnet-5-5"],
       ["responses", "gpt-5.1"],
       ["gemini", "gemini-2.5-computer-use-preview"],
     ] as const

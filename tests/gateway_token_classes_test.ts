@@ -289,7 +289,7 @@ Deno.test("Anthropic: cache writes a stream reports only in message_delta's tota
 Deno.test("Anthropic: the unsplit writes of a request that asked only for 1-hour caching are billed at the 1-hour price, beside the split given", async () => {
   await using upstream = startScriptedUpstream();
   await using h = await startHarness({ env: upstream.env });
-  const model = "claude-sonnet-4-5";
+  const model = "claude-sonnet-5-5";
   const start = {
     ...SPLIT_START,
     cache_creation: {

@@ -43,7 +43,7 @@ Deno.test("every call has a trace record with the request id, trace id, caller, 
   const cases: [RouteName, string, boolean][] = [
     ["chat", "gpt-4o", false],
     ["chat", "claude-haiku-4-5", true],
-    ["messages", "claude-sonnet-4-5", false],
+    ["messages", "claude-sonnet-5-5", false],
     ["responses", "gpt-5.1", true],
     ["gemini", "gemini-2.5-computer-use-preview", true],
   ];

@@ -213,11 +213,11 @@ Deno.test("what a translator cannot carry is a 400 naming the field, in the chat
   await using t = await setup();
   const cases: [string, Record<string, unknown>, string][] = [
     [
-      "claude-sonnet-4-5",
+      "claude-sonnet-5-5",
       { response_format: { type: "json_object" } },
       "response_format.type",
     ],
-    ["claude-sonnet-4-5", { seed: 42 }, "seed"],
+    ["claude-sonnet-5-5", { seed: 42 }, "seed"],
     ["claude-opus-4-5", { logprobs: true }, "logprobs"],
     ["claude-opus-4-5", { temperature: 1.8 }, "temperature"],
     ["claude-haiku-4-5", { top_k: 3 }, "top_k"],

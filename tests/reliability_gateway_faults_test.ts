@@ -37,7 +37,7 @@ const CASES: {
   },
   {
     route: "chat",
-    model: "claude-sonnet-4-5",
+    model: "claude-sonnet-5-5",
     path: "/v1/chat/completions",
     streamPath: "/v1/chat/completions",
   },

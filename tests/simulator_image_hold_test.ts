@@ -23,7 +23,7 @@ const size = fc.record({
 
 Deno.test("the simulator never bills an image above the gateway's hold for it", () => {
   const targets: [ImageTarget, "anthropic" | "openai" | "gemini"][] = [
-    [{ provider: "anthropic", upstream: "claude-sonnet-4-5" }, "anthropic"],
+    [{ provider: "anthropic", upstream: "claude-sonnet-5-5" }, "anthropic"],
     [{ provider: "openai", upstream: "computer-use-preview" }, "openai"],
     [{ provider: "openai", upstream: "gpt-4o" }, "openai"],
     [{
@@ -66,7 +66,7 @@ function dataUrl(image: { width: number; height: number }): string {
 /** A mid-episode request per convention, its screenshots of the given sizes. */
 function bodies(images: { width: number; height: number }[]) {
   const anthropic = {
-    model: "claude-sonnet-4-5",
+    model: "claude-sonnet-5-5",
     max_tokens: 1024,
     tools: [{
       type: "computer_20250124",
@@ -223,7 +223,7 @@ Deno.test("the hold covers what the simulator bills for computer-use conversatio
         assert.ok(
           estimateInputTokens(anthropic, [{
             provider: "anthropic",
-            upstream: "claude-sonnet-4-5",
+            upstream: "claude-sonnet-5-5",
           }]) >= billedClaude,
         );
         const operator = await post(`${sim.baseUrls.openai}/responses`, {

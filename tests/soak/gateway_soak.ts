@@ -71,7 +71,7 @@ const MIX: {
   {
     path: "/v1/messages",
     body: (stream) => ({
-      model: "claude-sonnet-4-5",
+      model: "claude-sonnet-5-5",
       stream,
       max_tokens: 64,
       messages: [{ role: "user", content: "soak" }],
