@@ -3,7 +3,7 @@
  * xdotool and Chromium showing a page the environment serves) run by the
  * eval runner through the demo gateway and the provider simulator's
  * computer-use agent, with each convention's native agent: `operator`
- * (Responses), `gemini-2.5-computer-use-preview` (Gemini), `claude-sonnet-4-5`
+ * (Responses), `gemini-2.5-computer-use-preview` (Gemini), `claude-haiku-4-5`
  * (Messages) and `gpt-4o-mini` (chat). Every task scores 1 and every run's
  * cost equals what the gateway's ledger charged; `deno task eval
  * examples/desktop/main.ts --model operator` does the same from the command
@@ -31,7 +31,7 @@ const TASKS = `${ROOT}examples/desktop/tasks.jsonl`;
 const MODELS = [
   { model: "operator", convention: "responses" },
   { model: "gemini-2.5-computer-use-preview", convention: "gemini" },
-  { model: "claude-sonnet-4-5", convention: "messages" },
+  { model: "claude-haiku-4-5", convention: "messages" },
   { model: "gpt-4o-mini", convention: "chat" },
 ] as const;
 

@@ -166,8 +166,8 @@ Deno.test("the key and the model are checked before any task starts: a refused k
       /^The gateway at http:\/\/\S+ has no model "gpt-nonexistent": GET \/v1\/models lists them$/,
     );
     assertOneLine(
-      await run(rich.key, "claude-sonnet-4-5"),
-      /^The model "claude-sonnet-4-5" cannot be served: No anthropic key is configured/,
+      await run(rich.key, "claude-haiku-4-5"),
+      /^The model "claude-haiku-4-5" cannot be served: No anthropic key is configured/,
     );
     assertOneLine(
       await run(broke.key),

@@ -3,7 +3,7 @@
  * through the demo gateway (in this process), with a real stdio environment
  * whose `computer` tool is backed by a recorded screen: every convention
  * (`operator` over Responses, `gemini-2.5-computer-use-preview` over Gemini,
- * `claude-sonnet-4-5` over Messages, `gpt-4o-mini` over chat) finishes with
+ * `claude-haiku-4-5` over Messages, `gpt-4o-mini` over chat) finishes with
  * reward 1, the clicks land where the prompt said, safety checks are
  * acknowledged (the simulator refuses a request that does not), and every
  * run's cost equals what the gateway's ledger charged.
@@ -20,7 +20,7 @@ const ENV = new URL("./fixtures/eval_contract_env.ts", import.meta.url)
 const CASES = [
   { model: "operator", convention: "responses", enter: "ENTER" },
   { model: "gemini-2.5-computer-use-preview", convention: "gemini" },
-  { model: "claude-sonnet-4-5", convention: "messages", enter: "Return" },
+  { model: "claude-haiku-4-5", convention: "messages", enter: "Return" },
   { model: "gpt-4o-mini", convention: "chat", enter: "Return" },
 ] as const;
 
