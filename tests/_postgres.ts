@@ -46,6 +46,10 @@ export interface TestPostgres {
   readonly port: number;
   /** Creates a fresh, empty database and returns its URL. */
   createDatabase(name: string): Promise<string>;
+  /** Stops the server (fast shutdown: connections cut), keeping its data. */
+  down(): Promise<void>;
+  /** Starts it again on the same port and data after `down()`. */
+  up(): Promise<void>;
   /** Stops the server and removes its directory. */
   stop(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
@@ -108,52 +112,62 @@ export async function startPostgres(): Promise<TestPostgres> {
     "UTF8",
   ]);
   const port = freePort();
-  const server = asPostgres(join(BIN, "postgres"), [
-    "-D",
-    data,
-    "-p",
-    String(port),
-    "-h",
-    "127.0.0.1",
-    "-k",
-    dir,
-    "-c",
-    "fsync=off",
-    "-c",
-    "synchronous_commit=off",
-    "-c",
-    "full_page_writes=off",
-    "-c",
-    "max_connections=200",
-  ]).spawn();
-  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    try {
-      const conn = await Deno.connect({ hostname: "127.0.0.1", port });
-      conn.close();
-      break;
-    } catch {
-      if (Date.now() > deadline) {
-        server.kill("SIGKILL");
-        throw new Error(`PostgreSQL did not listen on port ${port} in 20 s`);
+  const launch = async (): Promise<Deno.ChildProcess> => {
+    const server = asPostgres(join(BIN, "postgres"), [
+      "-D",
+      data,
+      "-p",
+      String(port),
+      "-h",
+      "127.0.0.1",
+      "-k",
+      dir,
+      "-c",
+      "fsync=off",
+      "-c",
+      "synchronous_commit=off",
+      "-c",
+      "full_page_writes=off",
+      "-c",
+      "max_connections=200",
+    ]).spawn();
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      try {
+        const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+        conn.close();
+        break;
+      } catch {
+        if (Date.now() > deadline) {
+          server.kill("SIGKILL");
+          throw new Error(`PostgreSQL did not listen on port ${port} in 20 s`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
       }
+    }
+    // Accepting connections a moment before it accepts logins.
+    for (;;) {
+      const ready = await new Deno.Command(join(BIN, "pg_isready"), {
+        args: ["-h", "127.0.0.1", "-p", String(port), "-U", "postgres"],
+      }).output();
+      if (ready.success || Date.now() > deadline) break;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-  }
-  // Accepting connections a moment before it accepts logins.
-  for (;;) {
-    const ready = await new Deno.Command(join(BIN, "pg_isready"), {
-      args: ["-h", "127.0.0.1", "-p", String(port), "-U", "postgres"],
-    }).output();
-    if (ready.success || Date.now() > deadline) break;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+    return server;
+  };
+  let server: Deno.ChildProcess | undefined = await launch();
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+  const down = async () => {
+    if (!server) return;
+    // Fast shutdown: open connections are cut, as in a failover.
+    server.kill("SIGINT");
+    await server.status;
+    server = undefined;
+  };
   let stopped: Promise<void> | undefined;
   const stop = () =>
     stopped ??= (async () => {
-      server.kill("SIGINT");
-      await server.status;
+      await down();
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     })();
   return {
@@ -170,6 +184,10 @@ export async function startPostgres(): Promise<TestPostgres> {
         name,
       ]);
       return `postgres://postgres@127.0.0.1:${port}/${name}`;
+    },
+    down,
+    async up(): Promise<void> {
+      server ??= await launch();
     },
     stop,
     [Symbol.asyncDispose]: stop,
