@@ -606,9 +606,9 @@ async function main(argv: string[]): Promise<number> {
       DEFAULT_MAX_TOOL_RESULT_IMAGES,
     ),
   };
-  if ("url" in target && values.env?.length) {
+  if (!("command" in target) && values.env?.length) {
     console.error(
-      "--env applies to environments the runner starts; an http(s) environment keeps its own",
+      "--env applies to environments the runner starts; an http(s) or tcp:// environment keeps its own",
     );
   }
 

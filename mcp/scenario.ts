@@ -1,7 +1,8 @@
 /**
  * Scenarios: one async generator per task that sets up state, yields the
  * prompt, receives the agent's answer and yields the reward, served over
- * plain MCP under HUD's names (hud-python ≥ 0.6):
+ * plain MCP under HUD's v5 names (hud-python up to 0.5.x; HUD v6's control
+ * channel is served by `mcp/hud/`):
  *
  * - prompt `{env}:{scenario}`: runs setup with the prompt's arguments and
  *   returns the prompt messages (`_meta` carries `exclude_tools` and

@@ -17,7 +17,7 @@
  * @module
  */
 import { z } from "zod";
-import { MCPServer } from "../../mcp/mod.ts";
+import { MCPServer, runIsolation } from "../../mcp/mod.ts";
 import {
   BashTool,
   ComputerTool,
@@ -72,6 +72,8 @@ export function createDesktopServer(
   const mcp = new MCPServer({
     name: "desktop",
     version: "0.1.0",
+    // One screen per process: concurrent runs need a process each.
+    capabilities: runIsolation(false),
     instructions:
       `A ${width}x${height} desktop with Chromium open on a guest-book page. ` +
       "Use the `computer` tool to see the screen and act on it; coordinates are in " +
