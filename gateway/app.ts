@@ -164,6 +164,8 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     ) as Record<ProviderName, string>,
     upstreamTimeoutMs: config.upstreamTimeoutMs,
     keyCooldownMs: config.keyCooldownMs,
+    ...(config.traceBodies === "on" &&
+      { traceBodyBytes: config.traceBodyBytes }),
     log,
   };
 

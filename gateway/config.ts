@@ -73,6 +73,8 @@ const configSchema = z.object({
     "must be host:port, e.g. 127.0.0.1:9464",
   ).optional(),
   drainTimeoutMs: positiveInt.default(30_000),
+  traceBodies: z.enum(["on", "off"]).default("off"),
+  traceBodyBytes: positiveInt.max(16_384).default(4_096),
   // parseConfig fills every provider with its defaults before validation.
   providers: z.object({
     openai: providerSchema,
@@ -116,6 +118,14 @@ export interface GatewayConfig {
   usageAggregates: "on" | "off";
   /** How long shutdown waits for in-flight calls, ms (`GATEWAY_DRAIN_TIMEOUT_MS`). */
   drainTimeoutMs: number;
+  /**
+   * Whether traces keep the request body and a non-streamed answer, keys
+   * scrubbed, for the console's trace detail (`GATEWAY_TRACE_BODIES`, default
+   * `off`: bodies hold callers' data).
+   */
+  traceBodies: "on" | "off";
+  /** The most of each body a trace keeps, bytes (`GATEWAY_TRACE_BODY_BYTES`, 1–16384, default 4096). */
+  traceBodyBytes: number;
   /** Each provider's settings. */
   providers: Record<ProviderName, ProviderConfig>;
 }
@@ -179,6 +189,8 @@ export function parseConfig(sources: ConfigSources = {}): GatewayConfig {
   set("usageRetentionDays", env.GATEWAY_USAGE_RETENTION_DAYS);
   set("usageAggregates", env.GATEWAY_USAGE_AGGREGATES);
   set("metricsAddr", env.GATEWAY_METRICS_ADDR);
+  set("traceBodies", env.GATEWAY_TRACE_BODIES);
+  set("traceBodyBytes", env.GATEWAY_TRACE_BODY_BYTES);
 
   const providers = {
     ...(merged.providers as
