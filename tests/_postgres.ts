@@ -289,3 +289,24 @@ export function startDelayProxy(
     },
   };
 }
+
+/**
+ * The environment that puts a test gateway on PostgreSQL, when
+ * `MCPKIT_TEST_POSTGRES` names a server (`deno task test:postgres` sets it):
+ * a fresh, empty database each call. Without it, nothing: the KV default.
+ *
+ * @returns `{GATEWAY_STORE}` or `{}`.
+ */
+export async function storeEnvForTests(): Promise<Record<string, string>> {
+  const server = Deno.env.get("MCPKIT_TEST_POSTGRES");
+  if (!server) return {};
+  const { default: postgres } = await import("postgres");
+  const sql = postgres(server, { onnotice: () => {}, max: 1 });
+  const name = `t_${crypto.randomUUID().replaceAll("-", "")}`;
+  try {
+    await sql.unsafe(`CREATE DATABASE ${name}`);
+  } finally {
+    await sql.end();
+  }
+  return { GATEWAY_STORE: server.replace(/\/[^/]*$/, `/${name}`) };
+}
