@@ -83,6 +83,14 @@ export interface GatewayApp {
    * @returns The Prometheus text exposition.
    */
   metricsResponse(): Promise<Response>;
+  /**
+   * Resolves once the key pool holds its first slice of each limited
+   * provider key's shared RPM/TPM, so the first calls find one. `startGateway`
+   * waits for it before it serves.
+   *
+   * @returns A promise.
+   */
+  ready(): Promise<void>;
 }
 
 const CALL_ROUTES: readonly [string, RouteName][] = [
@@ -377,6 +385,9 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     flush: async () => {
       await limits.flush();
       await billing.flush();
+    },
+    ready: async () => {
+      if (keyPool instanceof MemoryKeyPool) await keyPool.ready();
     },
     metricsResponse: async () => {
       const { body, contentType } = await metrics.render();

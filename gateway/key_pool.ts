@@ -452,6 +452,16 @@ export class MemoryKeyPool implements KeyPool {
   }
 
   /**
+   * Resolves once every claim of a shared slice under way has committed (or
+   * failed and been logged): at start-up, the first slice of each limited key.
+   *
+   * @returns A promise.
+   */
+  async ready(): Promise<void> {
+    await this.#shared?.settled();
+  }
+
+  /**
    * Every key's health, by id, for the operator.
    *
    * @returns One entry per key.

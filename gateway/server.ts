@@ -71,6 +71,8 @@ export async function startGateway(
   });
   const log = options.log ??
     ((record) => console.error(JSON.stringify(record)));
+  // Limited provider keys' first shared slices, so the first calls find one.
+  await app.ready();
   const sweep = setInterval(() => {
     sweepExpiredLeases(kv, Date.now()).catch((error) =>
       log({ level: "error", message: `Lease sweep failed: ${error}` })
