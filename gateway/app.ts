@@ -385,6 +385,8 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     flush: async () => {
       await limits.flush();
       await billing.flush();
+      // Slice claims under way, so none meets a closed store.
+      if (keyPool instanceof MemoryKeyPool) await keyPool.ready();
     },
     ready: async () => {
       if (keyPool instanceof MemoryKeyPool) await keyPool.ready();
