@@ -88,6 +88,9 @@ export async function startHud(
   options: HudOptions,
 ): Promise<HudTransport> {
   await source.initialize();
+  // Assigned once below, after the tools endpoint whose callback reads it:
+  // `let` keeps a request that arrives first from hitting the const's TDZ.
+  // deno-lint-ignore prefer-const
   let channel: ControlChannel | undefined;
   const tools = startToolsEndpoint(host, () => channel?.soleTask);
   const mcp = mcpCapability(`http://127.0.0.1:${tools.port}/mcp`);
