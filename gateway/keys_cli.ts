@@ -36,7 +36,8 @@ import {
   usdToMicros,
 } from "./credits/money.ts";
 import { resolve } from "node:path";
-import { openKv } from "./server.ts";
+import { ConfigError } from "./config.ts";
+import { closeStore, openStore as openGatewayStore } from "./store/mod.ts";
 
 /** The KV the gateway and this command open when `GATEWAY_KV_PATH` is unset. */
 const DEFAULT_KV_PATH = "./data/gateway.kv";
@@ -57,9 +58,9 @@ Commands:
   model-set '<catalog entry JSON>'         add or replace a model for every gateway process
   model-remove <model id>                  remove a model for every gateway process
 
-The KV is GATEWAY_KV_PATH (default ./data/gateway.kv, from the checkout's root under
-deno task); the first line on stderr names the one opened, and says when it was just
-created (empty).`;
+The store is GATEWAY_STORE (a postgres:// URL) when set, else the KV at GATEWAY_KV_PATH
+(default ./data/gateway.kv, from the checkout's root under deno task); the first line
+on stderr names the one opened, and says when a KV file was just created (empty).`;
 
 /** The largest amount of USD a command takes (the largest balance). */
 const MAX_USD = microsToUsd(MAX_BALANCE_MICROS);
@@ -267,10 +268,20 @@ async function run(
  * @param fromEnv Whether `GATEWAY_KV_PATH` named it.
  * @returns The open KV.
  */
-async function openStore(path: string, fromEnv: boolean): Promise<Deno.Kv> {
+async function openStore(
+  path: string,
+  fromEnv: boolean,
+  store: string | undefined,
+): Promise<Deno.Kv> {
+  if (store) {
+    // GATEWAY_STORE wins over the KV path, as it does for the gateway.
+    const opened = await openGatewayStore({ store, kvPath: path });
+    console.error(`Store: ${opened.description} (GATEWAY_STORE)`);
+    return opened.kv;
+  }
   const local = path !== ":memory:" && !/^https?:\/\//.test(path);
   const existed = !local || await exists(path);
-  const kv = await openKv(path);
+  const { kv } = await openGatewayStore({ kvPath: path });
   const where = local ? resolve(path) : path;
   const source = fromEnv
     ? "GATEWAY_KV_PATH"
@@ -316,10 +327,21 @@ export async function main(args: string[]): Promise<number> {
     return command === undefined ? 1 : 0;
   }
   const fromEnv = Boolean(Deno.env.get("GATEWAY_KV_PATH"));
-  const kv = await openStore(
-    Deno.env.get("GATEWAY_KV_PATH") || DEFAULT_KV_PATH,
-    fromEnv,
-  );
+  let kv: Deno.Kv;
+  try {
+    kv = await openStore(
+      Deno.env.get("GATEWAY_KV_PATH") || DEFAULT_KV_PATH,
+      fromEnv,
+      Deno.env.get("GATEWAY_STORE") || undefined,
+    );
+  } catch (error) {
+    // An unreachable database: one line, never the URL's password.
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      return 1;
+    }
+    throw error;
+  }
   try {
     const result = await run(kv, command, rest);
     console.log(JSON.stringify(result, null, 2));
@@ -342,7 +364,7 @@ export async function main(args: string[]): Promise<number> {
     }
     throw error;
   } finally {
-    kv.close();
+    await closeStore(kv);
   }
 }
 
