@@ -76,10 +76,16 @@ export class FrameReader {
   readonly #limit: number;
   /** Bytes read and not yet looked at for a newline. */
   #buffer = new Uint8Array(0);
-  /** The start of the current line: chunks without a newline. */
-  #pending: Uint8Array[] = [];
+  /**
+   * The start of the current line, bytes without a newline, in one buffer
+   * that doubles as it fills (so a line that trickles in a byte a read holds
+   * at most twice its size, not an object per read).
+   */
+  #pending = new Uint8Array(0);
   #pendingSize = 0;
   #ended = false;
+  /** The one buffer reads land in. */
+  readonly #chunk = new Uint8Array(64 * 1024);
 
   /**
    * Creates the reader.
@@ -118,8 +124,7 @@ export class FrameReader {
         return parse(line.subarray(0, end));
       }
       if (this.#buffer.length > 0) {
-        this.#pending.push(this.#buffer);
-        this.#pendingSize += this.#buffer.length;
+        this.#append(this.#buffer);
         this.#buffer = new Uint8Array(0);
       }
       if (this.#pendingSize > this.#limit) return await this.#measure();
@@ -146,13 +151,9 @@ export class FrameReader {
   #takeLine(tail: Uint8Array): Uint8Array {
     if (this.#pendingSize === 0) return tail;
     const line = new Uint8Array(this.#pendingSize + tail.length);
-    let offset = 0;
-    for (const chunk of this.#pending) {
-      line.set(chunk, offset);
-      offset += chunk.length;
-    }
-    line.set(tail, offset);
-    this.#pending = [];
+    line.set(this.#pending.subarray(0, this.#pendingSize));
+    line.set(tail, this.#pendingSize);
+    this.#pending = new Uint8Array(0);
     this.#pendingSize = 0;
     return line;
   }
@@ -160,7 +161,7 @@ export class FrameReader {
   /** Reads on to the end of an oversized line, counting, up to a bound. */
   async #measure(): Promise<FrameRead> {
     let size = this.#pendingSize;
-    this.#pending = [];
+    this.#pending = new Uint8Array(0);
     this.#pendingSize = 0;
     const chunk = new Uint8Array(64 * 1024);
     while (size <= MEASURE_LIMIT_BYTES) {
@@ -179,16 +180,31 @@ export class FrameReader {
     return { kind: "oversized", size: MEASURE_LIMIT_BYTES, measured: false };
   }
 
+  /** Adds bytes to the pending line, growing its buffer by doubling. */
+  #append(bytes: Uint8Array): void {
+    const size = this.#pendingSize + bytes.length;
+    if (size > this.#pending.length) {
+      const doubled = Math.min(this.#pending.length * 2, this.#limit + 1);
+      const grown = new Uint8Array(Math.max(size, doubled));
+      grown.set(this.#pending.subarray(0, this.#pendingSize));
+      this.#pending = grown;
+    }
+    this.#pending.set(bytes, this.#pendingSize);
+    this.#pendingSize = size;
+  }
+
   /** Reads the next chunk into the buffer; false at the end of the stream. */
   async #fill(): Promise<boolean> {
     if (this.#ended) return false;
-    const chunk = new Uint8Array(64 * 1024);
+    const chunk = this.#chunk;
     const n = await this.#source.read(chunk);
     if (n === null) {
       this.#ended = true;
       return false;
     }
-    this.#buffer = chunk.subarray(0, n);
+    // A copy of what was read: a view would keep the whole 64 KiB alive
+    // for each byte of a line that trickles in a byte at a time.
+    this.#buffer = chunk.slice(0, n);
     return true;
   }
 }

@@ -103,3 +103,40 @@ Deno.test("parseControlAddress reads tcp://host:port and host:port, and refuses 
     );
   }
 });
+
+Deno.test("FrameReader keeps only the bytes of a line that trickles in one byte a read, not a 64 KiB buffer per byte", async () => {
+  const reads = 6000;
+  let count = 0;
+  let reached!: () => void;
+  const waiting = new Promise<void>((resolve) => reached = resolve);
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => release = resolve);
+  const trickle = {
+    async read(p: Uint8Array): Promise<number | null> {
+      if (count === reads) {
+        reached();
+        await released;
+        p[0] = 0x0a;
+        count++;
+        return 1;
+      }
+      if (count > reads) return null;
+      p[0] = 0x31; // "1"
+      count++;
+      return 1;
+    },
+  };
+  const before = Deno.memoryUsage().external;
+  const reader = new FrameReader(trickle);
+  const frame = reader.read();
+  await waiting;
+  const held = Deno.memoryUsage().external - before;
+  release();
+  const read = await frame;
+  assert.equal(read.kind, "frame");
+  // 6000 bytes of line; a 64 KiB buffer kept per byte would be 375 MiB.
+  assert.ok(
+    held < 64 * 1024 * 1024,
+    `${Math.round(held / 1024 / 1024)} MiB held for a 6000-byte line`,
+  );
+});
