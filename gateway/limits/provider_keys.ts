@@ -57,8 +57,14 @@ interface Slice {
   minute: number;
   requests: number;
   tokens: number;
-  /** The shared counter had nothing left for this minute. */
-  exhausted: boolean;
+  /**
+   * The smallest need (tokens) the shared counter could not grant this
+   * minute: a call needing that many or more waits for the next minute,
+   * a smaller one may still claim (0: no request left at all; `Infinity`:
+   * nothing refused). The counter only grows within a minute, so what it
+   * refused once it refuses again.
+   */
+  refusedNeed: number;
 }
 
 interface KeySlices {
@@ -124,10 +130,9 @@ export class SharedKeyWindows {
     const now = this.#now();
     const minute = minuteOf(now);
     const slice = key.slices.get(minute);
-    if (slice && slice.requests >= 1 && slice.tokens >= needed(key, tokens)) {
-      return 0;
-    }
-    if (slice?.exhausted) return minute + MINUTE_MS - now;
+    const need = needed(key, tokens);
+    if (slice && slice.requests >= 1 && slice.tokens >= need) return 0;
+    if (slice && need >= slice.refusedNeed) return minute + MINUTE_MS - now;
     this.#claim(keyId, minute, tokens);
     // The claim is one commit away.
     return 1_000;
@@ -154,7 +159,9 @@ export class SharedKeyWindows {
     const low = (Number.isFinite(chunk.requests) &&
       slice.requests < chunk.requests) ||
       (chunk.tokens > 0 && slice.tokens < chunk.tokens);
-    if (!slice.exhausted && low) this.#claim(keyId, minute, tokens);
+    if (low && needed(key, tokens) < slice.refusedNeed) {
+      this.#claim(keyId, minute, tokens);
+    }
     if (minute + MINUTE_MS - now < PREFETCH_MS) {
       this.#claim(keyId, minute + MINUTE_MS, 0);
     }
@@ -220,7 +227,9 @@ export class SharedKeyWindows {
           ),
         };
         if (granted.requests === 0 || granted.tokens < needed(key, tokens)) {
-          return { requests: 0, tokens: 0, exhausted: true };
+          // No request left refuses every call; too few tokens, this need up.
+          const refused = granted.requests === 0 ? 0 : needed(key, tokens);
+          return { requests: 0, tokens: 0, refused };
         }
         const committed = await this.#kv.atomic().check(current).set(
           windowKey,
@@ -234,14 +243,14 @@ export class SharedKeyWindows {
           },
           { expireIn: minute + 2 * MINUTE_MS - this.#now() },
         ).commit();
-        return committed.ok ? { ...granted, exhausted: false } : null;
+        return committed.ok ? { ...granted, refused: Infinity } : null;
       },
     ).then((granted) => {
       const slice = key.slices.get(minute) ??
-        { minute, requests: 0, tokens: 0, exhausted: false };
+        { minute, requests: 0, tokens: 0, refusedNeed: Infinity };
       slice.requests += granted.requests;
       slice.tokens += granted.tokens;
-      slice.exhausted = granted.exhausted;
+      slice.refusedNeed = Math.min(slice.refusedNeed, granted.refused);
       key.slices.set(minute, slice);
     }).catch((error) => {
       this.#log(`Claiming a slice of provider key "${keyId}" failed: ${error}`);
