@@ -30,6 +30,14 @@ import { UnreadableUsageError } from "./usage.ts";
 /** How many more keys of one provider a call tries after a 5xx or a connection failure. */
 export const TRANSIENT_RETRIES = 1;
 
+/**
+ * The longest cool-down a provider's `retry-after` can set on a key, ms (an
+ * hour, the longest a refused key cools down by default): a provider that
+ * asks for more (`retry-after: 1e300`, a date years ahead) would otherwise
+ * take the key out of every process sharing the store until restart.
+ */
+export const MAX_RETRY_AFTER_MS = 3_600_000;
+
 /** What the sender needs of the gateway: the key pool, where each provider is, and its timeouts. */
 export interface UpstreamSettings {
   /** Provider keys. */
@@ -393,9 +401,13 @@ function retryAfterMs(headers: Headers, now: number): number | undefined {
   const value = headers.get("retry-after");
   if (!value) return undefined;
   const seconds = Number(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  if (Number.isFinite(seconds) && seconds >= 0) {
+    return Math.min(MAX_RETRY_AFTER_MS, seconds * 1000);
+  }
   const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+  return Number.isNaN(date)
+    ? undefined
+    : Math.min(MAX_RETRY_AFTER_MS, Math.max(0, date - now));
 }
 
 /**

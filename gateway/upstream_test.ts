@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   keyOutcomeOf,
+  MAX_RETRY_AFTER_MS,
   nextMove,
   noKeyError,
   ruleOfAnswer,
@@ -110,4 +111,18 @@ Deno.test("noKeyError() says when a key frees up, else what the attempts met, el
   });
   assert.equal(busy.status, 429);
   assert.equal(busy.retryAfterSeconds, 5);
+});
+
+Deno.test("ruleOfAnswer() caps a 429's retry-after at an hour, so a provider cannot take a key out for years", () => {
+  const now = Date.parse("2026-01-01T00:00:00Z");
+  const with_ = (value: string) =>
+    ruleOfAnswer(429, new Headers({ "retry-after": value }), now);
+  assert.equal(MAX_RETRY_AFTER_MS, 3_600_000);
+  for (const value of ["1e300", "99999999", "Fri, 01 Jan 2100 00:00:00 GMT"]) {
+    assert.deepEqual(with_(value), {
+      action: "cool",
+      retryAfterMs: MAX_RETRY_AFTER_MS,
+    }, value);
+  }
+  assert.deepEqual(with_("3599"), { action: "cool", retryAfterMs: 3_599_000 });
 });
