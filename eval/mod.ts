@@ -37,6 +37,7 @@ export {
   summaryTable,
 } from "./runner.ts";
 export type {
+  EarlierAttempt,
   EvalErrorKind,
   EvalOptions,
   EvalResult,

@@ -77,11 +77,17 @@ export interface EvalResult {
   error_kind?: EvalErrorKind;
   /** Tries the task took (more than 1 after infrastructure failures). */
   attempts: number;
+  /**
+   * The tries before the last, when there were any: why each failed and
+   * what its model calls cost (their cost and tokens are in `cost_usd` and
+   * `tokens` too).
+   */
+  earlier_attempts?: EarlierAttempt[];
   /** Model calls. */
   steps: number;
-  /** Tokens over all model calls. */
+  /** Tokens over all model calls, of every try. */
   tokens: { input: number; output: number };
-  /** What the gateway charged for the run's calls, USD. */
+  /** What the gateway charged for the run's calls, USD, over every try. */
   cost_usd: number;
   /** The `trace-id` every model call of the run carried. */
   trace_id: string;
@@ -95,6 +101,20 @@ export interface EvalResult {
   duration_ms: number;
   /** What the agent did, step by step (see `eval/agents/trajectory.ts`; the report shows it). */
   trajectory?: Trajectory;
+}
+
+/** A try of a run that failed and was tried again (see `retries`). */
+export interface EarlierAttempt {
+  /** Why it failed. */
+  error: string;
+  /** What kind of failure it was. */
+  error_kind?: EvalErrorKind;
+  /** Model calls it made. */
+  steps: number;
+  /** Tokens of its model calls. */
+  tokens: { input: number; output: number };
+  /** What its model calls cost, USD. */
+  cost_usd: number;
 }
 
 /** Options of {@linkcode runEval}. */
@@ -276,6 +296,7 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
       while (queue.length > 0 && !options.signal?.aborted) {
         const run = queue.shift()!;
         let result: EvalResult;
+        const earlier: EarlierAttempt[] = [];
         for (let attempt = 1;; attempt++) {
           try {
             env ??= await Environment.connect(options.target, connect);
@@ -294,8 +315,17 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
             (result.error_kind !== "environment" &&
               result.error_kind !== "gateway")
           ) break;
+          earlier.push({
+            error: result.error ?? "",
+            ...(result.error_kind && { error_kind: result.error_kind }),
+            steps: result.steps,
+            tokens: result.tokens,
+            cost_usd: result.cost_usd,
+          });
           await backOff(attempt, options.signal);
         }
+        // A try that failed may still have been charged: the run says so.
+        if (earlier.length > 0) result = withEarlierAttempts(result, earlier);
         results.push(result);
         await options.onResult?.(result);
       }
@@ -311,6 +341,27 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   return {
     results: all,
     stopped: all.length < planned.length || options.signal?.aborted === true,
+  };
+}
+
+/** The last try's result with the earlier tries' cost and tokens added. */
+function withEarlierAttempts(
+  result: EvalResult,
+  earlier: EarlierAttempt[],
+): EvalResult {
+  const tries = [...earlier, result];
+  const micros = tries.reduce(
+    (sum, t) => sum + Math.round(t.cost_usd * 1_000_000),
+    0,
+  );
+  return {
+    ...result,
+    earlier_attempts: earlier,
+    tokens: {
+      input: tries.reduce((sum, t) => sum + t.tokens.input, 0),
+      output: tries.reduce((sum, t) => sum + t.tokens.output, 0),
+    },
+    cost_usd: micros / 1_000_000,
   };
 }
 

@@ -70,3 +70,45 @@ Deno.test("a model call the gateway could not serve is a gateway error, tried ag
     await gateway.shutdown();
   }
 });
+
+Deno.test("a run tried again counts what its failed try was charged: cost and tokens over every try, and each earlier try with its error", async () => {
+  await using sim = await startSimulator();
+  const { gateway, caller } = await gatewayWithCaller(sim);
+  const run = (retries: number) =>
+    runEval({
+      target: parseTarget(GAME),
+      tasks: [{ scenario: "guess", args: { target: 7, max: 10 } }],
+      endpoint: { gatewayUrl: gateway.url, key: caller.key, model: "gpt-4o" },
+      retries,
+    });
+  try {
+    const [clean] = (await run(0)).results;
+    assert.equal(clean.error, undefined);
+    assert.ok(clean.steps >= 2, "the game takes more than one model call");
+    const firstStep = clean.trajectory!.steps[0].cost_usd;
+    assert.ok(firstStep > 0);
+
+    // The first call is answered (and charged), the second fails.
+    sim.enqueue({ behaviour: {} });
+    sim.enqueue({ behaviour: { status: 503, message: "overloaded" } });
+    const [retried] = (await run(1)).results;
+    assert.equal(retried.error, undefined);
+    assert.equal(retried.attempts, 2);
+    assert.equal(retried.earlier_attempts?.length, 1);
+    const [earlier] = retried.earlier_attempts!;
+    assert.equal(earlier.error_kind, "gateway");
+    assert.match(earlier.error, /^The model call failed \(502\)/);
+    assert.equal(earlier.cost_usd, firstStep);
+    assert.equal(
+      Math.round(retried.cost_usd * 1e6),
+      Math.round((clean.cost_usd + firstStep) * 1e6),
+      "the failed try's charge is in the run's cost",
+    );
+    assert.equal(
+      retried.tokens.input,
+      clean.tokens.input + earlier.tokens.input,
+    );
+  } finally {
+    await gateway.shutdown();
+  }
+});
