@@ -202,3 +202,46 @@ Deno.test("a gateway whose PostgreSQL cannot be reached stops with one line that
   );
   assert.doesNotMatch(stderr, /hunter2/);
 });
+
+Deno.test({
+  name:
+    "the expiry sweep never deletes a row a commit made live while the sweep ran",
+  ignore,
+  async fn() {
+    await using pg = await startPostgres();
+    const url = await pg.createDatabase("sweep");
+    const store = await openPostgresStore(url);
+    const postgres = (await import("postgres")).default;
+    const { serialize } = await import("node:v8");
+    const { toHex } = await import("../gateway/store/key_codec.ts");
+    const sql = postgres(url, { onnotice: () => {}, max: 1 });
+    try {
+      await store.set(["lease", "c1"], "old", { expireIn: 1 });
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      // Another gateway renews the lease; its commit holds the row while the
+      // sweep, which read the row as expired, waits for it.
+      const ops = {
+        c: [],
+        m: [{
+          t: "set",
+          k: toHex(encodeKey(["lease", "c1"])),
+          v: toHex(new Uint8Array(serialize("renewed"))),
+          x: Date.now() + 60_000,
+        }],
+      };
+      let sweeping: Promise<number> | undefined;
+      await sql.begin(async (tx) => {
+        await tx`SELECT gateway_kv_commit(${
+          JSON.stringify(ops)
+        }::text::jsonb, ${Date.now()})`;
+        sweeping = store.deleteExpired();
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      });
+      assert.equal(await sweeping, 0);
+      assert.equal((await store.get(["lease", "c1"])).value, "renewed");
+    } finally {
+      await sql.end();
+      await store.end();
+    }
+  },
+});

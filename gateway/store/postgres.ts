@@ -537,9 +537,13 @@ export class PostgresKv implements Deno.Kv {
    * @returns How many rows went.
    */
   async deleteExpired(): Promise<number> {
+    const now = this.now();
+    // The outer condition is checked again on a row a commit changed while
+    // this waited for it: a row made live again is kept.
     const rows = await this.#sql`
       DELETE FROM gateway_kv WHERE key IN (
-        SELECT key FROM gateway_kv WHERE expires_at <= ${this.now()} LIMIT 10000)`;
+        SELECT key FROM gateway_kv WHERE expires_at <= ${now} LIMIT 10000)
+        AND expires_at <= ${now}`;
     return rows.count;
   }
 
