@@ -452,6 +452,10 @@ export class ControlChannel {
       }
       this.#live.delete(current);
       this.#authorised.delete(current);
+      // The task this connection leaves behind parks, as on a drop: left
+      // neither live nor parked, no sweep would ever end it.
+      const left = this.#runs.get(current);
+      if (left) left.parkedAt = Date.now();
       this.#live.add(requested);
       run.parkedAt = undefined;
       sessionId = requested;
