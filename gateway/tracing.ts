@@ -111,7 +111,8 @@ function scrubJson(value: unknown): unknown {
  * A body as a trace keeps it: fields named like credentials (`api_key`,
  * `authorization`, `password`…) replaced, key-shaped strings (`sk-…`,
  * `mk-…`, `AIza…`, `xai-…`) replaced wherever they appear, then cut to
- * `maxBytes` of UTF-8 with a note of what was cut.
+ * `maxBytes` of UTF-8, and to `maxBytes` as stored (text beyond Latin-1 is
+ * stored as UTF-16, so half as many characters), with a note of what was cut.
  *
  * @example
  * ```ts
@@ -134,14 +135,29 @@ export function keptBody(text: string, maxBytes: number): string {
   scrubbed = scrubbed.replace(SECRET_VALUE, "[scrubbed key]");
   const bytes = new TextEncoder().encode(scrubbed);
   const limit = Math.min(maxBytes, MAX_TRACE_BODY_BYTES);
-  if (bytes.length <= limit) return scrubbed;
+  if (bytes.length <= limit && storedBytes(scrubbed) <= limit) return scrubbed;
   // Cut on a character boundary: drop a partial UTF-8 sequence at the end.
-  const kept = new TextDecoder().decode(bytes.subarray(0, limit)).replace(
+  let kept = new TextDecoder().decode(bytes.subarray(0, limit)).replace(
     /\uFFFD$/,
     "",
   );
-  return `${kept}… [${bytes.length - limit} more bytes not kept]`;
+  // A store keeps text beyond Latin-1 as UTF-16, two bytes a unit: two
+  // bodies of 16 KiB of UTF-8 could then pass a Deno KV value's 64 KiB and
+  // lose the charge committed with the trace.
+  if (storedBytes(kept) > limit) {
+    kept = kept.slice(0, Math.floor(limit / 2)).replace(/[\uD800-\uDBFF]$/, "");
+  }
+  const cut = bytes.length - new TextEncoder().encode(kept).length;
+  // ASCII after the cut, so the note adds no two-byte character.
+  return `${kept}... [${cut} more bytes not kept]`;
 }
+
+/** The bytes V8 (and so either store) takes for a string: one a unit for Latin-1 text, else two. */
+function storedBytes(text: string): number {
+  return WIDE_CHARACTER.test(text) ? 2 * text.length : text.length;
+}
+
+const WIDE_CHARACTER = /[\u0100-\uffff]/;
 
 /**
  * The token classes a charge for `usage` prices, as a trace records them.

@@ -7,6 +7,7 @@
  * @module
  */
 import type { ReserveResult, Settlement, TraceRecord } from "../types.ts";
+import type { TraceBodies } from "../tracing.ts";
 import type { LeaseRecord } from "./ledger.ts";
 
 // Deno KV allows 100 checks, 1000 mutations and 819 200 bytes of mutations
@@ -24,15 +25,19 @@ const SETTLE_BYTES = 2_048;
  * trace: the fixed fields of the trace and the ledger entry fit in
  * {@linkcode SETTLE_BYTES} and 1 KiB; the text a caller or provider can
  * lengthen (the trace id, in both; the error; the attempts) counts 3 bytes a
- * character, UTF-8's most for a UTF-16 unit.
+ * character, UTF-8's most for a UTF-16 unit; the bodies a trace keeps, 2
+ * bytes a character.
  *
  * @param trace The settle's trace.
  * @returns Bytes.
  */
-export function settleBytes(trace: TraceRecord): number {
+export function settleBytes(trace: TraceRecord & TraceBodies): number {
   const text = 2 * trace.traceId.length + (trace.error?.length ?? 0) +
     (trace.attempts ? JSON.stringify(trace.attempts).length : 0);
-  return SETTLE_BYTES + 1_024 + 3 * text;
+  // Kept bodies are stored at most two bytes a character (UTF-16).
+  const bodies = (trace.requestBody?.length ?? 0) +
+    (trace.responseBody?.length ?? 0);
+  return SETTLE_BYTES + 1_024 + 3 * text + 2 * bodies;
 }
 
 /** A job's result: a value, or an error; `final` errors are not worth retrying. */
