@@ -39,6 +39,13 @@ const IMAGE_TYPES: Record<string, string> = {
   "image/webp": "webp",
 };
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** The file extension of an image type we show; none for any other (own keys only: not "toString"). */
+function imageExt(type: unknown): string | undefined {
+  return typeof type === "string" && Object.hasOwn(IMAGE_TYPES, type)
+    ? IMAGE_TYPES[type]
+    : undefined;
+}
 const SHA256 = /^[0-9a-f]{64}$/;
 /** A stored image larger than this is not embedded. */
 const MAX_IMAGE_FILE_BYTES = 20 * 1024 * 1024;
@@ -95,7 +102,7 @@ export async function storeImages(
   let made = false;
   const store = async (image: TrajectoryImage): Promise<TrajectoryImage> => {
     if (!("data" in image)) return image;
-    const ext = IMAGE_TYPES[image.mimeType];
+    const ext = imageExt(image.mimeType);
     if (!ext || !BASE64.test(image.data)) {
       return {
         mimeType: String(image.mimeType).slice(0, 100),
@@ -408,7 +415,7 @@ function imageTag(
 ): string {
   if (!image || typeof image !== "object") return "";
   const type = String(image.mimeType ?? "");
-  const ext = IMAGE_TYPES[type];
+  const ext = imageExt(type);
   if (!ext) {
     return `<p class="missing">An image of type ${
       esc(type.slice(0, 100))

@@ -197,3 +197,44 @@ Deno.test("storeImages() writes each image once beside the results and readResul
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("storeImages() and renderReport() take an image type that names an Object member (toString, __proto__) as one they do not show", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mcpkit-report-" });
+  try {
+    const images = ["toString", "__proto__", "constructor"].map((type) => ({
+      mimeType: type,
+      data: PIXEL,
+    }));
+    const hostile = result({
+      trajectory: {
+        prompt: [],
+        steps: [{
+          step: 1,
+          status: 200,
+          text: "",
+          tokens: { input: 0, output: 0 },
+          cost_usd: 0,
+          tool_calls: [{
+            name: "computer",
+            arguments: {},
+            result: { text: "", is_error: false, images },
+          }],
+        }],
+      },
+    });
+    const stored = await storeImages(hostile, `${dir}/r.images`);
+    const written = await Array.fromAsync(Deno.readDir(dir));
+    assert.deepEqual(written.map((e) => e.name), [], "no file is written");
+    assert.deepEqual(
+      stored.trajectory!.steps[0].tool_calls[0].result!.images.map((i) =>
+        "sha256" in i ? i.sha256 : "inline"
+      ),
+      ["", "", ""],
+    );
+    const html = renderReport([hostile]);
+    assert.ok(!/src="data:(toString|__proto__|constructor)/.test(html));
+    assert.equal(html.match(/\(not shown\)/g)?.length, 3);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -254,3 +254,22 @@ Deno.test("Gemini's computer functions map to the computer tool, coordinates den
   assert.match(fail("scroll_document", { direction: "in" }), /direction/);
   assert.match(fail("fly_to"), /Unknown computer function/);
 });
+
+Deno.test("a scroll direction that names an Object member (constructor, toString) is an error the model reads, in Claude's and Gemini's actions", () => {
+  const display = { width: 1000, height: 500 };
+  for (const direction of ["constructor", "toString", "__proto__"]) {
+    assert.match(
+      error(geminiComputerPlan("scroll_document", { direction }, display)),
+      /needs "direction"/,
+    );
+    assert.match(
+      error(
+        claudeComputerPlan(
+          { action: "scroll", coordinate: [1, 1], scroll_direction: direction },
+          {},
+        ),
+      ),
+      /scroll_direction/,
+    );
+  }
+});

@@ -131,9 +131,10 @@ export function keysyms(keys: readonly string[]): string[] {
         `Cannot press keys: empty key name in "${keys.join(", ")}"`,
       );
     }
-    const named = NAMED[name.toLowerCase()];
-    if (named) return named;
-    if (name in PUNCTUATION) return PUNCTUATION[name];
+    // Own keys only: "constructor" or "__proto__" is no key.
+    const lower = name.toLowerCase();
+    if (Object.hasOwn(NAMED, lower)) return NAMED[lower];
+    if (Object.hasOwn(PUNCTUATION, name)) return PUNCTUATION[name];
     if (/^[a-z0-9]$/i.test(name)) {
       // In a combination "Control+A" means the A key, not shift+a.
       return combination ? name.toLowerCase() : name;

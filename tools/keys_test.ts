@@ -53,3 +53,13 @@ Deno.test("keysyms() refuses unknown and empty keys, naming them", () => {
   assert.throws(() => keysyms([""]), /empty key name/);
   assert.throws(() => keysyms(["ctrl; rm -rf /"]), /Unknown key/);
 });
+
+Deno.test("keysyms() refuses names of Object's own members (constructor, __proto__, toString) as unknown keys", () => {
+  for (const name of ["constructor", "__proto__", "toString", "valueOf"]) {
+    assert.throws(() => keysyms([name]), {
+      name: "RangeError",
+      message: `Unknown key "${name}"`,
+    });
+    assert.throws(() => keysyms([`ctrl+${name}`]), RangeError);
+  }
+});

@@ -166,7 +166,9 @@ export function geminiComputerPlan(
     }
     case "scroll_document":
     case "scroll_at": {
-      const direction = DIRECTIONS[String(args.direction)];
+      const direction = Object.hasOwn(DIRECTIONS, String(args.direction))
+        ? DIRECTIONS[String(args.direction)]
+        : undefined;
       if (!direction) {
         return {
           error: `${name} needs "direction": up, down, left or right`,

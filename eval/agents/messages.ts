@@ -181,7 +181,9 @@ export function claudeComputerPlan(
       };
     }
     case "scroll": {
-      const direction = SCROLLS[String(input.scroll_direction)];
+      const direction = Object.hasOwn(SCROLLS, String(input.scroll_direction))
+        ? SCROLLS[String(input.scroll_direction)]
+        : undefined;
       if (!direction) {
         return {
           error: 'scroll needs "scroll_direction": up, down, left or right',
