@@ -272,4 +272,15 @@ Deno.test("a scroll direction that names an Object member (constructor, toString
       /scroll_direction/,
     );
   }
+  for (const action of ["constructor", "toString"]) {
+    assert.match(
+      error(claudeComputerPlan({ action, coordinate: [1, 1] }, {})),
+      /Unknown computer action/,
+    );
+  }
+  assert.deepEqual(
+    calls(claudeComputerPlan({ action: "key", text: "ctrl+constructor" }, {})),
+    [{ action: "key", keys: ["ctrl", "constructor"] }],
+    "the key goes on by its name, for the computer tool to refuse",
+  );
 });

@@ -71,7 +71,9 @@ const XDOTOOL_KEYS: Record<string, string> = {
 export function xdotoolChords(text: string): string[][] {
   return text.trim().split(/\s+/).filter(Boolean).map((chord) =>
     chord.split("+").filter(Boolean).map((key) =>
-      XDOTOOL_KEYS[key.toLowerCase()] ?? key
+      Object.hasOwn(XDOTOOL_KEYS, key.toLowerCase())
+        ? XDOTOOL_KEYS[key.toLowerCase()]
+        : key
     )
   );
 }
@@ -121,7 +123,7 @@ export function claudeComputerPlan(
     : undefined;
   const text = typeof input.text === "string" ? input.text : undefined;
   if (point) pointer.at = point;
-  const click = CLICKS[action];
+  const click = Object.hasOwn(CLICKS, action) ? CLICKS[action] : undefined;
   if (click) {
     if (text) {
       return {

@@ -374,7 +374,7 @@ for (
  * @throws {RangeError} For a name without one.
  */
 export function keysymCode(name: string): number {
-  if (name in KEYSYMS) return KEYSYMS[name];
+  if (Object.hasOwn(KEYSYMS, name)) return KEYSYMS[name];
   const chars = [...name];
   if (chars.length === 1) {
     const code = chars[0].codePointAt(0)!;
