@@ -398,7 +398,7 @@ class Call implements AsyncDisposable {
             model: entry.id,
             provider: entry.provider,
             status: error.status,
-            error: error.message,
+            error: tracedError(error.message),
           });
         }
         if (!worthFallingBack(error) || index === candidates.length - 1) {
@@ -430,7 +430,7 @@ class Call implements AsyncDisposable {
       ttftMs: this.firstTokenAt === undefined
         ? undefined
         : this.firstTokenAt - this.started,
-      error,
+      error: error === undefined ? undefined : tracedError(error),
       ...(this.estimated.length > 0 ? { estimated: this.estimated } : {}),
       ...(this.attempts.length > 0 ? { attempts: this.attempts } : {}),
       ...(bodyBytes && {
@@ -460,6 +460,20 @@ export async function handleCall(
   } catch (thrown) {
     return call.fail(thrown);
   }
+}
+
+/**
+ * The most characters of an error a trace keeps. A provider's message can be
+ * any length, and the trace commits with the call's charge: a Deno KV value
+ * holds 64 KiB, so an unbounded one would lose the charge.
+ */
+const MAX_TRACE_ERROR_CHARS = 1_000;
+
+/** An error message as a trace keeps it: at most {@linkcode MAX_TRACE_ERROR_CHARS}. */
+function tracedError(message: string): string {
+  return message.length <= MAX_TRACE_ERROR_CHARS
+    ? message
+    : `${message.slice(0, MAX_TRACE_ERROR_CHARS)}...`;
 }
 
 /** The most a call may cost on any of its candidates, micro-USD, with the model that costs it. */
