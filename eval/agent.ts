@@ -17,6 +17,7 @@ import {
   type DisplaySize,
   emptyOutcome,
   type ModelEndpoint,
+  type RunPlace,
   type ToolHost,
 } from "./agents/loop.ts";
 import { runMessages } from "./agents/messages.ts";
@@ -44,6 +45,8 @@ export interface AgentOptions {
   maxSteps: number;
   /** The `trace-id` every model call carries. */
   traceId: string;
+  /** The planned run this is (task position and repetition), carried by every model call. */
+  run?: RunPlace;
   /** The wire convention (default `chat`). */
   convention?: Convention;
   /** The screen size the environment was told (default 1280×800). */
@@ -95,6 +98,7 @@ export async function runAgent(
     tools,
     maxSteps: options.maxSteps,
     traceId: options.traceId,
+    ...(options.run && { run: options.run }),
     display: options.display ?? DEFAULT_DISPLAY,
     signal: options.signal,
   }, options.outcome ?? emptyOutcome());

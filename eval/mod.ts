@@ -100,6 +100,7 @@ export type {
   ModelRequest,
   ModelResponse,
   ModelTransport,
+  RunPlace,
 } from "./agents/loop.ts";
 export type {
   Trajectory,

@@ -598,7 +598,18 @@ export class Replayer {
     const open = [...this.#first.keys()].filter((at) => !this.#claimed.has(at));
     const starts = (at: number) =>
       firstDifference(this.#first.get(at), now) === undefined;
-    const same = open.find(starts) ?? [...this.#first.keys()].find(starts);
+    // The run's own recording first (its task and repetition), so runs
+    // whose first requests are alike do not take each other's, whatever
+    // order they start in; then any open one that starts alike; then one
+    // played already (a run tried again).
+    const place = request.run;
+    const own = (at: number) =>
+      place !== undefined && starts(at) &&
+      this.index.tasks[at].task === place.task &&
+      (this.index.tasks[at].repeat ?? 0) === place.repeat;
+    const all = [...this.#first.keys()];
+    const same = open.find(own) ?? all.find(own) ?? open.find(starts) ??
+      all.find(starts);
     if (same === undefined || request.step !== 1) {
       const closest = open[0] ?? [...this.#first.keys()][0];
       const why = request.step !== 1

@@ -265,3 +265,45 @@ Deno.test("a recording keeps no caller key, refuses to mix runs, and a bad folde
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("runs whose first requests are alike each replay their own task's recording, in whatever order they start", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mcpkit-record-" });
+  try {
+    // Two tasks with the same prompt (the secret is not in it): their
+    // first requests are alike, their second ones differ.
+    const recorder = await Recorder.create(dir);
+    const send = recorder.wrap(model);
+    const same = [{ role: "user", content: "guess" }];
+    const runs = [
+      { traceId: "rec-0", task: 0, answer: "too low" },
+      { traceId: "rec-1", task: 1, answer: "too high" },
+    ];
+    for (const { traceId, task, answer } of runs) {
+      const run = { task, repeat: 0 };
+      await send({ ...request(traceId, 1, same), run });
+      await send({
+        ...request(traceId, 2, [...same, { role: "user", content: answer }]),
+        run,
+      });
+    }
+    await recorder.finish("m", "chat", [
+      result(0, "rec-0", 2),
+      result(1, "rec-1", 2),
+    ]);
+
+    const replay = await Replayer.open(dir);
+    // Task 1 starts first (concurrency): it must play rec-1, not rec-0.
+    for (const { task, answer } of [...runs].reverse()) {
+      const run = { task, repeat: 0 };
+      const traceId = `replay-${task}`;
+      await replay.transport({ ...request(traceId, 1, same), run });
+      const second = await replay.transport({
+        ...request(traceId, 2, [...same, { role: "user", content: answer }]),
+        run,
+      });
+      assert.equal(second.status, 200);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -513,6 +513,7 @@ async function runTask(
       outcome: agent,
       maxSteps: options.maxSteps ?? 10,
       traceId: runId,
+      run: { task: run.index, repeat: run.repeat },
       convention,
       display: env.display,
       signal,

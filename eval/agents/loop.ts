@@ -53,8 +53,21 @@ export interface ModelRequest {
   traceId: string;
   /** The model call's number in the run, from 1. */
   step: number;
+  /**
+   * The planned run the call belongs to (task position and repetition),
+   * when the runner says: a replay plays that run's own recording.
+   */
+  run?: RunPlace;
   /** Stops the call. */
   signal?: AbortSignal;
+}
+
+/** Where a run is in the eval: its task's position and its repetition. */
+export interface RunPlace {
+  /** The task's position, from 0. */
+  task: number;
+  /** The repetition, from 0. */
+  repeat: number;
 }
 
 /** A model call's answer, read whole. */
@@ -221,6 +234,8 @@ export interface AgentRun {
   maxSteps: number;
   /** The `trace-id` every model call carries. */
   traceId: string;
+  /** The planned run this is, for the model calls to carry (see {@linkcode ModelRequest.run}). */
+  run?: RunPlace;
   /** The screen size the environment was told, agent pixels. */
   display: DisplaySize;
   /** Stops the loop. */
@@ -269,6 +284,7 @@ export async function callModel(
     body,
     traceId: run.traceId,
     step: outcome.steps,
+    ...(run.run && { run: run.run }),
     signal: run.signal,
   });
   let answer: unknown = {};
