@@ -176,14 +176,14 @@ class Call implements AsyncDisposable {
     // What the caller is told about the end of the model it asked for.
     const notice = lifecycleHeaders(deps.model(parsed.model) ?? candidates[0]);
     const inputTokens = estimateInputTokens(parsed.body, candidates);
-    const outputTokens = Math.max(
+    const outputTokens = parsed.choices * Math.max(
       ...candidates.map((entry) => outputLimit(entry, parsed.maxOutputTokens)),
     );
     // One hold that covers whichever candidate serves the call.
     this.#reservation = await reserve(
       deps.billing,
       request.caller,
-      holdFor(candidates, inputTokens, parsed.maxOutputTokens),
+      holdFor(candidates, inputTokens, parsed.maxOutputTokens, parsed.choices),
     );
     // The caller's counted limits take the call's share after the credits,
     // so a refusal by either gives the other back and forwards nothing.
@@ -378,7 +378,7 @@ class Call implements AsyncDisposable {
           path: exchange.path,
           body: exchange.body,
           headers: exchange.headers,
-          estimatedTokens: inputTokens + call.maxOutputTokens,
+          estimatedTokens: inputTokens + parsed.choices * call.maxOutputTokens,
           signal: request.signal,
           requestId: request.requestId,
           keysTried: this.keysTried,
@@ -481,6 +481,7 @@ function holdFor(
   candidates: readonly CatalogEntry[],
   inputTokens: number,
   callerMaxOutput: number | undefined,
+  choices: number,
 ): { amount: number; entry: CatalogEntry } {
   let hold = { amount: -1, entry: candidates[0] };
   for (const entry of candidates) {
@@ -489,7 +490,7 @@ function holdFor(
       amount = maxCostMicros(
         entry.pricing,
         inputTokens,
-        outputLimit(entry, callerMaxOutput),
+        choices * outputLimit(entry, callerMaxOutput),
       );
     } catch (error) {
       throw priceOutOfRange(entry, String(error));

@@ -33,8 +33,11 @@ const routeSchemas = {
   }),
   gemini: z.looseObject({
     contents: z.array(z.looseObject({})).min(1),
-    generationConfig: z.looseObject({ maxOutputTokens: positiveInt.nullish() })
-      .nullish(),
+    generationConfig: z.looseObject({
+      maxOutputTokens: positiveInt.nullish(),
+      // Gemini answers 1 to 8 candidates, each billed.
+      candidateCount: positiveInt.max(8).nullish(),
+    }).nullish(),
   }),
 };
 
@@ -48,6 +51,11 @@ export interface ParsedCall {
   stream: boolean;
   /** The caller's output limit, if it set one. */
   maxOutputTokens?: number;
+  /**
+   * How many answers the call asks for (chat `n`, Gemini `candidateCount`),
+   * each up to the output limit and each billed: the hold covers them all.
+   */
+  choices: number;
 }
 
 /**
@@ -89,13 +97,14 @@ export function parseCall(request: CallRequest): ParsedCall {
   switch (request.route) {
     case "gemini": {
       const config = body.generationConfig as
-        | { maxOutputTokens?: number }
+        | { maxOutputTokens?: number; candidateCount?: number }
         | undefined;
       return {
         model: request.pathModel ?? "",
         body,
         stream: request.pathStream === true,
         maxOutputTokens: config?.maxOutputTokens ?? undefined,
+        choices: config?.candidateCount ?? 1,
       };
     }
     case "chat":
@@ -103,10 +112,12 @@ export function parseCall(request: CallRequest): ParsedCall {
         model: body.model as string,
         body,
         stream: body.stream === true,
-        maxOutputTokens:
-          (body.max_completion_tokens ?? body.max_tokens ?? undefined) as
-            | number
-            | undefined,
+        // A provider passed the body may honour either field: hold the larger.
+        maxOutputTokens: largerLimit(
+          body.max_completion_tokens as number | null | undefined,
+          body.max_tokens as number | null | undefined,
+        ),
+        choices: (body.n as number | null | undefined) ?? 1,
       };
     case "messages":
       return {
@@ -114,6 +125,7 @@ export function parseCall(request: CallRequest): ParsedCall {
         body,
         stream: body.stream === true,
         maxOutputTokens: body.max_tokens as number,
+        choices: 1,
       };
     case "responses":
       return {
@@ -123,8 +135,19 @@ export function parseCall(request: CallRequest): ParsedCall {
         maxOutputTokens: (body.max_output_tokens ?? undefined) as
           | number
           | undefined,
+        choices: 1,
       };
   }
+}
+
+/** The larger of two optional output limits; `undefined` when neither is set. */
+function largerLimit(
+  a: number | null | undefined,
+  b: number | null | undefined,
+): number | undefined {
+  if (a == null) return b ?? undefined;
+  if (b == null) return a;
+  return Math.max(a, b);
 }
 
 /**

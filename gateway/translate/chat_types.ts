@@ -338,7 +338,8 @@ export const chatRequestSchema: ChatRequestValidator = z.looseObject({
   temperature: nullableNumber,
   top_p: nullableNumber,
   stop: z.union([z.string(), z.array(z.string())]).nullish(),
-  n: z.number().int().positive().nullish(),
+  // OpenAI's most; each choice is billed, and held for.
+  n: z.number().int().positive().max(128).nullish(),
   tools: z.array(z.discriminatedUnion("type", [
     z.looseObject({
       type: z.literal("function"),

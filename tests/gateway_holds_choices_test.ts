@@ -1,0 +1,107 @@
+/**
+ * A call's hold covers every answer it can be billed for: each of the `n`
+ * choices of a chat call (passed through to OpenAI-convention providers) and
+ * each of Gemini's `candidateCount` candidates, and the larger of chat's
+ * `max_tokens` and `max_completion_tokens` when a caller sends both (a
+ * provider may honour either). Against a loopback upstream that bills what
+ * the request allows, a caller whose credits cover one choice but not the
+ * call is refused with 402 instead of served into debt.
+ */
+import assert from "node:assert/strict";
+import { startHarness } from "./_gateway_harness.ts";
+
+function billingUpstream(): Deno.HttpServer<Deno.NetAddr> {
+  return Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+    async (request) => {
+      const body = await request.json();
+      if (new URL(request.url).pathname.includes("generateContent")) {
+        const config = body.generationConfig ?? {};
+        const output = (config.candidateCount ?? 1) * config.maxOutputTokens;
+        return Response.json({
+          candidates: [{
+            content: { role: "model", parts: [{ text: "hi" }] },
+            finishReason: "STOP",
+          }],
+          usageMetadata: {
+            promptTokenCount: 10,
+            candidatesTokenCount: output,
+            totalTokenCount: 10 + output,
+          },
+        });
+      }
+      const max = Math.max(
+        body.max_tokens ?? 0,
+        body.max_completion_tokens ?? 0,
+      );
+      const output = (body.n ?? 1) * max;
+      return Response.json({
+        id: "chatcmpl-1",
+        object: "chat.completion",
+        created: 1,
+        model: body.model,
+        choices: [{
+          index: 0,
+          message: { role: "assistant", content: "hi" },
+          finish_reason: "length",
+        }],
+        usage: {
+          prompt_tokens: 10,
+          completion_tokens: output,
+          total_tokens: 10 + output,
+        },
+      });
+    },
+  );
+}
+
+const HELLO = [{ role: "user", content: "hello" }];
+
+Deno.test("a hold covers every choice (n, candidateCount) and the larger output cap a chat body names", async () => {
+  await using upstream = billingUpstream();
+  const base = `http://127.0.0.1:${upstream.addr.port}`;
+  await using h = await startHarness({
+    env: { OPENAI_BASE_URL: base, GEMINI_BASE_URL: base },
+    credits: 0.005,
+  });
+  const refusals: [string, string, Record<string, unknown>][] = [
+    ["n=8", "/v1/chat/completions", {
+      model: "gpt-4o-mini",
+      messages: HELLO,
+      max_tokens: 2_000,
+      n: 8,
+    }],
+    [
+      "max_tokens beside a smaller max_completion_tokens",
+      "/v1/chat/completions",
+      {
+        model: "gpt-4o-mini",
+        messages: HELLO,
+        max_completion_tokens: 1,
+        max_tokens: 9_000,
+      },
+    ],
+    [
+      "candidateCount=8",
+      "/v1beta/models/gemini-2.5-computer-use-preview:generateContent",
+      {
+        contents: [{ role: "user", parts: [{ text: "hello" }] }],
+        generationConfig: { maxOutputTokens: 400, candidateCount: 8 },
+      },
+    ],
+  ];
+  for (const [label, path, body] of refusals) {
+    const response = await h.post(path, body);
+    assert.equal(response.status, 402, `${label}: ${await response.text()}`);
+  }
+  // One choice within the credits is served.
+  const served = await h.post("/v1/chat/completions", {
+    model: "gpt-4o-mini",
+    messages: HELLO,
+    max_tokens: 2_000,
+  });
+  assert.equal(served.status, 200, await served.text());
+  const credits = await fetch(`${h.url}/v1/credits`, { headers: h.auth() });
+  const { balance } = await credits.json() as { balance: number };
+  assert.ok(balance >= 0, `balance ${balance}`);
+});
