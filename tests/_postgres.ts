@@ -236,7 +236,14 @@ export function startDelayProxy(
           written += await to.write(next.data.subarray(written));
         }
       }
-    })();
+    })().catch(() => {
+      // The other side went away (a gateway killed with SIGKILL): stop
+      // reading this side too. Caught here, at once, so the rejection is
+      // never unhandled while the read below is still waiting.
+      try {
+        from.close();
+      } catch { /* closed */ }
+    });
     try {
       const buffer = new Uint8Array(64 * 1024);
       for (;;) {
@@ -251,7 +258,7 @@ export function startDelayProxy(
     } catch { /* closed */ }
     ended = true;
     wake?.();
-    await writer.catch(() => {});
+    await writer;
     try {
       to.closeWrite();
     } catch { /* closed */ }
