@@ -40,6 +40,7 @@ import {
   type ConnectOptions,
   DEFAULT_MAX_TOOL_RESULT_BYTES,
   DEFAULT_MAX_TOOL_RESULT_IMAGES,
+  DEFAULT_TOOL_TIMEOUT_MS,
   Environment,
   EnvironmentError,
   type EvaluationResult,
@@ -334,6 +335,8 @@ export class HudEnvironment extends Environment {
   readonly #forwarder: CapabilityForwarder;
   readonly #answers = new Map<string, string>();
   readonly #limits: { maxBytes: number; maxImages: number };
+  /** How long one call of the runner's own `computer` tool may take, ms (as any tool's). */
+  readonly #toolTimeoutMs: number;
   /** The `computer` tool the runner plays on the `rfb` screen, once offered. */
   #screen: Promise<{ tool: ComputerTool; rfb: RfbClient }> | undefined;
 
@@ -360,6 +363,7 @@ export class HudEnvironment extends Environment {
       maxImages: options.maxToolResultImages ??
         DEFAULT_MAX_TOOL_RESULT_IMAGES,
     };
+    this.#toolTimeoutMs = options.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
   }
 
   /**
@@ -539,9 +543,21 @@ export class HudEnvironment extends Environment {
     capability: string,
   ): Promise<{ tool: ComputerTool; rfb: RfbClient }> {
     let rfb: RfbClient;
+    let conn: Deno.Conn | undefined;
+    const limit = this.#toolTimeoutMs;
     try {
-      const tunnel = await openTunnel(this.#address, capability);
-      rfb = await RfbClient.connect(tunnel.conn, tunnel.early);
+      // A screen that never finishes its handshake is cut off at the
+      // tool time limit, as a tool that does not answer is.
+      rfb = await withTimeLimit(
+        (async () => {
+          const tunnel = await openTunnel(this.#address, capability, limit);
+          conn = tunnel.conn;
+          return await RfbClient.connect(tunnel.conn, tunnel.early);
+        })(),
+        limit,
+        () => closeQuietly(conn),
+        `it did not answer within ${limit / 1000} s`,
+      );
     } catch (error) {
       this.#screen = undefined;
       throw new EnvironmentError(
@@ -581,9 +597,28 @@ export class HudEnvironment extends Environment {
         };
       }
       let result;
+      const limit = this.#toolTimeoutMs;
+      const screen = this.#screen;
+      // A screen that stops answering is dropped (the next call connects
+      // again) and the call fails as a tool past its time limit does.
+      const drop = () => {
+        if (this.#screen === screen) this.#screen = undefined;
+        screen.then(({ rfb }) => rfb.close(), () => {});
+      };
       try {
-        result = await tool.call(parsed.data);
+        result = await withTimeLimit(
+          tool.call(parsed.data),
+          limit,
+          drop,
+          `The tool "computer" did not answer within ${limit / 1000} s`,
+          signal,
+        );
       } catch (error) {
+        if (signal?.aborted) throw error;
+        if (error instanceof TimeLimitError) {
+          throw new EnvironmentError(error.message, { cause: error });
+        }
+        drop();
         throw new EnvironmentError(
           `The screen failed: ${(error as Error).message}`,
           { cause: error },
@@ -640,5 +675,59 @@ export class HudEnvironment extends Environment {
     if (this.#screen) (await this.#screen.catch(() => undefined))?.rfb.close();
     await super.close().catch(() => {});
     await this.#forwarder.close();
+  }
+}
+
+/** A piece of work that ran past its time limit. */
+class TimeLimitError extends Error {
+  /**
+   * Creates the error.
+   *
+   * @param message Why, in one line.
+   */
+  constructor(message: string) {
+    super(message);
+    this.name = "TimeLimitError";
+  }
+}
+
+/**
+ * The work's value, or a {@linkcode TimeLimitError} after `ms` (then
+ * `onTimeout` runs, to cut the work off) or the signal's reason when it
+ * aborts first.
+ */
+function withTimeLimit<T>(
+  work: Promise<T>,
+  ms: number,
+  onTimeout: () => void,
+  message: string,
+  signal?: AbortSignal,
+): Promise<T> {
+  work.catch(() => {}); // settled after the limit: nobody waits for it then
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", abort);
+      onTimeout();
+      reject(new TimeLimitError(message));
+    }, ms);
+    const abort = () => {
+      clearTimeout(timer);
+      onTimeout();
+      reject(signal!.reason);
+    };
+    if (signal?.aborted) return abort();
+    signal?.addEventListener("abort", abort, { once: true });
+    work.then(resolve, reject).finally(() => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", abort);
+    });
+  });
+}
+
+function closeQuietly(resource: { close(): void } | undefined): void {
+  try {
+    resource?.close();
+  } catch {
+    // closed already
   }
 }
