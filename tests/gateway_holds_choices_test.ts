@@ -105,3 +105,53 @@ Deno.test("a hold covers every choice (n, candidateCount) and the larger output 
   const { balance } = await credits.json() as { balance: number };
   assert.ok(balance >= 0, `balance ${balance}`);
 });
+
+Deno.test("a caller's output limit above the catalog's is capped to it upstream, so the provider bills no more than the hold", async () => {
+  await using upstream = billingUpstream();
+  const base = `http://127.0.0.1:${upstream.addr.port}`;
+  const admin = "holds-choices-admin";
+  await using h = await startHarness({
+    env: { OPENAI_BASE_URL: base, GATEWAY_ADMIN_TOKEN: admin },
+    credits: 0.005,
+  });
+  // An operator's model that allows less output than the provider's.
+  const put = await fetch(`${h.url}/admin/models/house-model`, {
+    method: "PUT",
+    headers: {
+      authorization: `Bearer ${admin}`,
+      "content-type": "application/json",
+    },
+    body: JSON.stringify({
+      provider: "openai",
+      upstream: "gpt-4o-mini",
+      routes: ["chat"],
+      pricing: { input: 0.15, output: 0.6 },
+      maxOutputTokens: 1_000,
+    }),
+  });
+  assert.equal(put.status, 200, await put.text());
+  // The live catalog reaches the call path within 2 s.
+  for (let i = 0;; i++) {
+    const probe = await h.post("/v1/chat/completions", {
+      model: "house-model",
+      messages: HELLO,
+      max_tokens: 1,
+    });
+    await probe.body?.cancel();
+    if (probe.status === 200) break;
+    assert.ok(i < 60, `house-model not served: ${probe.status}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  for (const field of ["max_tokens", "max_completion_tokens"]) {
+    const response = await h.post("/v1/chat/completions", {
+      model: "house-model",
+      messages: HELLO,
+      [field]: 16_000,
+    });
+    assert.equal(response.status, 200, await response.text());
+  }
+  const credits = await fetch(`${h.url}/v1/credits`, { headers: h.auth() });
+  const { balance } = await credits.json() as { balance: number };
+  // Two calls of at most 1,000 output tokens each: about $0.0012.
+  assert.ok(balance >= 0.0035, `balance ${balance}`);
+});

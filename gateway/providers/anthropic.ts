@@ -168,7 +168,12 @@ function streamUsageFormat(unsplitTtl: CacheTtl): StreamUsageFormat {
 }
 
 function messagesPassthrough(call: CallInput): Exchange {
-  const body = { ...call.body, model: call.entry.upstream };
+  // The output the hold covers: the caller's limit, capped by the catalog's.
+  const body = {
+    ...call.body,
+    model: call.entry.upstream,
+    max_tokens: call.maxOutputTokens,
+  };
   const ttl = unsplitCacheTtl(body);
   return {
     path: "/v1/messages",

@@ -85,9 +85,24 @@ function geminiPassthrough(call: CallInput): Exchange {
   // Upstream always streams SSE; a caller that did not ask for `alt=sse` gets
   // the REST default, one JSON array streamed element by element.
   const asArray = call.query.alt !== "sse";
+  // A limit above the catalog's is capped to it: the output the hold covers.
+  const config = call.body.generationConfig as
+    | Record<string, unknown>
+    | null
+    | undefined;
+  const body = typeof config?.maxOutputTokens === "number" &&
+      config.maxOutputTokens > call.entry.maxOutputTokens
+    ? {
+      ...call.body,
+      generationConfig: {
+        ...config,
+        maxOutputTokens: call.entry.maxOutputTokens,
+      },
+    }
+    : call.body;
   return {
     path: methodPath(call.entry.upstream, call.stream),
-    body: call.body,
+    body,
     response(upstream) {
       return {
         body: upstream,

@@ -115,6 +115,13 @@ export function chatPassthrough(
     ...call.body,
     model: call.entry.upstream,
   };
+  // A limit above the catalog's is capped to it: the output the hold covers.
+  for (const field of ["max_tokens", "max_completion_tokens"]) {
+    const limit = body[field];
+    if (typeof limit === "number" && limit > call.entry.maxOutputTokens) {
+      body[field] = call.entry.maxOutputTokens;
+    }
+  }
   const usageOptions = { ...options, cacheWriteTtl: unsplitCacheTtl(body) };
   const callerOptions = call.body.stream_options as
     | { include_usage?: boolean }
@@ -273,7 +280,13 @@ const RESPONSES_STREAM_USAGE: StreamUsageFormat = {
 function responsesPassthrough(call: CallInput): Exchange {
   return {
     path: "/responses",
-    body: { ...call.body, model: call.entry.upstream },
+    body: {
+      ...call.body,
+      model: call.entry.upstream,
+      // A limit above the catalog's is capped to it: the output the hold covers.
+      ...(typeof call.body.max_output_tokens === "number" &&
+        { max_output_tokens: call.maxOutputTokens }),
+    },
     response(upstream) {
       return {
         body: upstream,
