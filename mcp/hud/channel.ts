@@ -213,6 +213,8 @@ export class ControlChannel {
   readonly #authorised = new Set<string>();
   #draining = false;
   #inFlight = 0;
+  /** Tasks whose setup is running: not held yet, but counted toward the cap. */
+  #starting = 0;
 
   /**
    * Creates the channel.
@@ -518,11 +520,18 @@ export class ControlChannel {
     }
     this.#cancel(sessionId);
     this.#expire();
-    const { run, prompt } = await TaskRun.start(
-      task,
-      args as Record<string, unknown>,
-      taskContext(sessionId),
-    );
+    this.#starting++;
+    let started;
+    try {
+      started = await TaskRun.start(
+        task,
+        args as Record<string, unknown>,
+        taskContext(sessionId),
+      );
+    } finally {
+      this.#starting--;
+    }
+    const { run, prompt } = started;
     // The connection may have dropped while setup ran: the task parks.
     if (!this.#live.has(sessionId)) run.parkedAt = Date.now();
     this.#runs.set(sessionId, run);
@@ -575,14 +584,14 @@ export class ControlChannel {
       run.parkedAt !== undefined
     )
       .sort(([, a], [, b]) => a.parkedAt! - b.parkedAt!);
-    let excess = this.#runs.size + 1 - MAX_TASKS;
+    let excess = this.#runs.size + this.#starting + 1 - MAX_TASKS;
     for (const [id, run] of parked) {
       if (now - run.parkedAt! > PARKED_TTL_MS || excess > 0) {
         this.#cancel(id);
         excess--;
       }
     }
-    if (this.#runs.size >= MAX_TASKS) {
+    if (this.#runs.size + this.#starting >= MAX_TASKS) {
       throw new ChannelError(
         ErrorCode.ServerError,
         `Too many tasks in progress (${MAX_TASKS}): finish or cancel one`,

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   ControlChannel,
+  MAX_TASKS,
   PARKED_TTL_MS,
   type TaskDefinition,
 } from "./channel.ts";
@@ -85,4 +86,46 @@ Deno.test("ControlChannel: a task left behind by a hello that resumes another se
   assert.equal(control.tasks, 2);
   control.sweep(Date.now() + PARKED_TTL_MS + 1000);
   assert.equal(control.tasks, 0, "no task is held past the parked time");
+});
+
+Deno.test("ControlChannel: tasks whose setups are still running count toward the cap, so concurrent starts cannot pass it", async () => {
+  let entered = 0;
+  const gate = Promise.withResolvers<void>();
+  const slow: TaskDefinition = {
+    options: { name: "slow" },
+    fn: async function* () {
+      entered++;
+      await gate.promise;
+      yield "Go";
+      yield 1;
+    },
+  };
+  const control = new ControlChannel({
+    info: { name: "test", version: "0" },
+    tasks: () => new Map([["slow", slow]]),
+    bindings: () => [],
+  });
+  const starts = Array.from(
+    { length: MAX_TASKS + 1 },
+    () =>
+      connection(control, [
+        () => ({ method: "tasks.start", params: { id: "slow" } }),
+      ]),
+  );
+  const deadline = Date.now() + 5_000;
+  while (entered < MAX_TASKS && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(entered, MAX_TASKS, "one setup too many ran");
+  gate.resolve();
+  const replies = (await Promise.all(starts)).flat();
+  const refused = replies.filter((r) => r.error);
+  assert.equal(refused.length, 1);
+  assert.match(
+    (refused[0].error as { message: string }).message,
+    /Too many tasks in progress/,
+  );
+  assert.ok(control.tasks <= MAX_TASKS);
+  control.cancelAll();
 });
