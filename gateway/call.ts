@@ -176,14 +176,14 @@ class Call implements AsyncDisposable {
     // What the caller is told about the end of the model it asked for.
     const notice = lifecycleHeaders(deps.model(parsed.model) ?? candidates[0]);
     const inputTokens = estimateInputTokens(parsed.body, candidates);
-    const outputTokens = parsed.choices * Math.max(
+    const outputTokens = parsed.choices * (parsed.predictedTokens + Math.max(
       ...candidates.map((entry) => outputLimit(entry, parsed.maxOutputTokens)),
-    );
+    ));
     // One hold that covers whichever candidate serves the call.
     this.#reservation = await reserve(
       deps.billing,
       request.caller,
-      holdFor(candidates, inputTokens, parsed.maxOutputTokens, parsed.choices),
+      holdFor(candidates, inputTokens, parsed),
     );
     // The caller's counted limits take the call's share after the credits,
     // so a refusal by either gives the other back and forwards nothing.
@@ -480,8 +480,7 @@ function tracedError(message: string): string {
 function holdFor(
   candidates: readonly CatalogEntry[],
   inputTokens: number,
-  callerMaxOutput: number | undefined,
-  choices: number,
+  parsed: Pick<ParsedCall, "maxOutputTokens" | "choices" | "predictedTokens">,
 ): { amount: number; entry: CatalogEntry } {
   let hold = { amount: -1, entry: candidates[0] };
   for (const entry of candidates) {
@@ -490,7 +489,8 @@ function holdFor(
       amount = maxCostMicros(
         entry.pricing,
         inputTokens,
-        choices * outputLimit(entry, callerMaxOutput),
+        parsed.choices *
+          (parsed.predictedTokens + outputLimit(entry, parsed.maxOutputTokens)),
       );
     } catch (error) {
       throw priceOutOfRange(entry, String(error));

@@ -9,6 +9,7 @@ import { z } from "zod";
 import { firstIssue } from "./_zod.ts";
 import type { CallDeps, CallRequest } from "./call.ts";
 import { GatewayError } from "./errors.ts";
+import { estimateInputTokens } from "./estimate.ts";
 import type { CallInput, Exchange, Provider } from "./providers/provider.ts";
 import { parseJson } from "./providers/provider.ts";
 import { modelStatus } from "./catalog.ts";
@@ -56,6 +57,12 @@ export interface ParsedCall {
    * each up to the output limit and each billed: the hold covers them all.
    */
   choices: number;
+  /**
+   * Output tokens billed beyond the output limit: a chat `prediction`
+   * (OpenAI bills the predicted tokens it rejects as output, whatever
+   * `max_tokens` says). 0 for none.
+   */
+  predictedTokens: number;
 }
 
 /**
@@ -105,6 +112,7 @@ export function parseCall(request: CallRequest): ParsedCall {
         stream: request.pathStream === true,
         maxOutputTokens: config?.maxOutputTokens ?? undefined,
         choices: config?.candidateCount ?? 1,
+        predictedTokens: 0,
       };
     }
     case "chat":
@@ -118,6 +126,9 @@ export function parseCall(request: CallRequest): ParsedCall {
           body.max_tokens as number | null | undefined,
         ),
         choices: (body.n as number | null | undefined) ?? 1,
+        predictedTokens: body.prediction == null
+          ? 0
+          : estimateInputTokens(body.prediction),
       };
     case "messages":
       return {
@@ -126,6 +137,7 @@ export function parseCall(request: CallRequest): ParsedCall {
         stream: body.stream === true,
         maxOutputTokens: body.max_tokens as number,
         choices: 1,
+        predictedTokens: 0,
       };
     case "responses":
       return {
@@ -136,6 +148,7 @@ export function parseCall(request: CallRequest): ParsedCall {
           | number
           | undefined,
         choices: 1,
+        predictedTokens: 0,
       };
   }
 }

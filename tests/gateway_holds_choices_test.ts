@@ -34,7 +34,11 @@ function billingUpstream(): Deno.HttpServer<Deno.NetAddr> {
         body.max_tokens ?? 0,
         body.max_completion_tokens ?? 0,
       );
-      const output = (body.n ?? 1) * max;
+      // Rejected predicted tokens are billed as output (about 4 characters a token).
+      const predicted = body.prediction
+        ? Math.ceil(JSON.stringify(body.prediction.content).length / 4)
+        : 0;
+      const output = (body.n ?? 1) * max + predicted;
       return Response.json({
         id: "chatcmpl-1",
         object: "chat.completion",
@@ -81,6 +85,12 @@ Deno.test("a hold covers every choice (n, candidateCount) and the larger output 
         max_tokens: 9_000,
       },
     ],
+    ["a prediction billed as output", "/v1/chat/completions", {
+      model: "gpt-4o-mini",
+      messages: HELLO,
+      max_tokens: 1,
+      prediction: { type: "content", content: "x".repeat(40_000) },
+    }],
     [
       "candidateCount=8",
       "/v1beta/models/gemini-2.5-computer-use-preview:generateContent",
