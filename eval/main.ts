@@ -674,6 +674,19 @@ async function main(argv: string[]): Promise<number> {
     );
   }
 
+  // One results file, one model: a mean over two models means neither.
+  const wanted = values.model ?? replay?.index.model ?? "gpt-4o-mini";
+  const otherModel = earlier.find((r) =>
+    typeof r.model === "string" && r.model !== wanted
+  );
+  if (otherModel) {
+    throw new UsageError(
+      `${values.resume} holds results of the model ${
+        JSON.stringify(otherModel.model).slice(0, 100)
+      }: resume with --model ${otherModel.model}`,
+    );
+  }
+
   let demo: Demo | undefined;
   let gatewayUrl = (values.gateway ?? Deno.env.get("GATEWAY_URL"))?.replace(
     /\/+$/,

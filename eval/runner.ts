@@ -93,6 +93,8 @@ export interface EvalResult {
   trace_id: string;
   /** The wire convention the model was spoken to in. */
   convention: Convention;
+  /** The model id (absent in results of runners before it was kept). */
+  model?: string;
   /** Calls of tools the agent was not given, refused with an error result. */
   refused_tool_calls: number;
   /** Safety checks the model raised and the runner acknowledged. */
@@ -302,7 +304,13 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
             env ??= await Environment.connect(options.target, connect);
             result = await runTask(env, run, options, convention);
           } catch (error) {
-            result = failedRun(run, convention, error, options.signal);
+            result = failedRun(
+              run,
+              convention,
+              options.endpoint.model,
+              error,
+              options.signal,
+            );
           }
           result.attempts = attempt;
           // A run that failed may have left its connection unusable.
@@ -438,6 +446,7 @@ function errorKind(error: unknown): EvalErrorKind {
 function failedRun(
   run: PlannedRun,
   convention: Convention,
+  model: string,
   error: unknown,
   signal?: AbortSignal,
 ): EvalResult {
@@ -457,6 +466,7 @@ function failedRun(
     cost_usd: 0,
     trace_id: "",
     convention,
+    model,
     refused_tool_calls: 0,
     safety_checks: [],
     duration_ms: 0,
@@ -486,6 +496,7 @@ async function runTask(
     args,
     trace_id: runId,
     convention,
+    model: options.endpoint.model,
   };
   const finish = (
     evaluation: Partial<EvaluationResult>,

@@ -269,3 +269,39 @@ Deno.test("--repeat K runs every task K times and the summary gives pass@1, pass
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("--resume with another --model is refused in one line: a results file is one model's", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mcpkit-eval-resume-" });
+  try {
+    const tasks = await writeTasks(dir, [
+      { scenario: "slow", args: { n: 1 } },
+      { scenario: "slow", args: { n: 2 } },
+    ]);
+    const out = `${dir}/results.jsonl`;
+    const first = await evalCli(
+      ["--tasks", tasks, "--out", out, "--model", "gpt-4o-mini"],
+      dir,
+    );
+    assert.equal(first.code, 0, first.stderr);
+    const results = await readResults(out);
+    assert.deepEqual(results.map((r) => r.model), [
+      "gpt-4o-mini",
+      "gpt-4o-mini",
+    ]);
+    // The second task's result is gone: a resume would run it.
+    await Deno.writeTextFile(out, JSON.stringify(results[0]) + "\n");
+    const other = await evalCli(
+      ["--tasks", tasks, "--resume", out, "--model", "gpt-4o"],
+      dir,
+    );
+    assert.equal(other.code, 2, other.stderr);
+    assert.equal(other.stderr.trim().split("\n").length, 1, other.stderr);
+    assert.match(
+      other.stderr,
+      /holds results of the model "gpt-4o-mini": resume with --model gpt-4o-mini/,
+    );
+    assert.equal((await readResults(out)).length, 1, "the file is untouched");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
