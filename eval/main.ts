@@ -754,7 +754,8 @@ async function main(argv: string[]): Promise<number> {
       target,
       tasks,
       repeat,
-      completed: [...kept.values()],
+      // The errored ones are run again; their cost goes into the new result.
+      completed: [...kept.values(), ...earlier.filter((r) => r.error)],
       endpoint: { gatewayUrl, key: key!, model, transport },
       concurrency,
       maxSteps,
@@ -775,7 +776,19 @@ async function main(argv: string[]): Promise<number> {
     await recorder?.finish(model, convention, results);
     console.log(summaryTable(results, passThreshold));
     const fresh = results.filter((r) => !kept.has(runIdentity(r)));
-    const spent = fresh.reduce((sum, r) => sum + r.cost_usd, 0);
+    // A run done again carries what it cost in the earlier eval: not spent now.
+    const spentBefore = new Map<string, number>();
+    for (const r of earlier.filter((r) => r.error)) {
+      const id = runIdentity(r);
+      spentBefore.set(
+        id,
+        (spentBefore.get(id) ?? 0) + (Number(r.cost_usd) || 0),
+      );
+    }
+    const spent = fresh.reduce(
+      (sum, r) => sum + r.cost_usd - (spentBefore.get(runIdentity(r)) ?? 0),
+      0,
+    );
     const ledger = before !== undefined && after !== undefined
       ? `; the gateway's ledger charged $${
         ((before - after) / 1_000_000).toFixed(6)

@@ -130,7 +130,8 @@ export interface EvalOptions {
   /**
    * Results of an earlier run of the same tasks (`--resume`): the tasks
    * they finished without an error are not run again, and are part of
-   * the summary.
+   * the summary; one that ended in an error is run again, and its new
+   * result lists it in `earlier_attempts` (its cost counted).
    */
   completed?: EvalResult[];
   /** The model behind the gateway. */
@@ -276,6 +277,17 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   const kept = keptResults(planned, options.completed ?? []);
   const done = new Set(kept.map(runIdentity));
   const queue = planned.filter((run) => !done.has(plannedIdentity(run)));
+  // What the runs to do again already cost, in earlier evals.
+  const triedBefore = new Map<string, EarlierAttempt[]>();
+  for (const result of options.completed ?? []) {
+    const key = runIdentity(result);
+    if (!result.error || done.has(key)) continue;
+    triedBefore.set(key, [
+      ...triedBefore.get(key) ?? [],
+      ...result.earlier_attempts ?? [],
+      earlierAttempt(result),
+    ]);
+  }
   const workers = Math.max(
     1,
     Math.min(options.concurrency ?? 1, queue.length),
@@ -298,7 +310,7 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
       while (queue.length > 0 && !options.signal?.aborted) {
         const run = queue.shift()!;
         let result: EvalResult;
-        const earlier: EarlierAttempt[] = [];
+        const earlier = [...triedBefore.get(plannedIdentity(run)) ?? []];
         for (let attempt = 1;; attempt++) {
           try {
             env ??= await Environment.connect(options.target, connect);
@@ -323,13 +335,7 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
             (result.error_kind !== "environment" &&
               result.error_kind !== "gateway")
           ) break;
-          earlier.push({
-            error: result.error ?? "",
-            ...(result.error_kind && { error_kind: result.error_kind }),
-            steps: result.steps,
-            tokens: result.tokens,
-            cost_usd: result.cost_usd,
-          });
+          earlier.push(earlierAttempt(result));
           await backOff(attempt, options.signal);
         }
         // A try that failed may still have been charged: the run says so.
@@ -352,6 +358,24 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   };
 }
 
+/** A failed try as the next try's result keeps it. */
+function earlierAttempt(result: EvalResult): EarlierAttempt {
+  return {
+    error: result.error ?? "",
+    ...(result.error_kind && { error_kind: result.error_kind }),
+    steps: num(result.steps),
+    tokens: {
+      input: num(result.tokens?.input),
+      output: num(result.tokens?.output),
+    },
+    cost_usd: num(result.cost_usd),
+  };
+}
+
+function num(value: unknown): number {
+  return typeof value === "number" && Number.isFinite(value) ? value : 0;
+}
+
 /** The last try's result with the earlier tries' cost and tokens added. */
 function withEarlierAttempts(
   result: EvalResult,
@@ -364,6 +388,7 @@ function withEarlierAttempts(
   );
   return {
     ...result,
+    attempts: earlier.length + 1,
     earlier_attempts: earlier,
     tokens: {
       input: tries.reduce((sum, t) => sum + t.tokens.input, 0),

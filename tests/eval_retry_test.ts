@@ -12,7 +12,7 @@ import { parseConfig } from "../gateway/config.ts";
 import { usdToMicros } from "../gateway/credits/money.ts";
 import { startGateway } from "../gateway/server.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
-import { parseTarget, runEval } from "../eval/mod.ts";
+import { type EvalResult, parseTarget, runEval } from "../eval/mod.ts";
 
 const GAME = new URL("../examples/text_game/main.ts", import.meta.url)
   .pathname;
@@ -107,6 +107,55 @@ Deno.test("a run tried again counts what its failed try was charged: cost and to
     assert.equal(
       retried.tokens.input,
       clean.tokens.input + earlier.tokens.input,
+    );
+  } finally {
+    await gateway.shutdown();
+  }
+});
+
+Deno.test("a resumed eval runs an errored run again and keeps what that run cost before in its new result", async () => {
+  await using sim = await startSimulator();
+  const { gateway, caller } = await gatewayWithCaller(sim);
+  const tasks = [
+    { scenario: "guess", args: { target: 7, max: 10 } },
+    { scenario: "guess", args: { target: 3, max: 10 } },
+  ];
+  const run = (completed: EvalResult[] = []) =>
+    runEval({
+      target: parseTarget(GAME),
+      tasks,
+      endpoint: { gatewayUrl: gateway.url, key: caller.key, model: "gpt-4o" },
+      completed,
+    });
+  try {
+    // The first eval: task 1's second model call fails, after its first was charged.
+    sim.enqueue({ behaviour: {}, times: 3 });
+    sim.enqueue({ behaviour: {} });
+    sim.enqueue({ behaviour: { status: 503, message: "overloaded" } });
+    const first = (await run()).results;
+    assert.equal(first[0].error, undefined);
+    assert.equal(first[1].error_kind, "gateway");
+    assert.ok(first[1].cost_usd > 0, "the failed run was charged");
+
+    const resumed = (await run(first)).results;
+    assert.equal(resumed.length, 2);
+    assert.deepEqual(
+      resumed[0],
+      first[0],
+      "the finished run is kept as it was",
+    );
+    const again = resumed[1];
+    assert.equal(again.error, undefined);
+    assert.equal(again.attempts, 2);
+    assert.deepEqual(again.earlier_attempts?.map((a) => a.cost_usd), [
+      first[1].cost_usd,
+    ]);
+    assert.ok(again.cost_usd > first[1].cost_usd);
+    const thisTry = again.trajectory!.steps.reduce((s, t) => s + t.cost_usd, 0);
+    assert.equal(
+      Math.round(again.cost_usd * 1e6),
+      Math.round((first[1].cost_usd + thisTry) * 1e6),
+      "the run's cost is the earlier try's and this one's",
     );
   } finally {
     await gateway.shutdown();
