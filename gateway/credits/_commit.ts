@@ -7,7 +7,7 @@
  * @module
  */
 import { monotonicId, randomId } from "../_ids.ts";
-import { commitWithRetry } from "../_kv_retry.ts";
+import { commitWithRetry, isBusy } from "../_kv_retry.ts";
 import { leaseKey, ledgerKey, unleasedKey } from "../kv_keys.ts";
 import { addTraceWrites } from "../tracing.ts";
 import { UsageSums } from "../usage_buckets.ts";
@@ -87,7 +87,10 @@ export async function runBatch(
       await runBatch(context, callerId, lane, batch.slice(half));
       return;
     }
-    outcomes = batch.map(() => ({ ok: false, error, final: false }));
+    // A commit whose answer was lost may have been applied: its settles are
+    // not tried again, so no call is ever charged twice.
+    const final = error instanceof CommitOutcomeUnknownError;
+    outcomes = batch.map(() => ({ ok: false, error, final }));
   }
   batch.forEach((job, i) =>
     (job.done as (outcome: Outcome<unknown>) => void)(outcomes[i])
@@ -163,6 +166,10 @@ async function attemptBatch(
     try {
       committed = await op.commit();
       context.onCommit?.((performance.now() - started) / 1000);
+    } catch (error) {
+      throw mayHaveCommitted(error)
+        ? new CommitOutcomeUnknownError(error)
+        : error;
     } finally {
       lane.blockedMicros -= plan.outflowMicros;
     }
@@ -291,4 +298,50 @@ function addLeaseWrites(
   }
   op.set(leaseKey(callerId, record.id), record);
   return record;
+}
+
+/**
+ * A commit that failed after it may have reached the store (the connection
+ * dropped while it ran): it may have been applied. Its settles are not
+ * retried, since a retry of an applied one would charge its call twice.
+ */
+export class CommitOutcomeUnknownError extends Error {
+  /**
+   * Creates the error.
+   *
+   * @param cause What the commit threw.
+   */
+  constructor(cause: unknown) {
+    super(
+      `The store may have committed it, its answer was lost: ${cause}`,
+      { cause },
+    );
+    this.name = "CommitOutcomeUnknownError";
+  }
+}
+
+/** Errors a client raises before anything reached the store. */
+const NOT_SENT = new Set([
+  "ECONNREFUSED",
+  "CONNECT_TIMEOUT",
+  "CONNECTION_ENDED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+]);
+
+/**
+ * Whether a commit that threw may have been applied: not when the store
+ * refused it (busy, too large, an error PostgreSQL answered with, which
+ * rolled it back) or the client never reached the store.
+ */
+function mayHaveCommitted(error: unknown): boolean {
+  if (isBusy(error) || isLimitError(error)) return false;
+  if (
+    error instanceof Deno.errors.BadResource ||
+    error instanceof Deno.errors.ConnectionRefused
+  ) return false;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== "string") return true;
+  // A SQLSTATE: PostgreSQL answered with an error and rolled back.
+  return !/^[0-9A-Z]{5}$/.test(code) && !NOT_SENT.has(code);
 }

@@ -55,7 +55,11 @@ import type {
   TraceRecord,
 } from "../types.ts";
 import { GroupCommit } from "../store/group_commit.ts";
-import { type CommitContext, runBatch } from "./_commit.ts";
+import {
+  type CommitContext,
+  CommitOutcomeUnknownError,
+  runBatch,
+} from "./_commit.ts";
 import {
   availableMicros,
   freeMicros,
@@ -414,8 +418,9 @@ class KvBilling implements Billing {
   #logLostSettle(settlement: Settlement, error: unknown): void {
     this.#log({
       level: "error",
-      message:
-        `Settling reservation "${settlement.reservation.id}" failed; it is not charged: ${error}`,
+      message: error instanceof CommitOutcomeUnknownError
+        ? `Settling reservation "${settlement.reservation.id}" may or may not have committed; it is not tried again, so it is charged at most once: ${error.cause}`
+        : `Settling reservation "${settlement.reservation.id}" failed; it is not charged: ${error}`,
       requestId: settlement.trace.requestId,
       callerId: settlement.reservation.callerId,
     });
