@@ -206,13 +206,26 @@ class Shell {
     }
   }
 
-  /** Kills the shell's whole process group and removes its temporary directory. */
+  /**
+   * Kills the shell's whole process group, and every descendant that left
+   * it (`setsid`) while still the shell's descendant, then removes its
+   * temporary directory.
+   */
   async kill(): Promise<void> {
     if (!this.#exited) {
+      // Found before the group dies: its orphans are then re-parented.
+      const escaped = descendants(this.#child.pid);
       try {
         Deno.kill(-this.#child.pid, "SIGKILL");
       } catch {
         // the group is gone already
+      }
+      for (const pid of escaped) {
+        try {
+          Deno.kill(pid, "SIGKILL");
+        } catch {
+          // gone with the group
+        }
       }
     }
     await this.#child.status;
@@ -358,6 +371,40 @@ export class BashTool extends BaseTool<BashInputShape>
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
+}
+
+/**
+ * The processes below `root` in the process tree (Linux `/proc`; none
+ * where it cannot be read).
+ */
+function descendants(root: number): number[] {
+  const children = new Map<number, number[]>();
+  try {
+    for (const entry of Deno.readDirSync("/proc")) {
+      if (!/^\d+$/.test(entry.name)) continue;
+      let stat: string;
+      try {
+        stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
+      } catch {
+        continue; // it ended meanwhile
+      }
+      // "pid (comm) state ppid …": comm may hold spaces and parentheses.
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      const pid = Number(entry.name);
+      children.set(ppid, [...children.get(ppid) ?? [], pid]);
+    }
+  } catch {
+    return [];
+  }
+  const found: number[] = [];
+  const queue = [root];
+  while (queue.length > 0) {
+    for (const child of children.get(queue.shift()!) ?? []) {
+      found.push(child);
+      queue.push(child);
+    }
+  }
+  return found;
 }
 
 function text(value: string, isError = false): CallToolResult {

@@ -149,3 +149,38 @@ Deno.test("BashTool.close() kills the shell", async () => {
   await bash.close();
   assert.ok(!processAlive(pid));
 });
+
+Deno.test("BashTool's time-out and close() also kill what left the shell's process group (setsid), while it is still the shell's descendant", async () => {
+  const dir = await Deno.makeTempDir();
+  const bash = new BashTool({ cwd: dir, timeoutMs: 500 });
+  const state = async (pid: number) =>
+    await Deno.readTextFile(`/proc/${pid}/stat`).then(
+      (stat) => stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0],
+      () => "gone",
+    );
+  const pids: number[] = [];
+  try {
+    const escape = (name: string) =>
+      `setsid bash -c 'echo $$ > ${dir}/${name}.pid; exec sleep 30' ` +
+      `> /dev/null 2>&1 < /dev/null &`;
+    const result = await bash.call({
+      command: `${escape("timeout")} sleep 0.3; sleep 30`,
+    });
+    assert.equal(result.isError, true);
+    pids.push(Number(await Deno.readTextFile(`${dir}/timeout.pid`)));
+    await bash.call({ command: `${escape("close")} sleep 0.3` });
+    pids.push(Number(await Deno.readTextFile(`${dir}/close.pid`)));
+    await bash.close();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    for (const pid of pids) {
+      const s = await state(pid);
+      assert.ok(s === "gone" || s === "Z", `process ${pid} still runs (${s})`);
+    }
+  } finally {
+    for (const pid of pids) {
+      if (processAlive(pid)) Deno.kill(pid, "SIGKILL");
+    }
+    await bash.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
