@@ -12,7 +12,7 @@ import { GatewayError } from "./errors.ts";
 import { estimateInputTokens } from "./estimate.ts";
 import type { CallInput, Exchange, Provider } from "./providers/provider.ts";
 import { parseJson } from "./providers/provider.ts";
-import { modelStatus } from "./catalog.ts";
+import { lifecycleHeaders, modelStatus } from "./catalog.ts";
 import { chatRequestSchema, TranslationError } from "./translate/chat_types.ts";
 import type { CatalogEntry, RouteName } from "./types.ts";
 
@@ -246,7 +246,7 @@ function retired(
   return new GatewayError(
     410,
     `Model "${entry.id}" was retired on ${retires}${instead}`,
-    { code: "model_retired", param: "model" },
+    { code: "model_retired", param: "model", headers: lifecycleHeaders(entry) },
   );
 }
 

@@ -18,13 +18,15 @@ export class GatewayError extends Error {
   readonly param: string | null;
   /** Seconds the caller should wait, sent as `retry-after`. */
   readonly retryAfterSeconds?: number;
+  /** Other headers the refusal carries (a retired model's `Sunset` and `Link`). */
+  readonly headers?: Readonly<Record<string, string>>;
 
   /**
    * Creates the error.
    *
    * @param status HTTP status.
    * @param message Sentence-case message, no trailing period.
-   * @param options Code, param and retry hint.
+   * @param options Code, param, retry hint and other headers.
    */
   constructor(
     status: number,
@@ -33,6 +35,7 @@ export class GatewayError extends Error {
       code?: string;
       param?: string | null;
       retryAfterSeconds?: number;
+      headers?: Record<string, string>;
     } = {},
   ) {
     super(message);
@@ -41,6 +44,7 @@ export class GatewayError extends Error {
     this.code = options.code ?? defaultCode(status);
     this.param = options.param ?? null;
     this.retryAfterSeconds = options.retryAfterSeconds;
+    if (options.headers) this.headers = options.headers;
   }
 }
 
@@ -235,10 +239,10 @@ export function toGatewayError(
  *
  * @param route The route the caller used.
  * @param error The error.
- * @returns A JSON response with the error's status (and `retry-after`).
+ * @returns A JSON response with the error's status (and `retry-after`, and the error's own headers).
  */
 export function errorResponse(route: RouteName, error: GatewayError): Response {
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { ...error.headers };
   if (error.retryAfterSeconds !== undefined) {
     headers["retry-after"] = String(error.retryAfterSeconds);
   }

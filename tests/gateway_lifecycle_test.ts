@@ -223,6 +223,19 @@ Deno.test("a retired model's call gets 410 naming the successor in each route's 
   assert.equal(chatError.param, "model");
   assert.match(chatError.message, /"gone-claude" was retired on 2020-01-01/);
   assert.match(chatError.message, /"claude-sonnet-5-5"/);
+  // The refusal carries the same lifecycle headers an answered call does.
+  assert.equal(
+    viaChat.headers.get("sunset"),
+    new Date(RETIRED_ON).toUTCString(),
+  );
+  assert.equal(
+    viaChat.headers.get("deprecation"),
+    `@${Date.parse("2019-06-01") / 1000}`,
+  );
+  assert.match(
+    viaChat.headers.get("link") ?? "",
+    /<\/v1\/models\/claude-sonnet-5-5>; rel="successor-version"/,
+  );
 
   const viaMessages = await h.post("/v1/messages", {
     model: "gone-claude",
