@@ -696,3 +696,47 @@ Deno.test("hud channel: a tool call without _meta.run_id reaches the one held ta
     await client.close();
   }
 });
+
+Deno.test("hud channel: a session that leaves a frame unfinished is closed after the frame time-out; an idle one is kept", async () => {
+  const mcp = new MCPServer({ name: "loris" });
+  const listening = Promise.withResolvers<number>();
+  const log = console.log;
+  console.log = () => {};
+  const running = await startHud(mcp, {
+    tasks: () => new Map(),
+    bindings: () => [],
+    initialize: () => Promise.resolve(),
+  }, {
+    port: 0,
+    host: "127.0.0.1",
+    frameTimeoutMs: 200,
+    onListen: (addr) => listening.resolve(addr.port),
+  });
+  console.log = log;
+  const port = await listening.promise;
+  const loris = await Wire.open(port);
+  const idle = await Wire.open(port);
+  try {
+    await loris.result("hello");
+    await idle.result("hello");
+    await loris.sendRaw('{"jsonrpc":"2.0","id":9,"method":"tasks.li');
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const closed = await Promise.race([
+      loris.line(),
+      new Promise<"open">((resolve) =>
+        timer = setTimeout(resolve, 5_000, "open")
+      ),
+    ]).finally(() => clearTimeout(timer));
+    assert.equal(closed, null, "the part frame's connection is closed");
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    assert.deepEqual(
+      (await idle.result("tasks.list")).tasks,
+      [],
+      "an idle session is served after three periods",
+    );
+  } finally {
+    loris.close();
+    idle.close();
+    await running.close();
+  }
+});

@@ -28,6 +28,7 @@ import type { ToolExtra } from "../tool.ts";
 import type { Capability } from "./capability.ts";
 import {
   encodeFrame,
+  type FrameRead,
   type FrameReader,
   oversizedMessage,
   writeAll,
@@ -262,11 +263,14 @@ export class ControlChannel {
    * @param conn The connection.
    * @param reader Its frame reader.
    * @param first The first frame, already read.
+   * @param frameTimeoutMs A frame begun and not finished within one to two
+   * of these periods closes the connection (0: no limit).
    */
   async session(
     conn: Deno.Conn,
     reader: FrameReader,
     first: unknown,
+    frameTimeoutMs = 0,
   ): Promise<void> {
     let sessionId = newSessionId();
     this.#live.add(sessionId);
@@ -283,7 +287,7 @@ export class ControlChannel {
           await send({ jsonrpc: "2.0", id, ...outcome.reply });
         }
         if (outcome.end) return;
-        const next = await reader.read();
+        const next = await readWithin(reader, conn, frameTimeoutMs);
         if (next.kind === "end") return;
         if (next.kind === "oversized") {
           await send(errorFrame(
@@ -619,6 +623,37 @@ function taskContext(sessionId: string): ScenarioContext {
     sendNotification: notify,
   } as unknown as ToolExtra;
   return { extra, run: runKey(extra) };
+}
+
+/**
+ * The next frame; the connection is closed (the read ends) when a frame
+ * was in progress at two ticks of `ms` in a row.
+ */
+async function readWithin(
+  reader: FrameReader,
+  conn: Deno.Conn,
+  ms: number,
+): Promise<FrameRead> {
+  if (!(ms > 0)) return await reader.read();
+  let held = 0;
+  const timer = setInterval(() => {
+    const now = reader.pendingBytes;
+    if (now > 0 && held > 0) {
+      try {
+        conn.close();
+      } catch {
+        // closed already
+      }
+    }
+    held = now;
+  }, ms);
+  try {
+    return await reader.read();
+  } catch {
+    return { kind: "end" };
+  } finally {
+    clearInterval(timer);
+  }
 }
 
 function newSessionId(): string {

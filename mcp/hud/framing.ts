@@ -135,6 +135,11 @@ export class FrameReader {
     }
   }
 
+  /** Bytes of a frame begun and not yet finished (0 between frames). */
+  get pendingBytes(): number {
+    return this.#pendingSize + this.#buffer.length;
+  }
+
   /** The largest frame it accepts, bytes. */
   get limit(): number {
     return this.#limit;

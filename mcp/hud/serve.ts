@@ -59,6 +59,13 @@ export interface HudOptions {
   onListen?: (addr: Deno.NetAddr) => void;
   /** How long a new connection may take to send its first frame, ms (default 30 000). */
   prefaceTimeoutMs?: number;
+  /**
+   * A control session's frame begun and not finished within one to two
+   * of these periods closes the connection, ms (default 30 000): a client
+   * cannot hold a part frame (up to 16 MiB) for good. An idle session (no
+   * part frame) is kept.
+   */
+  frameTimeoutMs?: number;
 }
 
 /** A running control channel. */
@@ -72,6 +79,9 @@ export const MAX_CONNECTIONS = 512;
 
 /** How long a new connection may stay silent before its first frame, ms. */
 export const PREFACE_TIMEOUT_MS = 30_000;
+
+/** The default of {@linkcode HudOptions.frameTimeoutMs}, ms. */
+export const FRAME_TIMEOUT_MS = 30_000;
 
 /**
  * Serves `host` over the control channel until closed.
@@ -125,6 +135,7 @@ export async function startHud(
         channel,
         channelHost,
         options.prefaceTimeoutMs ?? PREFACE_TIMEOUT_MS,
+        options.frameTimeoutMs ?? FRAME_TIMEOUT_MS,
       ).catch(() => {}).finally(
         () => {
           conns.delete(conn);
@@ -160,6 +171,7 @@ async function serveConnection(
   channel: ControlChannel,
   host: ChannelHost,
   prefaceTimeoutMs: number,
+  frameTimeoutMs: number,
 ): Promise<void> {
   const reader = new FrameReader(conn);
   // A connection that never speaks would hold one of the few slots.
@@ -183,7 +195,7 @@ async function serveConnection(
       conn,
       encodeFrame(errorFrame(null, ErrorCode.ParseError, first.reason)),
     );
-    return await channel.session(conn, reader, undefined);
+    return await channel.session(conn, reader, undefined, frameTimeoutMs);
   }
   const message = first.value as
     | { method?: unknown; id?: unknown; params?: unknown }
@@ -194,7 +206,7 @@ async function serveConnection(
   ) {
     return await openTunnel(conn, reader, message, host);
   }
-  await channel.session(conn, reader, first.value);
+  await channel.session(conn, reader, first.value, frameTimeoutMs);
 }
 
 /** `tunnel.open`: dial the capability's daemon, answer once, splice bytes. */
