@@ -740,3 +740,40 @@ Deno.test("hud channel: a session that leaves a frame unfinished is closed after
     await running.close();
   }
 });
+
+Deno.test("hud channel: the mcp capability's endpoint refuses requests a browser page sends (an Origin header), even from a loopback page", async () => {
+  await using env = await serve();
+  const hello = await (await env.open()).result("hello");
+  const url = hello.bindings[0].url as string;
+  const body = JSON.stringify({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: {
+      protocolVersion: "2025-11-25",
+      capabilities: {},
+      clientInfo: { name: "page", version: "1" },
+    },
+  });
+  const post = (headers: Record<string, string>) =>
+    fetch(url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        ...headers,
+      },
+      body,
+    });
+  // A page the agent opened in the environment's own browser (e.g. the
+  // task's page on loopback) could otherwise call every tool, those the
+  // scenario left out included.
+  for (const origin of ["http://127.0.0.1:8080", "http://localhost", "null"]) {
+    const page = await post({ origin });
+    assert.equal(page.status, 403, origin);
+    assert.match(await page.text(), /browser/);
+  }
+  const harness = await post({});
+  assert.equal(harness.status, 200);
+  await harness.body?.cancel();
+});

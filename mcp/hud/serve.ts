@@ -285,13 +285,25 @@ function startToolsEndpoint(
   const http = createHttpApp(host, "http", "127.0.0.1");
   const server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    async (request) =>
-      new URL(request.url).pathname === "/mcp"
+    async (request) => {
+      // Harnesses reach the capability through the control port's tunnel
+      // and send no Origin; a browser always does. A page open in the
+      // environment's own browser (on loopback, where the agent may drive
+      // it) must not call the tools, excluded ones included, behind the
+      // runner's back.
+      if (request.headers.has("origin")) {
+        return Response.json({
+          error:
+            "The mcp capability does not answer browser pages (a request with an Origin header)",
+        }, { status: 403 });
+      }
+      return new URL(request.url).pathname === "/mcp"
         ? http.app.fetch(await withRunId(request, soleTask()))
         : Response.json(
           { error: "Not found: the mcp capability serves /mcp" },
           { status: 404 },
-        ),
+        );
+    },
   );
   return {
     port: server.addr.port,
