@@ -1,6 +1,7 @@
 /**
  * The HTTP runners' guards: DNS-rebinding protection for loopback servers,
- * and who may use the dev endpoints.
+ * who may use the dev endpoints, and, for environments whose agent drives a
+ * browser on the same host, no browser page at all.
  *
  * @module
  */
@@ -82,6 +83,37 @@ export function devGuard(devToken: string | undefined): MiddlewareHandler {
             "Missing or wrong dev token: send Authorization: Bearer <MCP_DEV_TOKEN>",
         }, 401);
       }
+    }
+    await next();
+  };
+}
+
+/**
+ * Refuses every request a browser page sends (any `Origin` header), for an
+ * environment whose agent drives a browser on the same host: a page the
+ * agent opens there could otherwise call the server's tools directly,
+ * those its scenario left out included. MCP clients and harnesses send no
+ * `Origin`.
+ *
+ * @returns The middleware.
+ * @example
+ * ```ts
+ * import { Hono } from "hono";
+ * import { browserGuard } from "./http_guards.ts";
+ *
+ * const app = new Hono().use("*", browserGuard()).post("/mcp", (c) => c.json({}));
+ * const page = await app.request("/mcp", { method: "POST", headers: { origin: "http://127.0.0.1:9000" } });
+ * page.status; // 403
+ * ```
+ */
+export function browserGuard(): MiddlewareHandler {
+  return async (c, next) => {
+    const origin = c.req.header("origin");
+    if (origin !== undefined) {
+      return c.json({
+        error:
+          `Origin "${origin}": browser pages may not call this environment (its agent drives a browser here)`,
+      }, 403);
     }
     await next();
   };

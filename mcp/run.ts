@@ -93,6 +93,8 @@ export async function startTransport(
       positiveInt(env("MCP_MAX_SESSIONS"), "MCP_MAX_SESSIONS"),
     devToken: options.devToken ?? (env("MCP_DEV_TOKEN") || undefined),
     resumable: options.resumable,
+    refuseBrowsers: options.refuseBrowsers ??
+      env("MCP_REFUSE_BROWSERS") === "1",
     onListen: options.onListen,
   });
 }

@@ -116,6 +116,13 @@ export interface RunOptions {
    * `extra.closeSSEStream()`) with `Last-Event-ID` (default false, as in the SDK).
    */
   resumable?: boolean;
+  /**
+   * Refuse every HTTP request a browser page sends (an `Origin` header), on
+   * `/mcp` and `/dev` (default false; `MCP_REFUSE_BROWSERS=1`). Set it when
+   * the agent drives a browser on the same host: a page it opens could
+   * otherwise call the tools directly, those its scenario left out included.
+   */
+  refuseBrowsers?: boolean;
   /** Stops the server when aborted. */
   signal?: AbortSignal;
   /** Called with the bound address once http, sse or hud listens. */

@@ -18,7 +18,12 @@ import {
 } from "./_sdk.ts";
 import type { RunningTransport, SessionHost } from "./run_stdio.ts";
 import { inputError, PARSE_ERROR, validateMessage } from "./_jsonrpc.ts";
-import { devGuard, dnsRebindingGuard, isLocalHost } from "./http_guards.ts";
+import {
+  browserGuard,
+  devGuard,
+  dnsRebindingGuard,
+  isLocalHost,
+} from "./http_guards.ts";
 import { DevClient, devRoutes, type DevSource } from "./dev.ts";
 import { SessionEventStore } from "./event_store.ts";
 import { serveResilient } from "../_serve.ts";
@@ -40,6 +45,8 @@ export interface HttpOptions {
   devToken?: string;
   /** Keep each session's recent events so broken streams can resume (see {@linkcode StreamableHttpSessions}). */
   resumable?: boolean;
+  /** Refuse every request from a browser page (see {@linkcode RunOptions.refuseBrowsers}). */
+  refuseBrowsers?: boolean;
   /** Called with the bound address once listening. */
   onListen?: (addr: Deno.NetAddr) => void;
 }
@@ -410,6 +417,8 @@ export interface HttpAppOptions {
   devToken?: string;
   /** A session idle this long may be closed to make room under the cap, ms (default {@linkcode EVICTABLE_IDLE_MS}). */
   evictableIdleMs?: number;
+  /** Refuse every request that carries an `Origin` header (a browser page). */
+  refuseBrowsers?: boolean;
 }
 
 /** The HTTP app and what it owns. */
@@ -462,6 +471,7 @@ export function createHttpApp(
   const devClient = new DevClient(source);
   const app = new Hono();
   app.use("*", dnsRebindingGuard(boundHost));
+  if (options.refuseBrowsers) app.use("*", browserGuard());
   app.use("/dev", devGuard(options.devToken));
   app.use("/dev/*", devGuard(options.devToken));
   app.use("*", async (c, next) => {
@@ -559,6 +569,7 @@ export function startHttp(
     resumable: options.resumable,
     maxSessions: options.maxSessions,
     devToken: options.devToken,
+    refuseBrowsers: options.refuseBrowsers,
   });
   if (!isLocalHost(options.host) && !options.devToken) {
     console.error(

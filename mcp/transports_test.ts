@@ -60,6 +60,40 @@ Deno.test("dnsRebindingGuard() rejects foreign Host and Origin headers on a loop
   }
 });
 
+Deno.test("refuseBrowsers: a loopback page's request to /mcp or /dev is refused, while an MCP client (no Origin) is served", async () => {
+  for (const refuseBrowsers of [false, true]) {
+    const { http, request } = setup("127.0.0.1", { refuseBrowsers });
+    try {
+      const page = await request("/mcp", {
+        method: "POST",
+        headers: { ...MCP_HEADERS, origin: "http://127.0.0.1:9000" },
+        body: INIT,
+      });
+      assert.equal(page.status, refuseBrowsers ? 403 : 200);
+      if (refuseBrowsers) {
+        assert.match(
+          (await page.json()).error,
+          /browser pages may not call this environment/,
+        );
+      } else await page.body?.cancel();
+      const dev = await request("/dev/tools", {
+        headers: { origin: "http://localhost:9000" },
+      });
+      assert.equal(dev.status, refuseBrowsers ? 403 : 200);
+      await dev.body?.cancel();
+      const client = await request("/mcp", {
+        method: "POST",
+        headers: MCP_HEADERS,
+        body: INIT,
+      });
+      assert.equal(client.status, 200);
+      await client.body?.cancel();
+    } finally {
+      await http.close();
+    }
+  }
+});
+
 Deno.test("dnsRebindingGuard() lets any Host through when bound to 0.0.0.0", async () => {
   const { http, request } = setup("0.0.0.0");
   try {

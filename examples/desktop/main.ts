@@ -69,6 +69,8 @@ try {
   await mcp.run({
     transport: Deno.args[0] ?? "stdio",
     port: Deno.args[1] === undefined ? undefined : Number(Deno.args[1]),
+    // The agent drives Chromium on this host: no page it opens may call /mcp.
+    refuseBrowsers: true,
   });
 } finally {
   await bash.close();
