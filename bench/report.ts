@@ -457,13 +457,16 @@ function streamsSection(rows: StreamsRow[]): string {
           r.target,
           String(r.completed),
           String(r.errors),
-          r.cpuPerChunkUs.toFixed(1),
-          floor ? (r.cpuPerChunkUs / floor.cpuPerChunkUs).toFixed(2) : "",
+          // No stream completed: no figure (NaN is stored as null in JSON).
+          fixed(r.cpuPerChunkUs, 1),
+          floor && r.completed > 0
+            ? (r.cpuPerChunkUs / floor.cpuPerChunkUs).toFixed(2)
+            : "",
           r.rssPerStreamKiB.toFixed(0),
           floor && floor.rssPerStreamKiB > 0
             ? (r.rssPerStreamKiB / floor.rssPerStreamKiB).toFixed(2)
             : "",
-          `${r.addedGapP50.toFixed(2)} / ${r.addedGapP99.toFixed(2)}`,
+          `${fixed(r.addedGapP50, 2)} / ${fixed(r.addedGapP99, 2)}`,
         ];
       }),
     ),
@@ -619,4 +622,11 @@ export function renderReport(
     closingNote.trim(),
     "",
   ].join("\n");
+}
+
+/** A figure with `digits` decimals, or "—" when there is none (NaN, or null from JSON). */
+function fixed(value: number | null, digits: number): string {
+  return value === null || !Number.isFinite(value)
+    ? "—"
+    : value.toFixed(digits);
 }

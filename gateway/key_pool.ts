@@ -452,6 +452,17 @@ export class MemoryKeyPool implements KeyPool {
   }
 
   /**
+   * The claims of shared slices being committed now, if any: a call that
+   * found no slot (the first call of a new minute) waits for them once
+   * rather than being refused.
+   *
+   * @returns A promise that resolves once they are done, or `undefined` when none runs.
+   */
+  pendingClaims(): Promise<void> | undefined {
+    return this.#shared?.claimsUnderWay() ? this.#shared.settled() : undefined;
+  }
+
+  /**
    * Resolves once every claim of a shared slice under way has committed (or
    * failed and been logged): at start-up, the first slice of each limited key.
    *

@@ -323,3 +323,25 @@ Deno.test("scrubKey() names a real-length key by its id and never rewrites text 
     "a simple simulation, tool call_sim_1",
   );
 });
+
+Deno.test("the first call of a new minute finds its key's shared slice still being claimed: pendingClaims() says so, and once it lands the key is lent", async () => {
+  using kv = await Deno.openKv(":memory:");
+  let now = Date.UTC(2026, 10, 24, 10, 0, 30);
+  const pool = new MemoryKeyPool(
+    { openai: { keys: ["a"], rpm: 600 } },
+    { defaultCooldownMs: 1000, now: () => now, store: kv },
+  );
+  await pool.ready();
+  keyOf(pool.acquire("openai", 10));
+  await pool.ready(); // the top-up a lend may start
+  assert.equal(pool.pendingClaims(), undefined, "nothing under way");
+  // Idle past the minute's end: nothing claimed the next minute ahead.
+  now = Date.UTC(2026, 10, 24, 10, 1, 0) + 10;
+  const first = pool.acquire("openai", 10);
+  assert.equal(first.ok, false);
+  const claims = pool.pendingClaims();
+  assert.ok(claims, "the new minute's claim is under way");
+  await claims;
+  keyOf(pool.acquire("openai", 10));
+  await pool.ready();
+});

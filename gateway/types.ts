@@ -283,6 +283,8 @@ export interface KeyPool {
     estimatedTokens: number,
     exclude?: ReadonlySet<string>,
   ): AcquireResult;
+  /** The shared-limit claims being committed now, if any (a call with no slot waits for them once); `undefined` when none runs. */
+  pendingClaims?(): Promise<void> | undefined;
   /** Gives a lent key back, once (a second release of one loan does nothing); returns `true` when the outcome is a refusal blamed on the key (try another key). */
   release(key: ProviderKey, outcome: KeyOutcome): boolean;
   /** Every key's health, by id, for the operator. */

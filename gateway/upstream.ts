@@ -258,6 +258,22 @@ export function noKeyError(
   );
 }
 
+/** The longest a call waits for a shared slice's claim before it is refused, ms. */
+const CLAIM_WAIT_MS = 2_000;
+
+/** Resolves when `promise` settles or after `ms`, whichever comes first. */
+async function settledWithin(promise: Promise<void>, ms: number) {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await Promise.race([
+      promise.catch(() => {}),
+      new Promise((resolve) => timer = setTimeout(resolve, ms)),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * Sends a request with a key from the pool, following the rules above: a
  * 429 or a refusal blamed on the key moves to the next key, a transient
@@ -281,6 +297,7 @@ export async function sendUpstream(
   const url = settings.baseUrls[provider.name] + request.path;
   const met: Tried = { soonestCooledMs: Infinity, rateLimitMessage: "" };
   let transientRetries = 0;
+  let waitedForClaims = false;
   for (;;) {
     const acquired = keyPool.acquire(
       provider.name,
@@ -288,6 +305,15 @@ export async function sendUpstream(
       tried,
     );
     if (!acquired.ok) {
+      // A slice of a key's shared limit is one store commit away (the first
+      // call of a new minute starts its claim): wait for it once, briefly,
+      // rather than refuse a call the key has room for.
+      const claims = waitedForClaims ? undefined : keyPool.pendingClaims?.();
+      if (claims) {
+        waitedForClaims = true;
+        await settledWithin(claims, CLAIM_WAIT_MS);
+        continue;
+      }
       throw noKeyError(provider.name, acquired.retryAfterMs, met);
     }
     const key = acquired.key;

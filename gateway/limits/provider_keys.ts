@@ -183,6 +183,18 @@ export class SharedKeyWindows {
   }
 
   /**
+   * Whether a claim of a slice is being committed for any key.
+   *
+   * @returns `true` while one runs.
+   */
+  claimsUnderWay(): boolean {
+    for (const key of this.#keys.values()) {
+      if (key.claiming.size > 0) return true;
+    }
+    return false;
+  }
+
+  /**
    * Waits for every claim under way (tests, shutdown).
    *
    * @returns A promise that resolves once none is running.
