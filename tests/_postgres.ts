@@ -259,9 +259,9 @@ export function startDelayProxy(
     ended = true;
     wake?.();
     await writer;
-    try {
-      to.closeWrite();
-    } catch { /* closed */ }
+    // closeWrite() answers with a promise: a connection the other pipe has
+    // closed already rejects it, asynchronously.
+    await to.closeWrite().catch(() => {});
   };
   (async () => {
     for await (const client of listener) {

@@ -145,7 +145,7 @@ Deno.test("keptBody() scrubs credential fields and key-shaped strings, and bound
     "not json [scrubbed key]",
   );
   const long = keptBody("é".repeat(100), 11);
-  assert.equal(long, `${"é".repeat(5)}… [189 more bytes not kept]`);
+  assert.equal(long, `${"é".repeat(5)}... [190 more bytes not kept]`);
   assert.ok(
     new TextEncoder().encode(keptBody("x".repeat(100_000), 1e9)).length <
       MAX_TRACE_BODY_BYTES + 64,
