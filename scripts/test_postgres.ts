@@ -34,8 +34,9 @@ const HARNESS_LINE = 'GATEWAY_KV_PATH: options.kvPath ?? ":memory:",';
 
 if (import.meta.main) {
   if (POSTGRES_MISSING) {
-    console.error(POSTGRES_MISSING);
-    Deno.exit(1);
+    // Skipped, saying why, as the suites' own PostgreSQL tests are.
+    console.error(`test:postgres skipped: ${POSTGRES_MISSING}`);
+    Deno.exit(0);
   }
   const suites = Deno.args.length > 0 ? Deno.args : STATE_SUITES;
   const harness = join(ROOT, "tests/_gateway_harness.ts");
