@@ -139,11 +139,29 @@ export function isTextMediaType(mediaType: string): boolean {
  * @returns The estimate, rounded up.
  */
 export function textTokens(text: string): number {
+  return weightedTextTokens(text, PLAIN_CHARS);
+}
+
+/**
+ * {@linkcode textTokens} with ASCII counted as JSON writes it: a quote,
+ * backslash or one of `\b\f\n\r\t` two characters, another control
+ * character six (`\u0001`).
+ */
+function heldTextTokens(text: string): number {
+  return weightedTextTokens(text, JSON_CHARS);
+}
+
+/**
+ * A third of a token per ASCII character, each weighted by `asciiChars`
+ * (how many characters it stands for), and half a token per UTF-8 byte of
+ * anything else.
+ */
+function weightedTextTokens(text: string, asciiChars: Uint8Array): number {
   let ascii = 0;
   let otherBytes = 0;
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
-    if (code < 0x80) ascii++;
+    if (code < 0x80) ascii += asciiChars[code];
     else if (code < 0x800) otherBytes += 2;
     else if (code >= 0xd800 && code <= 0xdbff) {
       otherBytes += 4;
@@ -153,25 +171,8 @@ export function textTokens(text: string): number {
   return Math.ceil(ascii / 3 + otherBytes / 2);
 }
 
-/**
- * {@linkcode textTokens} with ASCII counted as JSON writes it: a quote,
- * backslash or one of `\b\f\n\r\t` two characters, another control
- * character six (`\u0001`).
- */
-function heldTextTokens(text: string): number {
-  let ascii = 0;
-  let otherBytes = 0;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0x80) ascii += JSON_CHARS[code];
-    else if (code < 0x800) otherBytes += 2;
-    else if (code >= 0xd800 && code <= 0xdbff) {
-      otherBytes += 4;
-      i++;
-    } else otherBytes += 3;
-  }
-  return Math.ceil(ascii / 3 + otherBytes / 2);
-}
+/** Every ASCII character counts once. */
+const PLAIN_CHARS = new Uint8Array(128).fill(1);
 
 /** Characters JSON writes for each ASCII character. */
 const JSON_CHARS = (() => {
