@@ -16,7 +16,17 @@ export interface Size {
 /** An RGB colour, each channel 0–255. */
 export type Rgb = readonly [number, number, number];
 
-const SIGNATURE = new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10]);
+/** The eight bytes every PNG file starts with. */
+export const PNG_SIGNATURE: Uint8Array = new Uint8Array([
+  137,
+  80,
+  78,
+  71,
+  13,
+  10,
+  26,
+  10,
+]);
 const MAX_SIDE = 16_384;
 
 const CRC_TABLE = (() => {
@@ -35,7 +45,14 @@ function crc32(bytes: Uint8Array): number {
   return (crc ^ 0xffffffff) >>> 0;
 }
 
-function chunk(type: string, data: Uint8Array): Uint8Array {
+/**
+ * One PNG chunk: length, type, data and CRC.
+ *
+ * @param type The four-letter chunk type, e.g. `"IHDR"`.
+ * @param data The chunk's data.
+ * @returns The chunk's bytes.
+ */
+export function pngChunk(type: string, data: Uint8Array): Uint8Array {
   const out = new Uint8Array(12 + data.length);
   const view = new DataView(out.buffer);
   view.setUint32(0, data.length);
@@ -101,10 +118,10 @@ export async function encodePng(
   view.setUint32(4, height);
   header.set([8, 2, 0, 0, 0], 8); // 8 bits, RGB, deflate, adaptive filters, no interlace
   const parts = [
-    SIGNATURE,
-    chunk("IHDR", header),
-    chunk("IDAT", await deflate(raw)),
-    chunk("IEND", new Uint8Array()),
+    PNG_SIGNATURE,
+    pngChunk("IHDR", header),
+    pngChunk("IDAT", await deflate(raw)),
+    pngChunk("IEND", new Uint8Array()),
   ];
   const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
   let offset = 0;
@@ -129,7 +146,7 @@ export async function encodePng(
  */
 export function pngSize(bytes: Uint8Array): Size | undefined {
   if (bytes.length < 24) return undefined;
-  if (!SIGNATURE.every((byte, i) => bytes[i] === byte)) return undefined;
+  if (!PNG_SIGNATURE.every((byte, i) => bytes[i] === byte)) return undefined;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (String.fromCharCode(...bytes.subarray(12, 16)) !== "IHDR") {
     return undefined;
