@@ -14,10 +14,10 @@
  */
 
 import { join } from "node:path";
-import { createCaller } from "../gateway/callers.ts";
-import { createBilling } from "../gateway/credits/billing.ts";
-import { listLedger, readBalance } from "../gateway/credits/ledger.ts";
-import type { Billing, Settlement } from "../gateway/types.ts";
+import { createCaller } from "../gateway/state/callers.ts";
+import { createBilling } from "../gateway/state/credits/billing.ts";
+import { listLedger, readBalance } from "../gateway/state/credits/ledger.ts";
+import type { Billing, Settlement } from "../gateway/state/credits/billing.ts";
 
 const seconds = Number(Deno.args[0] ?? 5);
 const concurrency = Number(Deno.args[1] ?? 64);

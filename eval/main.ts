@@ -13,7 +13,7 @@
 import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigError } from "../gateway/config.ts";
-import { type Demo, startDemo } from "../gateway/demo.ts";
+import { type Demo, startDemo } from "../gateway/cli/demo.ts";
 import { type Convention, type DisplaySize, usdToMicros } from "./agent.ts";
 import { gatewayTransport, isObject } from "./agents/loop.ts";
 import { conventionForRoutes, parseConvention } from "./convention.ts";

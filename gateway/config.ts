@@ -6,7 +6,7 @@
  * @module
  */
 import { z } from "zod";
-import type { ProviderName } from "./types.ts";
+import type { ProviderName } from "./upstream/providers/provider.ts";
 import { firstIssue } from "./_zod.ts";
 
 /** What a provider key may hold: visible ASCII, as an HTTP header value allows. */

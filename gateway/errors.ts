@@ -6,7 +6,7 @@
  */
 import type { ErrorHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
-import type { RouteName } from "./types.ts";
+import type { RouteName } from "./conventions.ts";
 
 /** A failure the caller is meant to see, with the status it is sent with. */
 export class GatewayError extends Error {

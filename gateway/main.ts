@@ -5,8 +5,8 @@
  * @module
  */
 import { ConfigError, loadConfig, providerKeyWarnings } from "./config.ts";
-import { startGateway } from "./server.ts";
-import { describePostgresUrl } from "./store/mod.ts";
+import { startGateway } from "./http/server.ts";
+import { describePostgresUrl } from "./state/store/mod.ts";
 
 if (import.meta.main) {
   let gateway;

@@ -20,8 +20,12 @@
  *
  * @module
  */
-export { createGateway, type GatewayApp, type GatewayOptions } from "./app.ts";
-export { Catalog, DEFAULT_CATALOG } from "./catalog.ts";
+export {
+  createGateway,
+  type GatewayApp,
+  type GatewayOptions,
+} from "./http/app.ts";
+export { Catalog, DEFAULT_CATALOG } from "./state/catalog.ts";
 export {
   ConfigError,
   type ConfigSources,
@@ -35,34 +39,57 @@ export {
   type RunningGateway,
   startGateway,
   type StartOptions,
-} from "./server.ts";
+} from "./http/server.ts";
 export {
   type CallerAuthenticatorOptions,
   type CallerInfo,
   createCaller,
   createCallerAuthenticator,
   type NewCaller,
-} from "./callers.ts";
-export { type BillingOptions, createBilling } from "./credits/billing.ts";
+} from "./state/callers.ts";
+export { type BillingOptions, createBilling } from "./state/credits/billing.ts";
 export {
   type LedgerEntry,
   listLedger,
   readBalance,
   topUp,
-} from "./credits/ledger.ts";
+} from "./state/credits/ledger.ts";
 export {
   costMicros,
   MAX_BALANCE_MICROS,
   microsToUsd,
   usdToMicros,
-} from "./credits/money.ts";
-export { sweepExpiredLeases, type SweepResult } from "./credits/sweep.ts";
+} from "./state/credits/money.ts";
+export { sweepExpiredLeases, type SweepResult } from "./state/credits/sweep.ts";
 export { GatewayError } from "./errors.ts";
 export {
   type KeyPoolOptions,
   MemoryKeyPool,
   providerKeyId,
   type ProviderKeys,
-} from "./key_pool.ts";
-export type { CallerLimits, SpendPeriod } from "./limits/limits.ts";
-export type * from "./types.ts";
+} from "./upstream/key_pool.ts";
+export type { CallerLimits, SpendPeriod } from "./state/limits/limits.ts";
+export type { RouteName } from "./conventions.ts";
+export type { ProviderName } from "./upstream/providers/provider.ts";
+export type {
+  CatalogEntry,
+  ModelLifecycle,
+  ModelPricing,
+} from "./state/catalog.ts";
+export type { Usage } from "./upstream/usage.ts";
+export type { Caller, CallerAuthenticator } from "./state/callers.ts";
+export type {
+  Billing,
+  CallAttempt,
+  Reservation,
+  ReserveResult,
+  Settlement,
+} from "./state/credits/billing.ts";
+export type { TraceRecord } from "./observe/tracing.ts";
+export type {
+  AcquireResult,
+  KeyHealth,
+  KeyOutcome,
+  KeyPool,
+  ProviderKey,
+} from "./upstream/key_pool.ts";

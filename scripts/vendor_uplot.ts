@@ -1,6 +1,6 @@
 /**
  * `deno run -A scripts/vendor_uplot.ts [version]`: writes uPlot (MIT, the
- * charting library of the console pages) into `gateway/console/_uplot.ts` as
+ * charting library of the console pages) into `gateway/http/console/_uplot.ts` as
  * string constants, so the gateway serves it itself: no CDN, and it ships
  * inside a JSR package and a compiled binary alike. Needs `npm` and `tar`.
  *
@@ -19,7 +19,7 @@ try {
   const js = await Deno.readTextFile(`${dir}/package/dist/uPlot.iife.min.js`);
   const css = await Deno.readTextFile(`${dir}/package/dist/uPlot.min.css`);
   const license = await Deno.readTextFile(`${dir}/package/LICENSE`);
-  const out = new URL("../gateway/console/_uplot.ts", import.meta.url);
+  const out = new URL("../gateway/http/console/_uplot.ts", import.meta.url);
   await Deno.writeTextFile(
     out,
     `// uPlot ${version} (https://github.com/leeoniya/uPlot), vendored by

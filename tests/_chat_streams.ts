@@ -1,7 +1,7 @@
 /** Helpers for the chat translators' unit tests: replaying recorded upstream streams. */
 import assert from "node:assert/strict";
 import { createParser } from "eventsource-parser";
-import type { ChatStreamBase } from "../gateway/translate/_shared.ts";
+import type { ChatStreamBase } from "../gateway/upstream/translate/_shared.ts";
 import {
   type ChatCompletionChunk,
   type ChatRequest,
@@ -9,7 +9,7 @@ import {
   type ChatStreamPiece,
   isChatStreamError,
   type UpstreamEvent,
-} from "../gateway/translate/chat_types.ts";
+} from "../gateway/upstream/translate/chat_types.ts";
 
 /** Splits recorded SSE text into events the way the gateway reads an upstream body. */
 export function sseEvents(text: string): UpstreamEvent[] {

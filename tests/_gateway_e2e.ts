@@ -4,18 +4,22 @@
  * waiting for a stream's settlement, and gateway subprocesses on loopback.
  */
 import assert from "node:assert/strict";
-import { DEFAULT_CATALOG } from "../gateway/catalog.ts";
-import { type LedgerEntry, listLedger } from "../gateway/credits/ledger.ts";
-import { listTraces } from "../gateway/tracing.ts";
-import type { CatalogEntry, TraceRecord } from "../gateway/types.ts";
+import { DEFAULT_CATALOG } from "../gateway/state/catalog.ts";
+import {
+  type LedgerEntry,
+  listLedger,
+} from "../gateway/state/credits/ledger.ts";
+import { listTraces } from "../gateway/observe/tracing.ts";
+import type { CatalogEntry } from "../gateway/state/catalog.ts";
+import type { TraceRecord } from "../gateway/observe/tracing.ts";
 
 /** The path of `gateway/main.ts`. */
 export const GATEWAY_MAIN: string =
   new URL("../gateway/main.ts", import.meta.url).pathname;
 
-/** The path of `gateway/keys_cli.ts`. */
+/** The path of `gateway/cli/keys.ts`. */
 export const KEYS_CLI: string =
-  new URL("../gateway/keys_cli.ts", import.meta.url).pathname;
+  new URL("../gateway/cli/keys.ts", import.meta.url).pathname;
 
 /**
  * The catalog entry of `id`.

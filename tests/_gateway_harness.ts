@@ -2,10 +2,10 @@
  * A gateway in front of the provider simulator, on loopback, for end-to-end
  * tests: nothing of the gateway is mocked.
  */
-import { createCaller, type NewCaller } from "../gateway/callers.ts";
+import { createCaller, type NewCaller } from "../gateway/state/callers.ts";
 import { parseConfig, PROVIDERS } from "../gateway/config.ts";
-import { usdToMicros } from "../gateway/credits/money.ts";
-import { type RunningGateway, startGateway } from "../gateway/server.ts";
+import { usdToMicros } from "../gateway/state/credits/money.ts";
+import { type RunningGateway, startGateway } from "../gateway/http/server.ts";
 import {
   type Simulator,
   type SimulatorOptions,

@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { EventSourceParserStream } from "eventsource-parser/stream";
-import type { CatalogEntry, RouteName } from "../gateway/types.ts";
+import type { CatalogEntry } from "../gateway/state/catalog.ts";
+import type { RouteName } from "../gateway/conventions.ts";
 
 /** Every call route, in a fixed order. */
 export const ROUTES: readonly RouteName[] = [

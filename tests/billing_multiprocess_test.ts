@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createCaller } from "../gateway/callers.ts";
+import { createCaller } from "../gateway/state/callers.ts";
 import {
   listLeases,
   listLedger,
   readBalance,
   topUp,
-} from "../gateway/credits/ledger.ts";
-import { listTraces } from "../gateway/tracing.ts";
+} from "../gateway/state/credits/ledger.ts";
+import { listTraces } from "../gateway/observe/tracing.ts";
 
 const WORKER =
   new URL("./fixtures/billing_worker.ts", import.meta.url).pathname;

@@ -13,13 +13,13 @@
 import assert from "node:assert/strict";
 import { chromium, type Page } from "playwright-core";
 import { parseConfig } from "../gateway/config.ts";
-import { startGateway } from "../gateway/server.ts";
+import { startGateway } from "../gateway/http/server.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
 import {
   type ChargedTraceRecord,
   keptBody,
   recordTrace,
-} from "../gateway/tracing.ts";
+} from "../gateway/observe/tracing.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ADMIN = "console-admin-token-0123456789";

@@ -15,7 +15,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { startDemo } from "../gateway/demo.ts";
+import { startDemo } from "../gateway/cli/demo.ts";
 import {
   Environment,
   type EvalTask,

@@ -12,7 +12,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { startDemo } from "../gateway/demo.ts";
+import { startDemo } from "../gateway/cli/demo.ts";
 import { evalCli, readResultsFile, ROOT } from "./_eval_cli.ts";
 import { missingDesktopPrograms } from "./_desktop.ts";
 

@@ -7,10 +7,10 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { createCaller } from "../gateway/callers.ts";
+import { createCaller } from "../gateway/state/callers.ts";
 import { parseConfig } from "../gateway/config.ts";
-import { usdToMicros } from "../gateway/credits/money.ts";
-import { startGateway } from "../gateway/server.ts";
+import { usdToMicros } from "../gateway/state/credits/money.ts";
+import { startGateway } from "../gateway/http/server.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
 import { type EvalResult, parseTarget, runEval } from "../eval/mod.ts";
 

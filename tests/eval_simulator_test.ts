@@ -11,7 +11,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { startDemo } from "../gateway/demo.ts";
+import { startDemo } from "../gateway/cli/demo.ts";
 import { parseTarget, runEval } from "../eval/mod.ts";
 
 const ENV = new URL("./fixtures/eval_contract_env.ts", import.meta.url)

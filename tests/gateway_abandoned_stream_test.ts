@@ -4,7 +4,7 @@
  * complete, the gateway reads on for the usage event before it cancels.
  */
 import assert from "node:assert/strict";
-import { estimateInputTokens } from "../gateway/estimate.ts";
+import { estimateInputTokens } from "../gateway/call/estimate.ts";
 import { expectedCost, ledgerEntryOf, traceOf } from "./_gateway_e2e.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import { callBody } from "./_gateway_routes.ts";

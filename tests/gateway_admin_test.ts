@@ -5,8 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { hashCallerKey } from "../gateway/callers.ts";
-import { listLedger } from "../gateway/credits/ledger.ts";
+import { hashCallerKey } from "../gateway/state/callers.ts";
+import { listLedger } from "../gateway/state/credits/ledger.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import { callBody } from "./_gateway_routes.ts";
 import { delay, ledgerSum, postJson } from "./_gateway_e2e.ts";

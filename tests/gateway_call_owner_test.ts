@@ -9,8 +9,8 @@
  * used (every limit ticket settled).
  */
 import assert from "node:assert/strict";
-import { limitMinuteKey } from "../gateway/kv_keys.ts";
-import { formatUsd } from "../gateway/credits/money.ts";
+import { limitMinuteKey } from "../gateway/state/kv_keys.ts";
+import { formatUsd } from "../gateway/state/credits/money.ts";
 import { startHarness } from "./_gateway_harness.ts";
 
 const ADMIN = "admin-token-for-owner-test";

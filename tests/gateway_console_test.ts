@@ -4,9 +4,9 @@
  * driven in Chromium by console_browser_test.ts.)
  */
 import assert from "node:assert/strict";
-import { createCaller } from "../gateway/callers.ts";
-import { usdToMicros } from "../gateway/credits/money.ts";
-import { keptBody, MAX_TRACE_BODY_BYTES } from "../gateway/tracing.ts";
+import { createCaller } from "../gateway/state/callers.ts";
+import { usdToMicros } from "../gateway/state/credits/money.ts";
+import { keptBody, MAX_TRACE_BODY_BYTES } from "../gateway/observe/tracing.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import { callBody } from "./_gateway_routes.ts";
 

@@ -5,9 +5,9 @@
  * anything is forwarded, and concurrency never spends past the balance.
  */
 import assert from "node:assert/strict";
-import { listLedger } from "../gateway/credits/ledger.ts";
-import { maxCostMicros } from "../gateway/credits/money.ts";
-import type { RouteName } from "../gateway/types.ts";
+import { listLedger } from "../gateway/state/credits/ledger.ts";
+import { maxCostMicros } from "../gateway/state/credits/money.ts";
+import type { RouteName } from "../gateway/conventions.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import {
   assertRouteError,

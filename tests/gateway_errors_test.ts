@@ -5,8 +5,8 @@
  * response read here is checked to hold no provider key.
  */
 import assert from "node:assert/strict";
-import { DEFAULT_CATALOG } from "../gateway/catalog.ts";
-import type { RouteName } from "../gateway/types.ts";
+import { DEFAULT_CATALOG } from "../gateway/state/catalog.ts";
+import type { RouteName } from "../gateway/conventions.ts";
 import { type Harness, startHarness } from "./_gateway_harness.ts";
 import {
   callBody,

@@ -6,7 +6,7 @@
  * trace lists every attempt.
  */
 import assert from "node:assert/strict";
-import { DEFAULT_CATALOG } from "../gateway/catalog.ts";
+import { DEFAULT_CATALOG } from "../gateway/state/catalog.ts";
 import { ledgerEntryOf, traceOf } from "./_gateway_e2e.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import { readSse } from "./_gateway_routes.ts";

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import Anthropic from "@anthropic-ai/sdk";
 import { GoogleGenAI } from "@google/genai";
 import OpenAI from "openai";
-import { listLedger } from "../gateway/credits/ledger.ts";
+import { listLedger } from "../gateway/state/credits/ledger.ts";
 import { startHarness } from "./_gateway_harness.ts";
 
 Deno.test("OpenAI models.retrieve() gets one model; an unknown id is a 404 in OpenAI's convention", async () => {

@@ -6,9 +6,9 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createCaller } from "../gateway/callers.ts";
-import { listLedger, readBalance } from "../gateway/credits/ledger.ts";
-import { usdToMicros } from "../gateway/credits/money.ts";
+import { createCaller } from "../gateway/state/callers.ts";
+import { listLedger, readBalance } from "../gateway/state/credits/ledger.ts";
+import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
 import {
   expectedCost,

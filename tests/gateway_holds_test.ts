@@ -8,11 +8,11 @@
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { createCaller, type NewCaller } from "../gateway/callers.ts";
-import { usdToMicros } from "../gateway/credits/money.ts";
-import { estimateInputTokens } from "../gateway/estimate.ts";
-import { imageTokens } from "../gateway/images.ts";
-import type { RouteName } from "../gateway/types.ts";
+import { createCaller, type NewCaller } from "../gateway/state/callers.ts";
+import { usdToMicros } from "../gateway/state/credits/money.ts";
+import { estimateInputTokens } from "../gateway/call/estimate.ts";
+import { imageTokens } from "../gateway/call/images.ts";
+import type { RouteName } from "../gateway/conventions.ts";
 import { type Harness, startHarness } from "./_gateway_harness.ts";
 import { callPath } from "./_gateway_routes.ts";
 import { expectedCost, ledgerEntryOf, model } from "./_gateway_e2e.ts";

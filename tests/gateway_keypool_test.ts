@@ -5,7 +5,7 @@
  * only that call, and provider keys never leaking anywhere.
  */
 import assert from "node:assert/strict";
-import { providerKeyId } from "../gateway/key_pool.ts";
+import { providerKeyId } from "../gateway/upstream/key_pool.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import { assertRouteError, callBody, callPath } from "./_gateway_routes.ts";
 import { delay } from "./_gateway_e2e.ts";

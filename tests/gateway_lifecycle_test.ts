@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
-import { CATALOG_REFRESH_MS } from "../gateway/live_catalog.ts";
+import { CATALOG_REFRESH_MS } from "../gateway/state/live_catalog.ts";
 import { type Harness, startHarness } from "./_gateway_harness.ts";
 
 const TOKEN = "lifecycle-admin-token-0123";

@@ -5,9 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createCaller, setCallerLimits } from "../gateway/callers.ts";
-import { listLedger, readBalance } from "../gateway/credits/ledger.ts";
-import { usdToMicros } from "../gateway/credits/money.ts";
+import { createCaller, setCallerLimits } from "../gateway/state/callers.ts";
+import { listLedger, readBalance } from "../gateway/state/credits/ledger.ts";
+import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
 import {
   type GatewayProcess,

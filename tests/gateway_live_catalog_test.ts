@@ -4,11 +4,11 @@
  * calls already running keep the price they reserved.
  */
 import assert from "node:assert/strict";
-import { createGateway } from "../gateway/app.ts";
-import { createCaller } from "../gateway/callers.ts";
+import { createGateway } from "../gateway/http/app.ts";
+import { createCaller } from "../gateway/state/callers.ts";
 import { parseConfig, PROVIDERS } from "../gateway/config.ts";
-import { listLedger } from "../gateway/credits/ledger.ts";
-import { usdToMicros } from "../gateway/credits/money.ts";
+import { listLedger } from "../gateway/state/credits/ledger.ts";
+import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
 
 const TOKEN = "admin-token-0123456789";
@@ -93,7 +93,7 @@ Deno.test("a model added, repriced and removed on one process reaches another on
       args: [
         "run",
         "-A",
-        new URL("../gateway/keys_cli.ts", import.meta.url).pathname,
+        new URL("../gateway/cli/keys.ts", import.meta.url).pathname,
         "model-set",
         JSON.stringify({
           ...entry,

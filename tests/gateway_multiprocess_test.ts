@@ -5,18 +5,18 @@
  * and no provider key in any process's log.
  */
 import assert from "node:assert/strict";
-import { usageReport } from "../gateway/usage_report.ts";
+import { usageReport } from "../gateway/state/usage_report.ts";
 import { join } from "node:path";
-import { createCaller } from "../gateway/callers.ts";
+import { createCaller } from "../gateway/state/callers.ts";
 import {
   listLeases,
   listLedger,
   readBalance,
-} from "../gateway/credits/ledger.ts";
-import { usdToMicros } from "../gateway/credits/money.ts";
-import { providerKeyId } from "../gateway/key_pool.ts";
+} from "../gateway/state/credits/ledger.ts";
+import { usdToMicros } from "../gateway/state/credits/money.ts";
+import { providerKeyId } from "../gateway/upstream/key_pool.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
-import { listTraces } from "../gateway/tracing.ts";
+import { listTraces } from "../gateway/observe/tracing.ts";
 import { callBody, callPath, readSse } from "./_gateway_routes.ts";
 import {
   expectedCost,

@@ -5,10 +5,10 @@
  */
 import assert from "node:assert/strict";
 import Anthropic from "@anthropic-ai/sdk";
-import { createGateway } from "../gateway/app.ts";
-import { createCaller } from "../gateway/callers.ts";
+import { createGateway } from "../gateway/http/app.ts";
+import { createCaller } from "../gateway/state/callers.ts";
 import { parseConfig } from "../gateway/config.ts";
-import { usdToMicros } from "../gateway/credits/money.ts";
+import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import { freePort } from "./_ports.ts";
 

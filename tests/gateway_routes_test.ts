@@ -4,7 +4,7 @@
  * refused on the others in each route's error convention.
  */
 import assert from "node:assert/strict";
-import { DEFAULT_CATALOG, modelStatus } from "../gateway/catalog.ts";
+import { DEFAULT_CATALOG, modelStatus } from "../gateway/state/catalog.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import {
   answerText,

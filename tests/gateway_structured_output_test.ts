@@ -16,8 +16,9 @@ import {
   zodTextFormat,
 } from "openai/helpers/zod";
 import { z } from "zod";
-import { DEFAULT_CATALOG } from "../gateway/catalog.ts";
-import type { CatalogEntry, RouteName } from "../gateway/types.ts";
+import { DEFAULT_CATALOG } from "../gateway/state/catalog.ts";
+import type { CatalogEntry } from "../gateway/state/catalog.ts";
+import type { RouteName } from "../gateway/conventions.ts";
 import { type Harness, startHarness } from "./_gateway_harness.ts";
 
 const Forecast = z.object({

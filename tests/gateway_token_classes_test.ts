@@ -9,13 +9,14 @@
  * up once to the micro-USD, and the trace must record that split.
  */
 import assert from "node:assert/strict";
-import { DEFAULT_CATALOG } from "../gateway/catalog.ts";
+import { DEFAULT_CATALOG } from "../gateway/state/catalog.ts";
 import {
   type ChargedTokens,
   type ChargedTraceRecord,
   listTraces,
-} from "../gateway/tracing.ts";
-import type { ModelPricing, RouteName } from "../gateway/types.ts";
+} from "../gateway/observe/tracing.ts";
+import type { ModelPricing } from "../gateway/state/catalog.ts";
+import type { RouteName } from "../gateway/conventions.ts";
 import { ledgerEntryOf } from "./_gateway_e2e.ts";
 import { type Harness, startHarness } from "./_gateway_harness.ts";
 import { callBody, callPath, readSse } from "./_gateway_routes.ts";

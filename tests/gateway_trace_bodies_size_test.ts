@@ -5,10 +5,10 @@
  * character.
  */
 import assert from "node:assert/strict";
-import { createCaller } from "../gateway/callers.ts";
-import { createBilling } from "../gateway/credits/billing.ts";
-import { usdToMicros } from "../gateway/credits/money.ts";
-import { keptBody, MAX_TRACE_BODY_BYTES } from "../gateway/tracing.ts";
+import { createCaller } from "../gateway/state/callers.ts";
+import { createBilling } from "../gateway/state/credits/billing.ts";
+import { usdToMicros } from "../gateway/state/credits/money.ts";
+import { keptBody, MAX_TRACE_BODY_BYTES } from "../gateway/observe/tracing.ts";
 
 Deno.test("a call whose trace keeps two long bodies at the largest size is still charged, its trace stored", async () => {
   using kv = await Deno.openKv(":memory:");

@@ -6,12 +6,13 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createCaller } from "../gateway/callers.ts";
-import { listLedger } from "../gateway/credits/ledger.ts";
-import { usdToMicros } from "../gateway/credits/money.ts";
-import { providerKeyId } from "../gateway/key_pool.ts";
+import { createCaller } from "../gateway/state/callers.ts";
+import { listLedger } from "../gateway/state/credits/ledger.ts";
+import { usdToMicros } from "../gateway/state/credits/money.ts";
+import { providerKeyId } from "../gateway/upstream/key_pool.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
-import type { RouteName, TraceRecord } from "../gateway/types.ts";
+import type { RouteName } from "../gateway/conventions.ts";
+import type { TraceRecord } from "../gateway/observe/tracing.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import { callBody, callPath, readSse } from "./_gateway_routes.ts";
 import {

@@ -7,13 +7,16 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { DEFAULT_CATALOG } from "../gateway/catalog.ts";
-import { catalogChangeKey, catalogVersionKey } from "../gateway/kv_keys.ts";
-import { CATALOG_REFRESH_MS } from "../gateway/live_catalog.ts";
+import { DEFAULT_CATALOG } from "../gateway/state/catalog.ts";
+import {
+  catalogChangeKey,
+  catalogVersionKey,
+} from "../gateway/state/kv_keys.ts";
+import { CATALOG_REFRESH_MS } from "../gateway/state/live_catalog.ts";
 import { startHarness } from "./_gateway_harness.ts";
 
 const ADMIN = "admin-token-for-bounds";
-const CLI = new URL("../gateway/keys_cli.ts", import.meta.url).pathname;
+const CLI = new URL("../gateway/cli/keys.ts", import.meta.url).pathname;
 
 const MODEL = {
   provider: "openai",

@@ -6,9 +6,9 @@
  * 429, each key's RPM).
  */
 import assert from "node:assert/strict";
-import { createCaller } from "../gateway/callers.ts";
-import { usdToMicros } from "../gateway/credits/money.ts";
-import type { CallerLimits } from "../gateway/limits/limits.ts";
+import { createCaller } from "../gateway/state/callers.ts";
+import { usdToMicros } from "../gateway/state/credits/money.ts";
+import type { CallerLimits } from "../gateway/state/limits/limits.ts";
 import { startHarness } from "./_gateway_harness.ts";
 
 const ANTHROPIC_COUNT = {

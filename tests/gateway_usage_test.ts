@@ -6,9 +6,9 @@
  * loopback server that puts the usage on the wire exactly as given.
  */
 import assert from "node:assert/strict";
-import { listLedger } from "../gateway/credits/ledger.ts";
-import { DEFAULT_CATALOG } from "../gateway/catalog.ts";
-import type { RouteName } from "../gateway/types.ts";
+import { listLedger } from "../gateway/state/credits/ledger.ts";
+import { DEFAULT_CATALOG } from "../gateway/state/catalog.ts";
+import type { RouteName } from "../gateway/conventions.ts";
 import { ledgerEntryOf, traceOf } from "./_gateway_e2e.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import { callBody, callPath, readSse } from "./_gateway_routes.ts";

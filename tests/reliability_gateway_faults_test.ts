@@ -7,12 +7,12 @@
  * Test sanitizers stay on: a leaked timer, socket or stream fails the test.
  */
 import assert from "node:assert/strict";
-import { deadlines } from "../gateway/_deadlines.ts";
-import { DEFAULT_CATALOG } from "../gateway/catalog.ts";
+import { deadlines } from "../gateway/upstream/deadlines.ts";
+import { DEFAULT_CATALOG } from "../gateway/state/catalog.ts";
 import { errorMessageOf, readSse } from "./_gateway_routes.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import { assertLedgerExact } from "./fixtures/reliability_ledger.ts";
-import type { RouteName } from "../gateway/types.ts";
+import type { RouteName } from "../gateway/conventions.ts";
 
 const OPENING_MICROS = 100_000_000;
 

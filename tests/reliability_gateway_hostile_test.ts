@@ -8,11 +8,11 @@
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { createGateway, type GatewayApp } from "../gateway/app.ts";
-import { createCaller, type NewCaller } from "../gateway/callers.ts";
+import { createGateway, type GatewayApp } from "../gateway/http/app.ts";
+import { createCaller, type NewCaller } from "../gateway/state/callers.ts";
 import { parseConfig, PROVIDERS } from "../gateway/config.ts";
-import { listLedger, readBalance } from "../gateway/credits/ledger.ts";
-import { usdToMicros } from "../gateway/credits/money.ts";
+import { listLedger, readBalance } from "../gateway/state/credits/ledger.ts";
+import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { type Simulator, startSimulator } from "../gateway/simulator/mod.ts";
 import { assertLedgerExact } from "./fixtures/reliability_ledger.ts";
 

@@ -5,8 +5,8 @@
  * path can point the gateway at a host other than the configured provider.
  */
 import assert from "node:assert/strict";
-import { createCaller } from "../gateway/callers.ts";
-import { usdToMicros } from "../gateway/credits/money.ts";
+import { createCaller } from "../gateway/state/callers.ts";
+import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { type Harness, startHarness } from "./_gateway_harness.ts";
 
 /** KV holds sums (`Deno.KvU64`, a bigint inside): written as text in a dump. */

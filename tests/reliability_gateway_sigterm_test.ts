@@ -6,9 +6,9 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createCaller, type NewCaller } from "../gateway/callers.ts";
+import { createCaller, type NewCaller } from "../gateway/state/callers.ts";
 import { PROVIDERS } from "../gateway/config.ts";
-import { usdToMicros } from "../gateway/credits/money.ts";
+import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { type Simulator, startSimulator } from "../gateway/simulator/mod.ts";
 import { assertLedgerExact } from "./fixtures/reliability_ledger.ts";
 

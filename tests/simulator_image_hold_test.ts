@@ -7,11 +7,11 @@
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { estimateInputTokens } from "../gateway/estimate.ts";
+import { estimateInputTokens } from "../gateway/call/estimate.ts";
 import {
   type ImageTarget,
   imageTokens as heldImageTokens,
-} from "../gateway/images.ts";
+} from "../gateway/call/images.ts";
 import { imageTokens as billedImageTokens } from "../gateway/simulator/image.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
 import { pngHeader, toBase64 } from "./fixtures/png.ts";

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
-for (const script of ["gateway/main.ts", "gateway/demo.ts"]) {
+for (const script of ["gateway/main.ts", "gateway/cli/demo.ts"]) {
   Deno.test(`${script} on a busy port says which port and that PORT= changes it, in one line`, async () => {
     const taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
     try {

@@ -8,22 +8,22 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createCaller, listCallers } from "../gateway/callers.ts";
+import { createCaller, listCallers } from "../gateway/state/callers.ts";
 import {
   listLeases,
   listLedger,
   readBalance,
   topUp,
-} from "../gateway/credits/ledger.ts";
-import { usdToMicros } from "../gateway/credits/money.ts";
+} from "../gateway/state/credits/ledger.ts";
+import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
-import { openPostgresStore } from "../gateway/store/postgres.ts";
-import { listTraces } from "../gateway/tracing.ts";
+import { openPostgresStore } from "../gateway/state/store/postgres.ts";
+import { listTraces } from "../gateway/observe/tracing.ts";
 import { ledgerSum, postJson, spawnGateway } from "./_gateway_e2e.ts";
 import { POSTGRES_MISSING, reportSkip, startPostgres } from "./_postgres.ts";
 
 reportSkip();
-const CLI = new URL("../gateway/store/cli.ts", import.meta.url).pathname;
+const CLI = new URL("../gateway/cli/store.ts", import.meta.url).pathname;
 const HELLO = [{ role: "user", content: "hello" }];
 
 async function copy(

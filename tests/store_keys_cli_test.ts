@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { POSTGRES_MISSING, reportSkip, startPostgres } from "./_postgres.ts";
 
-const CLI = new URL("../gateway/keys_cli.ts", import.meta.url).pathname;
+const CLI = new URL("../gateway/cli/keys.ts", import.meta.url).pathname;
 
 async function keys(store: string, ...args: string[]) {
   const output = await new Deno.Command(Deno.execPath(), {

@@ -10,17 +10,17 @@
  * separate hosts (this kernel has no `tc netem`).
  */
 import assert from "node:assert/strict";
-import { createCaller } from "../gateway/callers.ts";
+import { createCaller } from "../gateway/state/callers.ts";
 import {
   listLeases,
   listLedger,
   readBalance,
-} from "../gateway/credits/ledger.ts";
-import { usdToMicros } from "../gateway/credits/money.ts";
-import { sweepExpiredLeases } from "../gateway/credits/sweep.ts";
+} from "../gateway/state/credits/ledger.ts";
+import { usdToMicros } from "../gateway/state/credits/money.ts";
+import { sweepExpiredLeases } from "../gateway/state/credits/sweep.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
-import { openPostgresStore } from "../gateway/store/postgres.ts";
-import { listTraces } from "../gateway/tracing.ts";
+import { openPostgresStore } from "../gateway/state/store/postgres.ts";
+import { listTraces } from "../gateway/observe/tracing.ts";
 import {
   delay,
   type GatewayProcess,

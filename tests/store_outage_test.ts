@@ -7,11 +7,11 @@
  * ledger still sums to the balance.
  */
 import assert from "node:assert/strict";
-import { createCaller } from "../gateway/callers.ts";
-import { listLedger, readBalance } from "../gateway/credits/ledger.ts";
-import { usdToMicros } from "../gateway/credits/money.ts";
+import { createCaller } from "../gateway/state/callers.ts";
+import { listLedger, readBalance } from "../gateway/state/credits/ledger.ts";
+import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
-import { openPostgresStore } from "../gateway/store/postgres.ts";
+import { openPostgresStore } from "../gateway/state/store/postgres.ts";
 import { delay, ledgerSum, postJson, spawnGateway } from "./_gateway_e2e.ts";
 import { POSTGRES_MISSING, reportSkip, startPostgres } from "./_postgres.ts";
 

@@ -6,8 +6,8 @@
  * once migrate it once.
  */
 import assert from "node:assert/strict";
-import { openPostgresStore } from "../gateway/store/postgres.ts";
-import { decodeKey, encodeKey } from "../gateway/store/key_codec.ts";
+import { openPostgresStore } from "../gateway/state/store/postgres.ts";
+import { decodeKey, encodeKey } from "../gateway/state/store/key_codec.ts";
 import { POSTGRES_MISSING, reportSkip, startPostgres } from "./_postgres.ts";
 
 reportSkip();
@@ -213,7 +213,7 @@ Deno.test({
     const store = await openPostgresStore(url);
     const postgres = (await import("postgres")).default;
     const { serialize } = await import("node:v8");
-    const { toHex } = await import("../gateway/store/key_codec.ts");
+    const { toHex } = await import("../gateway/state/store/key_codec.ts");
     const sql = postgres(url, { onnotice: () => {}, max: 1 });
     try {
       await store.set(["lease", "c1"], "old", { expireIn: 1 });

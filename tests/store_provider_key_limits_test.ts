@@ -8,10 +8,10 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createCaller } from "../gateway/callers.ts";
-import { usdToMicros } from "../gateway/credits/money.ts";
+import { createCaller } from "../gateway/state/callers.ts";
+import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
-import { openPostgresStore } from "../gateway/store/postgres.ts";
+import { openPostgresStore } from "../gateway/state/store/postgres.ts";
 import {
   delay,
   type GatewayProcess,

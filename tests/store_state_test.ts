@@ -8,7 +8,7 @@
  * health after a refused key.
  */
 import assert from "node:assert/strict";
-import { listLedger, readBalance } from "../gateway/credits/ledger.ts";
+import { listLedger, readBalance } from "../gateway/state/credits/ledger.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import { ledgerSum, model } from "./_gateway_e2e.ts";
 import { POSTGRES_MISSING, reportSkip, startPostgres } from "./_postgres.ts";

@@ -12,10 +12,10 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { createGateway } from "../../gateway/app.ts";
-import { createCaller } from "../../gateway/callers.ts";
+import { createGateway } from "../../gateway/http/app.ts";
+import { createCaller } from "../../gateway/state/callers.ts";
 import { parseConfig, PROVIDERS } from "../../gateway/config.ts";
-import { usdToMicros } from "../../gateway/credits/money.ts";
+import { usdToMicros } from "../../gateway/state/credits/money.ts";
 import { startSimulator } from "../../gateway/simulator/mod.ts";
 
 const { values } = parseArgs({

@@ -17,11 +17,11 @@
  * @module
  */
 import process from "node:process";
-import { createGateway } from "../../gateway/app.ts";
-import { createCaller } from "../../gateway/callers.ts";
+import { createGateway } from "../../gateway/http/app.ts";
+import { createCaller } from "../../gateway/state/callers.ts";
 import { parseConfig, PROVIDERS } from "../../gateway/config.ts";
 import { startSimulator } from "../../gateway/simulator/mod.ts";
-import { closeStore, openStore } from "../../gateway/store/mod.ts";
+import { closeStore, openStore } from "../../gateway/state/store/mod.ts";
 import { POSTGRES_MISSING, startPostgres } from "../../tests/_postgres.ts";
 import { percentile } from "../_stats.ts";
 

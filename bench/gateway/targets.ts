@@ -5,8 +5,8 @@
  *
  * @module
  */
-import { createCaller } from "../../gateway/callers.ts";
-import { usdToMicros } from "../../gateway/credits/money.ts";
+import { createCaller } from "../../gateway/state/callers.ts";
+import { usdToMicros } from "../../gateway/state/credits/money.ts";
 import { type Child, spawnChild } from "../_process.ts";
 import type { WrkRequest } from "./wrk.ts";
 

@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { ProviderName } from "../types.ts";
+import type { ProviderName } from "../upstream/providers/provider.ts";
 import type { BehaviourBook } from "./behaviour.ts";
 import { decideReply, type Prompt, type Reply } from "./reply.ts";
 import { tokensForChars } from "./tokens.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { encodePng, pngHeader, toBase64 } from "../../tests/fixtures/png.ts";
-import { imageTokens as gatewayImageTokens } from "../images.ts";
+import { imageTokens as gatewayImageTokens } from "../call/images.ts";
 import {
   IMAGE_TOKENS,
   imageSize,

@@ -69,7 +69,7 @@
  */
 
 import { Hono } from "hono";
-import type { ProviderName } from "../types.ts";
+import type { ProviderName } from "../upstream/providers/provider.ts";
 import { anthropicWire, messages } from "./anthropic.ts";
 import {
   type Behaviour,
@@ -98,7 +98,7 @@ export type {
   UsageOverride,
 } from "./behaviour.ts";
 export type { SimulatedRequest } from "./exchange.ts";
-export type { ProviderName } from "../types.ts";
+export type { ProviderName } from "../upstream/providers/provider.ts";
 
 /** Options of {@linkcode startSimulator}. */
 export interface SimulatorOptions {

@@ -16,9 +16,9 @@
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { createCaller } from "../../gateway/callers.ts";
+import { createCaller } from "../../gateway/state/callers.ts";
 import { PROVIDERS } from "../../gateway/config.ts";
-import { usdToMicros } from "../../gateway/credits/money.ts";
+import { usdToMicros } from "../../gateway/state/credits/money.ts";
 import { startSimulator } from "../../gateway/simulator/mod.ts";
 import { readMoney } from "../fixtures/reliability_ledger.ts";
 import { startTaskFlags } from "../../bench/gateway/targets.ts";

@@ -1,0 +1,560 @@
+/**
+ * One inference call, in the order it happens:
+ * (the caller is authenticated by middleware) parse → resolve the model →
+ * reserve credits → take the limits' share → pick a key and send upstream →
+ * translate the answer → settle → trace.
+ *
+ * A call is one object, {@linkcode Call}, that owns what it takes: the
+ * credit reservation, the limit ticket and the provider key serving it. It
+ * gives each back exactly once, in one place ({@linkcode Call}'s close), on
+ * every path: an answer, an upstream error, an answer in an unexpected
+ * shape, a timeout, the caller gone, a throw. `handleCall` holds it with
+ * `await using`, so whatever happens the call closes when the handler ends,
+ * or, for a stream, when the relay says the stream ended. Reading the body
+ * and resolving the model are in `call_input.ts`, sending upstream and
+ * reading the answer in `upstream.ts`, the stream relay in `stream.ts`.
+ *
+ * @module
+ */
+import {
+  buildExchange,
+  fallbackCandidates,
+  outputLimit,
+  parseCall,
+  type ParsedCall,
+} from "./input.ts";
+import { lifecycleHeaders } from "../state/catalog.ts";
+import { errorResponse, GatewayError, toGatewayError } from "../errors.ts";
+import type {
+  CallInput,
+  Exchange,
+  Provider,
+} from "../upstream/providers/provider.ts";
+import { NO_USAGE } from "../upstream/providers/provider.ts";
+import type {
+  Billing,
+  CallAttempt,
+  Reservation,
+  Settlement,
+} from "../state/credits/billing.ts";
+import type { Caller } from "../state/callers.ts";
+import type { CatalogEntry } from "../state/catalog.ts";
+import type { ProviderName } from "../upstream/providers/provider.ts";
+import type { RouteName } from "../conventions.ts";
+import type { TraceRecord } from "../observe/tracing.ts";
+import type { Usage } from "../upstream/usage.ts";
+import {
+  costMicros,
+  formatUsd,
+  MAX_BALANCE_MICROS,
+  maxCostMicros,
+} from "../state/credits/money.ts";
+import { estimateInputTokens } from "./estimate.ts";
+import type { GatewayMetrics } from "../observe/metrics.ts";
+import type { LimitCounters, LimitTicket } from "../state/limits/counters.ts";
+import { checkStaticLimits } from "../state/limits/limits.ts";
+import { type Estimated, relayStream, type StreamEnd } from "./stream.ts";
+import { keptBody, recordSpan, type TraceBodies } from "../observe/tracing.ts";
+import {
+  readAnswer,
+  sendUpstream,
+  type Upstream,
+  type UpstreamSettings,
+} from "../upstream/send.ts";
+
+/** What a call needs from the rest of the gateway; each stage takes only its part (the sender its {@linkcode UpstreamSettings}). */
+export interface CallDeps extends UpstreamSettings {
+  /** Credits, ledger and trace storage. */
+  billing: Billing;
+  /** The callers' counted limits (requests and tokens per minute, spend per period). */
+  limits: LimitCounters;
+  /** The process's Prometheus metrics, when the app keeps them. */
+  metrics?: GatewayMetrics;
+  /** Model lookup. */
+  model(id: string): CatalogEntry | undefined;
+  /** The ids of the models a route serves, for the message of a model on the wrong route. */
+  modelsOn(route: RouteName): string[];
+  /** Provider implementations by name. */
+  providers: Record<ProviderName, Provider>;
+  /** Structured log sink (errors, key revocations). */
+  log(record: Record<string, unknown>): void;
+  /** When set, the most bytes of a call's request and (non-streamed) answer its trace keeps, scrubbed; absent: none. */
+  traceBodyBytes?: number;
+}
+
+/** The parts of the HTTP request a call reads. */
+export interface CallRequest {
+  /** The route. */
+  route: RouteName;
+  /** The caller, authenticated from the headers before the body was read. */
+  caller: Caller;
+  /** Request headers. */
+  headers: Headers;
+  /** The raw body text (already size-limited). */
+  bodyText: string;
+  /** Gemini's model and action come from the path. */
+  pathModel?: string;
+  /** Whether the path asked for a stream (Gemini `:streamGenerateContent`). */
+  pathStream?: boolean;
+  /** Query parameters. */
+  query: Record<string, string>;
+  /** Aborted when the caller goes away. */
+  signal: AbortSignal;
+  /** The request id. */
+  requestId: string;
+  /** The trace id. */
+  traceId: string;
+}
+
+/** How a call ended: what it is charged, and what its trace says. */
+interface Ending {
+  /** The usage to charge. */
+  usage: Usage;
+  /** Its cost, micro-USD. */
+  cost: number;
+  /** The status the caller got. */
+  status: number;
+  /** The error the caller got, if any. */
+  error?: string;
+}
+
+/** The ending of a call that failed before anything was used. */
+function failedEnding(error: GatewayError): Ending {
+  return {
+    usage: NO_USAGE,
+    cost: 0,
+    status: error.status,
+    error: error.message,
+  };
+}
+
+/**
+ * One call: what it took (a credit reservation, a limit ticket, a provider
+ * key) and the record its trace is made from. Everything it took is given
+ * back in {@linkcode Call.close}, which runs once: from the non-streamed
+ * answer, from a stream's end, or from `[Symbol.asyncDispose]` for every
+ * other path (a failure ends the call with its error; a throw nobody caught,
+ * as a 500).
+ */
+class Call implements AsyncDisposable {
+  readonly started = Date.now();
+  entry?: CatalogEntry;
+  stream = false;
+  firstTokenAt?: number;
+  /** Figures of a stream's usage that were estimated, not reported. */
+  estimated: Estimated = [];
+  /** Every candidate tried, when the call had more than one. */
+  attempts: CallAttempt[] = [];
+  /** The ids of the keys tried, in order. */
+  readonly keysTried: string[] = [];
+  #reservation?: Reservation;
+  #ticket?: LimitTicket;
+  /** The answer serving the call, with its key still lent. */
+  #upstream?: Upstream;
+  /** Set once a stream's relay owns the end of the call. */
+  #relayed = false;
+  #closed = false;
+  #failure?: GatewayError;
+  /** The answer's text, kept for the trace when bodies are traced. */
+  #answerText?: string;
+
+  constructor(readonly deps: CallDeps, readonly request: CallRequest) {}
+
+  /**
+   * Runs the call to its response. A non-streamed answer closes the call
+   * here; a stream closes it when it ends.
+   */
+  async run(): Promise<Response> {
+    const { deps, request } = this;
+    const parsed = parseCall(request);
+    this.stream = parsed.stream;
+    checkStaticLimits(request.caller.limits, parsed.model, Date.now());
+    // The first candidate serves the id asked for, which the allowlist let
+    // through (it is the successor of a retired model the operator reroutes).
+    const candidates = fallbackCandidates(deps, request.route, parsed)
+      .filter((entry, index) =>
+        index === 0 ||
+        (request.caller.limits?.models?.includes(entry.id) ?? true)
+      );
+    this.entry = candidates[0];
+    // What the caller is told about the end of the model it asked for.
+    const notice = lifecycleHeaders(deps.model(parsed.model) ?? candidates[0]);
+    const inputTokens = estimateInputTokens(parsed.body, candidates);
+    const outputTokens = parsed.choices * (parsed.predictedTokens + Math.max(
+      ...candidates.map((entry) => outputLimit(entry, parsed.maxOutputTokens)),
+    ));
+    // One hold that covers whichever candidate serves the call.
+    this.#reservation = await reserve(
+      deps.billing,
+      request.caller,
+      holdFor(candidates, inputTokens, parsed),
+    );
+    // The caller's counted limits take the call's share after the credits,
+    // so a refusal by either gives the other back and forwards nothing.
+    this.#ticket = await deps.limits.reserve(request.caller, {
+      tokens: inputTokens + outputTokens,
+      micros: this.#reservation.amountMicros,
+    });
+    const { exchange, upstream } = await this.#sendToFirstServing(
+      candidates,
+      parsed,
+      inputTokens,
+    );
+    const entry = this.entry;
+    if (parsed.stream) {
+      upstream.clearTimeout();
+      const relay = relayStream({
+        route: request.route,
+        exchange,
+        upstream,
+        idleTimeoutMs: deps.upstreamTimeoutMs,
+        inputEstimate: inputTokens,
+      });
+      this.#relayed = true;
+      relay.ended.then((end) => this.#streamEnded(end));
+      return servedBy(entry, notice, relay.response);
+    }
+    const { body, usage, text } = await readAnswer(exchange, upstream);
+    // A body the exchange passed through untouched goes out as it came in,
+    // not serialised again.
+    const answer = body === undefined ? text : JSON.stringify(body);
+    if (deps.traceBodyBytes) this.#answerText = answer;
+    const cost = costMicros(usage, entry.pricing);
+    const { availableMicros } = this.#closeBehind({ usage, cost, status: 200 });
+    return servedBy(
+      entry,
+      notice,
+      new Response(answer, {
+        headers: {
+          "content-type": "application/json",
+          "x-gateway-cost": formatUsd(cost),
+          "x-gateway-credits-remaining": formatUsd(availableMicros),
+        },
+      }),
+    );
+  }
+
+  /**
+   * Ends the call with what was thrown: logged when it is the gateway's or
+   * the provider's fault, and the caller's response in its convention. The
+   * call closes with it when the handler ends.
+   */
+  fail(thrown: unknown): Response {
+    const error = toGatewayError(thrown, this.request.requestId);
+    this.#failure = error;
+    if (error.status >= 500) {
+      this.deps.log({
+        level: "error",
+        requestId: this.request.requestId,
+        // A bug's own message, not the caller's "internal error".
+        message: thrown instanceof GatewayError
+          ? error.message
+          : String(thrown),
+        ...(this.entry ? { model: this.entry.id } : {}),
+      });
+    }
+    return errorResponse(this.request.route, error);
+  }
+
+  /** Closes the call unless a stream's relay owns its end: as failed, with what it was given back for. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (this.#relayed || this.#closed) return;
+    const error = this.#failure ??
+      toGatewayError(new Error("The call ended without an answer"));
+    await this.close(failedEnding(error));
+  }
+
+  /**
+   * Gives back what the call holds, once, and records it: the key to the
+   * pool (with the tokens used), the limit ticket (settled to what was
+   * used), the reservation (settled to the cost, the rest back to the
+   * caller), then the trace. A call that held no reservation is traced alone.
+   */
+  async close(ending: Ending): Promise<void> {
+    const closed = this.#giveBack(ending);
+    if (!closed) return;
+    if (closed.settlement) await this.deps.billing.settle(closed.settlement);
+    else await this.deps.billing.recordTrace(closed.trace);
+  }
+
+  /** As {@linkcode Call.close}, for an answered call: the charge commits behind the answer (see docs/decisions.md). */
+  #closeBehind(ending: Ending): { availableMicros: number } {
+    const settlement = this.#giveBack(ending)?.settlement;
+    if (!settlement) {
+      throw new Error("unreachable: an answered call holds a reservation");
+    }
+    return this.deps.billing.settleSoon(settlement);
+  }
+
+  /**
+   * The one place a call gives back what it took, and the first time only:
+   * `undefined` once closed. Returns the trace, and the reservation's
+   * settlement for the caller to commit.
+   */
+  #giveBack(
+    ending: Ending,
+  ): { trace: TraceRecord; settlement?: Settlement } | undefined {
+    if (this.#closed) return undefined;
+    this.#closed = true;
+    const { usage, cost } = ending;
+    const tokens = usage.inputTokens + usage.outputTokens;
+    if (this.#upstream) {
+      // The provider took the key (it answered 2xx), whatever came after.
+      this.deps.keyPool.release(this.#upstream.key, {
+        kind: "answered",
+        tokens,
+      });
+    }
+    if (this.#ticket) {
+      this.deps.limits.settle(this.#ticket, { tokens, micros: cost });
+    }
+    const trace = this.#trace(ending);
+    recordSpan(trace);
+    this.deps.metrics?.observe(trace);
+    const reservation = this.#reservation;
+    return reservation
+      ? { trace, settlement: { reservation, costMicros: cost, usage, trace } }
+      : { trace };
+  }
+
+  /** Closes a stream's call once the relay says it ended; a failure is logged, never thrown. */
+  async #streamEnded(end: StreamEnd): Promise<void> {
+    this.estimated = end.estimated;
+    this.firstTokenAt = end.firstEventAt;
+    let cost = 0;
+    try {
+      cost = costMicros(end.usage, this.entry!.pricing);
+    } catch (thrown) {
+      // The call still gives back what it holds; the log says why it was not charged.
+      this.deps.log({
+        level: "error",
+        requestId: this.request.requestId,
+        model: this.entry?.id,
+        message: `Pricing a stream failed, so it is not charged: ${thrown}`,
+      });
+    }
+    try {
+      await this.close({
+        usage: end.usage,
+        cost,
+        status: end.status,
+        error: end.error,
+      });
+    } catch (thrown) {
+      this.deps.log({
+        level: "error",
+        requestId: this.request.requestId,
+        message: `Settling a stream failed: ${thrown}`,
+      });
+    }
+  }
+
+  /**
+   * Sends the call to the first candidate that serves it. A candidate whose
+   * provider has no free key, fails, times out or cannot be reached gives
+   * way to the next while nothing has reached the caller; every attempt
+   * goes into the trace. The answer's key is the call's from here on.
+   */
+  async #sendToFirstServing(
+    candidates: readonly CatalogEntry[],
+    parsed: ParsedCall,
+    inputTokens: number,
+  ): Promise<{ exchange: Exchange; upstream: Upstream }> {
+    const { deps, request } = this;
+    // The list is the gateway's to follow; providers never see it.
+    const { models: _models, ...body } = parsed.body;
+    for (const [index, entry] of candidates.entries()) {
+      this.entry = entry;
+      const call: CallInput = {
+        route: request.route,
+        entry,
+        body,
+        stream: parsed.stream,
+        maxOutputTokens: outputLimit(entry, parsed.maxOutputTokens),
+        query: request.query,
+        headers: request.headers,
+      };
+      const provider = deps.providers[entry.provider];
+      const exchange = buildExchange(provider, call);
+      try {
+        this.#upstream = await sendUpstream(deps, {
+          provider,
+          path: exchange.path,
+          body: exchange.body,
+          headers: exchange.headers,
+          estimatedTokens: inputTokens + parsed.choices * call.maxOutputTokens,
+          signal: request.signal,
+          requestId: request.requestId,
+          keysTried: this.keysTried,
+        });
+        if (candidates.length > 1) {
+          this.attempts.push({
+            model: entry.id,
+            provider: entry.provider,
+            status: 200,
+          });
+        }
+        return { exchange, upstream: this.#upstream };
+      } catch (thrown) {
+        const error = toGatewayError(thrown, request.requestId);
+        if (candidates.length > 1) {
+          this.attempts.push({
+            model: entry.id,
+            provider: entry.provider,
+            status: error.status,
+            error: tracedError(error.message),
+          });
+        }
+        if (!worthFallingBack(error) || index === candidates.length - 1) {
+          throw error;
+        }
+      }
+    }
+    throw new Error("unreachable: candidates is never empty");
+  }
+
+  #trace(ending: Ending): TraceRecord & TraceBodies {
+    const { usage, cost, status, error } = ending;
+    const bodyBytes = this.deps.traceBodyBytes;
+    return {
+      requestId: this.request.requestId,
+      traceId: this.request.traceId,
+      callerId: this.request.caller.id,
+      model: this.entry?.id,
+      route: this.request.route,
+      provider: this.entry?.provider,
+      providerKeyId: this.#upstream?.key.keyId ?? this.keysTried.at(-1),
+      status,
+      stream: this.stream,
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+      cachedTokens: usage.cachedInputTokens,
+      costMicros: cost,
+      latencyMs: Date.now() - this.started,
+      ttftMs: this.firstTokenAt === undefined
+        ? undefined
+        : this.firstTokenAt - this.started,
+      error: error === undefined ? undefined : tracedError(error),
+      ...(this.estimated.length > 0 ? { estimated: this.estimated } : {}),
+      ...(this.attempts.length > 0 ? { attempts: this.attempts } : {}),
+      ...(bodyBytes && {
+        requestBody: keptBody(this.request.bodyText, bodyBytes),
+        ...(this.#answerText !== undefined &&
+          { responseBody: keptBody(this.#answerText, bodyBytes) }),
+      }),
+      time: this.started,
+    };
+  }
+}
+
+/**
+ * Runs one inference call and returns the response to send.
+ *
+ * @param deps The gateway's stores, key pool, catalog and providers.
+ * @param request The call's HTTP request.
+ * @returns The response: JSON, an SSE stream, or an error in the route's convention.
+ */
+export async function handleCall(
+  deps: CallDeps,
+  request: CallRequest,
+): Promise<Response> {
+  await using call = new Call(deps, request);
+  try {
+    return await call.run();
+  } catch (thrown) {
+    return call.fail(thrown);
+  }
+}
+
+/**
+ * The most characters of an error a trace keeps. A provider's message can be
+ * any length, and the trace commits with the call's charge: a Deno KV value
+ * holds 64 KiB, so an unbounded one would lose the charge.
+ */
+const MAX_TRACE_ERROR_CHARS = 1_000;
+
+/** An error message as a trace keeps it: at most {@linkcode MAX_TRACE_ERROR_CHARS}. */
+function tracedError(message: string): string {
+  return message.length <= MAX_TRACE_ERROR_CHARS
+    ? message
+    : `${message.slice(0, MAX_TRACE_ERROR_CHARS)}...`;
+}
+
+/** The most a call may cost on any of its candidates, micro-USD, with the model that costs it. */
+function holdFor(
+  candidates: readonly CatalogEntry[],
+  inputTokens: number,
+  parsed: Pick<ParsedCall, "maxOutputTokens" | "choices" | "predictedTokens">,
+): { amount: number; entry: CatalogEntry } {
+  let hold = { amount: -1, entry: candidates[0] };
+  for (const entry of candidates) {
+    let amount: number;
+    try {
+      amount = maxCostMicros(
+        entry.pricing,
+        inputTokens,
+        parsed.choices *
+          (parsed.predictedTokens + outputLimit(entry, parsed.maxOutputTokens)),
+      );
+    } catch (error) {
+      throw priceOutOfRange(entry, String(error));
+    }
+    if (!Number.isSafeInteger(amount) || amount > MAX_BALANCE_MICROS) {
+      throw priceOutOfRange(
+        entry,
+        `a call may cost ${amount} micro-USD, above the most the gateway can charge (${MAX_BALANCE_MICROS})`,
+      );
+    }
+    if (amount > hold.amount) hold = { amount, entry };
+  }
+  return hold;
+}
+
+/** A model whose stored price the money maths cannot hold: the operator's to fix, said in the log and to the caller. */
+function priceOutOfRange(entry: CatalogEntry, why: string): GatewayError {
+  return new GatewayError(
+    500,
+    `Model "${entry.id}" cannot be charged: its price (input ${entry.pricing.input}, output ${entry.pricing.output} USD per million tokens, up to ${entry.maxOutputTokens} output tokens) is out of range: ${why}; the operator must correct it (PUT /admin/models/${entry.id})`,
+    { code: "model_price_out_of_range" },
+  );
+}
+
+async function reserve(
+  billing: Billing,
+  caller: Caller,
+  hold: { amount: number },
+): Promise<Reservation> {
+  const { amount } = hold;
+  const result = await billing.reserve(caller.id, amount);
+  if (!result.ok) {
+    throw new GatewayError(
+      402,
+      `Insufficient credits: this call may cost up to $${
+        formatUsd(amount)
+      } and $${
+        formatUsd(Math.max(0, result.availableMicros))
+      } is available; lower max_tokens or add credits`,
+    );
+  }
+  return result.reservation;
+}
+
+/** Failures another provider may not share: no free key, the provider down, slow or unreachable. */
+function worthFallingBack(error: GatewayError): boolean {
+  return error.status === 429 || error.status === 502 ||
+    error.status === 503 || error.status === 504;
+}
+
+/** The response, marked with the model and provider that served it, and the end of the model asked for. */
+function servedBy(
+  entry: CatalogEntry,
+  notice: Record<string, string>,
+  response: Response,
+): Response {
+  response.headers.set("x-gateway-model", entry.id);
+  response.headers.set("x-gateway-provider", entry.provider);
+  for (const [name, value] of Object.entries(notice)) {
+    response.headers.set(name, value);
+  }
+  return response;
+}

@@ -1,0 +1,405 @@
+/**
+ * The gateway's HTTP app: routes, caller-facing headers and error shapes.
+ * The work of an inference call is in `call.ts`.
+ *
+ * @module
+ */
+import { type Context, Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { createAdminRoutes } from "./admin.ts";
+import { consolePages } from "./console/pages.ts";
+import { usageReport } from "../state/usage_report.ts";
+import { adminAuth, callerAuth, type CallerEnv } from "./auth.ts";
+import { type CallDeps, type CallRequest, handleCall } from "../call/call.ts";
+import { jsonObject } from "../call/input.ts";
+import { countTokens } from "../call/count_tokens.ts";
+import { LimitCounters } from "../state/limits/counters.ts";
+import { LiveCatalog } from "../state/live_catalog.ts";
+import { createMetrics } from "../observe/metrics.ts";
+import { modelPathOf } from "./_path.ts";
+import { Catalog, DEFAULT_CATALOG, lifecycleInfo } from "../state/catalog.ts";
+import type { GatewayConfig } from "../config.ts";
+import { createCallerAuthenticator } from "../state/callers.ts";
+import { createBilling } from "../state/credits/billing.ts";
+import { microsToUsd } from "../state/credits/money.ts";
+import {
+  errorResponse,
+  GatewayError,
+  renderErrors,
+  routeOf,
+} from "../errors.ts";
+import { MemoryKeyPool } from "../upstream/key_pool.ts";
+import { PROVIDERS as PROVIDER_IMPLEMENTATIONS } from "../upstream/providers/mod.ts";
+import { tracesResponse } from "../observe/tracing.ts";
+import type { CatalogEntry } from "../state/catalog.ts";
+import type { KeyPool } from "../upstream/key_pool.ts";
+import type { ProviderName } from "../upstream/providers/provider.ts";
+import type { RouteName } from "../conventions.ts";
+
+/** What {@linkcode createGateway} needs. */
+export interface GatewayOptions {
+  /** Validated configuration (see `parseConfig`/`loadConfig`). */
+  config: GatewayConfig;
+  /** The gateway's state: callers, balances, ledger, traces. */
+  kv: Deno.Kv;
+  /** The models served; defaults to the shipped catalog. */
+  catalog?: readonly CatalogEntry[];
+  /** The provider key pool; defaults to one built from the config's keys. */
+  keyPool?: KeyPool;
+  /** Where structured log records go; defaults to one JSON line each on stderr. */
+  log?: (record: Record<string, unknown>) => void;
+}
+
+type GatewayEnv = {
+  Variables: { requestId: string; traceId: string } & CallerEnv["Variables"];
+};
+
+/**
+ * The gateway as an HTTP handler. It is a Hono app; the public type names only
+ * what callers use, so the package's API does not hang on Hono's types.
+ */
+export interface GatewayApp {
+  /** Answers one request; hand it to `Deno.serve`. */
+  fetch(request: Request): Response | Promise<Response>;
+  /** Sends a request to the app in-process, as Hono's `app.request()` (handy in tests). */
+  request(
+    input: string | Request | URL,
+    init?: RequestInit,
+  ): Response | Promise<Response>;
+  /**
+   * Waits until the charges of answered calls are committed: a non-streamed
+   * call is answered before its settlement commits (write-behind). Call it
+   * after the server has drained and before closing the KV.
+   *
+   * @returns A promise that resolves once every queued settlement committed or was logged as failed.
+   */
+  flush(): Promise<void>;
+  /**
+   * The `/metrics` answer without the admin check, for a listen address of
+   * its own (`GATEWAY_METRICS_ADDR`).
+   *
+   * @returns The Prometheus text exposition.
+   */
+  metricsResponse(): Promise<Response>;
+  /**
+   * Resolves once the key pool holds its first slice of each limited
+   * provider key's shared RPM/TPM, so the first calls find one. `startGateway`
+   * waits for it before it serves.
+   *
+   * @returns A promise.
+   */
+  ready(): Promise<void>;
+}
+
+const CALL_ROUTES: readonly [string, RouteName][] = [
+  ["/chat/completions", "chat"],
+  ["/messages", "messages"],
+  ["/responses", "responses"],
+];
+
+/**
+ * Builds the gateway: a Hono app serving every route bare and under `/v1`.
+ * It holds no module-level state; everything lives in `options.kv` and in
+ * the key pool this call creates.
+ *
+ * @param options Configuration, KV and optional overrides.
+ * @returns The app; serve it with `Deno.serve(app.fetch)`.
+ *
+ * @example Serve a gateway
+ * ```ts ignore
+ * import { createGateway, loadConfig } from "@org/mcpkit/gateway";
+ * const config = await loadConfig();
+ * const kv = await Deno.openKv(config.kvPath);
+ * Deno.serve({ port: config.port }, createGateway({ config, kv }).fetch);
+ * ```
+ */
+export function createGateway(options: GatewayOptions): GatewayApp {
+  const { config, kv } = options;
+  const log = options.log ??
+    ((record) =>
+      console.error(
+        JSON.stringify({ time: new Date().toISOString(), ...record }),
+      ));
+  const seed = options.catalog ?? DEFAULT_CATALOG;
+  const catalog = new Catalog(seed);
+  const liveCatalog = new LiveCatalog(kv, seed, catalog, log);
+  const keyPool = options.keyPool ?? new MemoryKeyPool(
+    Object.fromEntries(
+      Object.entries(config.providers).map((
+        [name, p],
+      ) => [name, { keys: p.apiKeys, rpm: p.rpm, tpm: p.tpm }]),
+    ),
+    {
+      defaultCooldownMs: config.keyCooldownMs,
+      // Keys' rpm/tpm hold across every process sharing this store.
+      store: kv,
+      onRefused: (provider, keyId, status, cooldownMs) =>
+        log({
+          level: "warn",
+          message:
+            "Provider refused a key; it cools down, then one call probes it",
+          provider,
+          keyId,
+          status,
+          cooldownMs,
+        }),
+    },
+  );
+  const callers = createCallerAuthenticator(kv, {
+    cacheTtlMs: config.callerCacheMs,
+  });
+  const metrics = createMetrics(() => keyPool.health());
+  const billing = createBilling(kv, {
+    onCommit: (seconds) => metrics.observeCommit(seconds),
+    traceRetentionMs: config.traceRetentionDays * 86_400_000,
+    usageAggregates: config.usageAggregates === "on",
+    log,
+  });
+  const limits = new LimitCounters(kv);
+  const deps: CallDeps = {
+    billing,
+    limits,
+    metrics,
+    keyPool,
+    model: (id) => catalog.get(id),
+    modelsOn: (route) =>
+      catalog.list().filter((m) => m.routes.includes(route)).map((m) => m.id),
+    providers: PROVIDER_IMPLEMENTATIONS,
+    baseUrls: Object.fromEntries(
+      Object.entries(config.providers).map(([name, p]) => [name, p.baseUrl]),
+    ) as Record<ProviderName, string>,
+    upstreamTimeoutMs: config.upstreamTimeoutMs,
+    keyCooldownMs: config.keyCooldownMs,
+    ...(config.traceBodies === "on" &&
+      { traceBodyBytes: config.traceBodyBytes }),
+    log,
+  };
+
+  const app = new Hono<GatewayEnv>();
+  app.use(async (c, next) => {
+    const requestId = `req_${crypto.randomUUID().replaceAll("-", "")}`;
+    const traceId = c.req.header("trace-id")?.slice(0, 128) ||
+      crypto.randomUUID();
+    c.set("requestId", requestId);
+    c.set("traceId", traceId);
+    await next();
+    c.res.headers.set("x-request-id", requestId);
+    c.res.headers.set("trace-id", traceId);
+  });
+  app.onError(renderErrors(log));
+  app.notFound((c) =>
+    errorResponse(
+      routeOf(c.req.path),
+      new GatewayError(
+        404,
+        `No route "${c.req.method} ${c.req.path}"${
+          doubledPrefixHint(c.req.path)
+        }`,
+      ),
+    )
+  );
+
+  const limit = bodyLimit({
+    maxSize: config.maxBodyBytes,
+    onError: () => {
+      throw new GatewayError(
+        413,
+        `Request body is larger than ${config.maxBodyBytes} bytes`,
+        {
+          code: "request_too_large",
+        },
+      );
+    },
+  });
+
+  const api = new Hono<GatewayEnv>();
+  // Models and prices changed at run time reach this process within seconds.
+  api.use(async (_c, next) => {
+    await liveCatalog.fresh();
+    await next();
+  });
+  // The key is checked from the headers, before any body is read.
+  const caller = callerAuth(callers);
+
+  api.get("/health", (c) => c.json({ ok: true }));
+  // Prometheus scrapes with the admin token (`bearer_token` in its config).
+  api.get("/metrics", adminAuth(config.adminToken), async () => {
+    const { body, contentType } = await metrics.render();
+    return new Response(body, { headers: { "content-type": contentType } });
+  });
+  const modelInfo = (m: CatalogEntry) => {
+    const keyed = config.providers[m.provider].apiKeys.length > 0;
+    return {
+      id: m.id,
+      object: "model",
+      owned_by: m.provider,
+      routes: m.routes,
+      // Listed either way, so a caller sees what the gateway offers; a model
+      // whose provider has no key says how to enable it.
+      available: keyed,
+      ...(keyed ? {} : {
+        unavailable_reason:
+          `No ${m.provider} key is configured: the operator sets ${m.provider.toUpperCase()}_API_KEYS`,
+      }),
+      pricing: {
+        input: m.pricing.input,
+        output: m.pricing.output,
+        cached_input: m.pricing.cachedInput,
+        cache_write: m.pricing.cacheWrite,
+        cache_write_1h: m.pricing.cacheWrite1h,
+      },
+      // Its deprecation and retirement dates and successor, when it has an end.
+      ...(m.lifecycle ? { lifecycle: lifecycleInfo(m, Date.now()) } : {}),
+    };
+  };
+  api.get(
+    "/models",
+    (c) => c.json({ object: "list", data: catalog.list().map(modelInfo) }),
+  );
+  api.get("/models/*", (c) => {
+    const id = modelPathOf(c.req.path);
+    const entry = catalog.get(id);
+    if (!entry) {
+      throw new GatewayError(
+        404,
+        `Model "${id}" does not exist; GET /models lists the models`,
+        { code: "model_not_found", param: "model" },
+      );
+    }
+    return c.json(modelInfo(entry));
+  });
+  api.get("/credits", caller, async (c) =>
+    c.json({
+      balance: microsToUsd(await billing.balance(c.get("caller").id)),
+      currency: "USD",
+    }));
+  // The caller's own usage over a range (the activity page reads it).
+  api.get("/usage", caller, async (c) => {
+    const id = c.get("caller").id;
+    await billing.balance(id); // after this caller's pending settlements
+    return c.json(
+      await usageReport(kv, c.req.query("range") ?? "24h", { callerId: id }),
+    );
+  });
+  api.get("/traces", caller, async (c) => {
+    // Non-streamed calls are answered before their charge and trace commit
+    // (write-behind); reading the balance queues behind the caller's pending
+    // settlements, so the listing includes every call already answered.
+    await billing.balance(c.get("caller").id);
+    return c.json(
+      await tracesResponse(
+        kv,
+        c.get("caller"),
+        new URL(c.req.url).searchParams,
+      ),
+    );
+  });
+
+  const run =
+    (route: RouteName, extra: Partial<CallRequest> = {}) =>
+    async (c: Context<GatewayEnv>) => {
+      const request: CallRequest = {
+        route,
+        caller: c.get("caller"),
+        headers: c.req.raw.headers,
+        bodyText: await c.req.text(),
+        query: c.req.query(),
+        signal: c.req.raw.signal,
+        requestId: c.get("requestId"),
+        traceId: c.get("traceId"),
+        ...extra,
+      };
+      return handleCall(deps, request);
+    };
+  for (const [path, route] of CALL_ROUTES) {
+    api.post(path, caller, limit, (c) => run(route)(c));
+  }
+  api.post("/messages/count_tokens", caller, limit, async (c) => {
+    const body = jsonObject(await c.req.text());
+    if (typeof body.model !== "string" || body.model === "") {
+      throw new GatewayError(400, 'Invalid "model": expected a model id', {
+        param: "model",
+      });
+    }
+    return countTokens(deps, {
+      route: "messages",
+      model: body.model,
+      body,
+      headers: c.req.raw.headers,
+      caller: c.get("caller"),
+      signal: c.req.raw.signal,
+      requestId: c.get("requestId"),
+    });
+  });
+  // Gemini SDKs call `{base}/{apiVersion}/models/{model}:{method}`; with the
+  // gateway's root or `/v1` as base, both `v1beta` and `v1` land here.
+  const geminiCall = async (c: Context<GatewayEnv>) => {
+    const path = c.req.path;
+    const target = modelPathOf(path);
+    const colon = target.lastIndexOf(":");
+    const method = target.slice(colon + 1);
+    if (colon > 0 && method === "countTokens") {
+      return countTokens(deps, {
+        route: "gemini",
+        model: target.slice(0, colon),
+        body: jsonObject(await c.req.text()),
+        headers: c.req.raw.headers,
+        caller: c.get("caller"),
+        signal: c.req.raw.signal,
+        requestId: c.get("requestId"),
+      });
+    }
+    if (
+      colon < 1 ||
+      (method !== "generateContent" && method !== "streamGenerateContent")
+    ) {
+      throw new GatewayError(
+        404,
+        `Unknown Gemini method "${target}"; use :generateContent, :streamGenerateContent or :countTokens`,
+      );
+    }
+    return await run("gemini", {
+      pathModel: target.slice(0, colon),
+      pathStream: method === "streamGenerateContent",
+    })(c);
+  };
+  api.post("/v1beta/models/*", caller, limit, geminiCall);
+  api.post("/models/*", caller, limit, geminiCall);
+  api.route(
+    "/admin",
+    createAdminRoutes({
+      kv,
+      adminToken: config.adminToken,
+      log,
+      keyHealth: () => keyPool.health(),
+      catalog: () => catalog.list(),
+    }),
+  );
+
+  app.route("/", consolePages());
+  app.route("/v1", api);
+  app.route("/", api);
+  return Object.assign(app, {
+    flush: async () => {
+      await limits.flush();
+      await billing.flush();
+      // Slice claims under way, so none meets a closed store.
+      if (keyPool instanceof MemoryKeyPool) await keyPool.ready();
+    },
+    ready: async () => {
+      if (keyPool instanceof MemoryKeyPool) await keyPool.ready();
+    },
+    metricsResponse: async () => {
+      const { body, contentType } = await metrics.render();
+      return new Response(body, { headers: { "content-type": contentType } });
+    },
+  });
+}
+
+/** A hint for a path whose client base URL repeats a prefix the client adds itself (`/v1/v1/messages`). */
+function doubledPrefixHint(path: string): string {
+  const doubled = /^\/(v1|v1beta)\/\1(\/|$)/.exec(path)?.[1];
+  return doubled
+    ? `; the path repeats "/${doubled}": remove "/${doubled}" from the client's base URL, since the SDK adds it (the Anthropic SDK takes the gateway's root, e.g. http://localhost:8080)`
+    : "";
+}

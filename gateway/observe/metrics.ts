@@ -1,0 +1,166 @@
+/**
+ * `GET /metrics` in the Prometheus text format, for the operator's scraper:
+ * calls by route, model, provider and status; tokens and cost; latency and
+ * time to first token; the provider key pool by state; and how long the
+ * money path's KV commits take. Counted per process (Prometheus scrapes each
+ * one), from the same trace records the gateway stores, with `prom-client`.
+ *
+ * @module
+ */
+import client from "prom-client";
+import type { KeyHealth } from "../upstream/key_pool.ts";
+import type { TraceRecord } from "./tracing.ts";
+
+/** The gateway's metrics of one process. */
+export interface GatewayMetrics {
+  /** Counts one finished call from its trace record. */
+  observe(trace: TraceRecord): void;
+  /** Times one KV commit of the money path. */
+  observeCommit(seconds: number): void;
+  /** The exposition: body and content type. */
+  render(): Promise<{ body: string; contentType: string }>;
+}
+
+interface CallChildren {
+  requests: Map<number, client.Counter.Internal>;
+  input: client.Counter.Internal;
+  output: client.Counter.Internal;
+  cached: client.Counter.Internal;
+  cost: client.Counter.Internal;
+  latency: client.Histogram.Internal<string>;
+  ttft: client.Histogram.Internal<string>;
+}
+
+const LATENCY_BUCKETS = [
+  0.005,
+  0.01,
+  0.025,
+  0.05,
+  0.1,
+  0.25,
+  0.5,
+  1,
+  2.5,
+  5,
+  10,
+  30,
+  60,
+  120,
+];
+
+/**
+ * Creates the metrics of one gateway process.
+ *
+ * @param keyHealth Reads the provider key pool at each scrape.
+ * @returns The metrics.
+ */
+export function createMetrics(keyHealth: () => KeyHealth[]): GatewayMetrics {
+  const registry = new client.Registry();
+  const requests = new client.Counter({
+    name: "mcpkit_gateway_requests_total",
+    help: "Calls answered, by route, model, provider and HTTP status",
+    labelNames: ["route", "model", "provider", "status"],
+    registers: [registry],
+  });
+  const tokens = new client.Counter({
+    name: "mcpkit_gateway_tokens_total",
+    help: "Tokens billed, by model, provider and kind (input, output, cached)",
+    labelNames: ["model", "provider", "kind"],
+    registers: [registry],
+  });
+  const cost = new client.Counter({
+    name: "mcpkit_gateway_cost_usd_total",
+    help: "USD charged to callers, by model and provider",
+    labelNames: ["model", "provider"],
+    registers: [registry],
+  });
+  const latency = new client.Histogram({
+    name: "mcpkit_gateway_request_duration_seconds",
+    help: "Time from request to last byte, by route and provider",
+    labelNames: ["route", "provider"],
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  const ttft = new client.Histogram({
+    name: "mcpkit_gateway_time_to_first_token_seconds",
+    help:
+      "Time from request to the first streamed event, by route and provider",
+    labelNames: ["route", "provider"],
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  const commits = new client.Histogram({
+    name: "mcpkit_gateway_kv_commit_seconds",
+    help: "Duration of the money path's KV commits",
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
+    registers: [registry],
+  });
+  new client.Gauge({
+    name: "mcpkit_gateway_provider_keys",
+    help:
+      "Provider keys by provider and state (healthy, cooling, refused, probing)",
+    labelNames: ["provider", "state"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const key of keyHealth()) {
+        this.inc({ provider: key.provider, state: key.state });
+      }
+    },
+  });
+  // prom-client hashes the labels on every inc and observe; the children of
+  // one route, model and provider are looked up once and kept.
+  const children = new Map<string, CallChildren>();
+  const childrenOf = (route: string, model: string, provider: string) => {
+    const id = `${route}\u0000${model}\u0000${provider}`;
+    let found = children.get(id);
+    if (!found) {
+      found = {
+        requests: new Map(),
+        input: tokens.labels({ model, provider, kind: "input" }),
+        output: tokens.labels({ model, provider, kind: "output" }),
+        cached: tokens.labels({ model, provider, kind: "cached" }),
+        cost: cost.labels({ model, provider }),
+        latency: latency.labels({ route, provider }),
+        ttft: ttft.labels({ route, provider }),
+      };
+      children.set(id, found);
+    }
+    return found;
+  };
+  return {
+    observe(trace) {
+      const model = trace.model ?? "";
+      const provider = trace.provider ?? "";
+      const series = childrenOf(trace.route, model, provider);
+      let counted = series.requests.get(trace.status);
+      if (!counted) {
+        counted = requests.labels({
+          route: trace.route,
+          model,
+          provider,
+          status: String(trace.status),
+        });
+        series.requests.set(trace.status, counted);
+      }
+      counted.inc();
+      if (trace.inputTokens > 0) series.input.inc(trace.inputTokens);
+      if (trace.outputTokens > 0) series.output.inc(trace.outputTokens);
+      if (trace.cachedTokens > 0) series.cached.inc(trace.cachedTokens);
+      if (trace.costMicros > 0) series.cost.inc(trace.costMicros / 1_000_000);
+      series.latency.observe(trace.latencyMs / 1000);
+      if (trace.ttftMs !== undefined) {
+        series.ttft.observe(trace.ttftMs / 1000);
+      }
+    },
+    observeCommit(seconds) {
+      commits.observe(seconds);
+    },
+    async render() {
+      return {
+        body: await registry.metrics(),
+        contentType: registry.contentType,
+      };
+    },
+  };
+}

@@ -1,0 +1,554 @@
+/**
+ * {@linkcode Billing} over Deno KV: the I/O shell around the credit lease of
+ * `lease.ts`. It keeps one lane per caller in this process (the lease as last
+ * committed, the reservations taken from it, a queue of operations), takes
+ * reservations the lease covers in memory, and commits everything else in
+ * batches: the operations of one caller that waited while a commit ran share
+ * the next commit (group commit). Settling is one commit: the charge to the
+ * lease and the unleased credits, its ledger entry and the call's trace (with
+ * the token classes the charge priced).
+ *
+ * On the request path there is at most one commit before forwarding (none
+ * while the lease covers the call) and one after, which `settleSoon` takes
+ * off the path (write-behind).
+ *
+ * @example Reserve, then settle
+ * ```ts
+ * import { createCaller } from "../callers.ts";
+ * import { createBilling } from "./billing.ts";
+ * import { usdToMicros } from "./money.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const caller = await createCaller(kv, { name: "demo", creditsMicros: usdToMicros(1) });
+ * const billing = createBilling(kv);
+ * const held = await billing.reserve(caller.id, 5_000);
+ * if (held.ok) {
+ *   const usage = { inputTokens: 10, outputTokens: 20, cachedInputTokens: 0 };
+ *   await billing.settle({
+ *     reservation: held.reservation, costMicros: 1_200, usage,
+ *     trace: {
+ *       requestId: "req_1", traceId: "t1", callerId: caller.id, route: "chat", status: 200,
+ *       stream: false, inputTokens: 10, outputTokens: 20, cachedTokens: 0, costMicros: 1_200,
+ *       latencyMs: 50, time: Date.now(),
+ *     },
+ *   });
+ * }
+ * await billing.flush();
+ * kv.close();
+ * ```
+ *
+ * @module
+ */
+import { randomId } from "../../_ids.ts";
+import { commitWithRetry } from "../_kv_retry.ts";
+import {
+  addTraceWrites,
+  chargedTokens,
+  type ChargedTraceRecord,
+} from "../../observe/tracing.ts";
+import { UsageSums } from "../usage_buckets.ts";
+import type { TraceRecord } from "../../observe/tracing.ts";
+import { GroupCommit } from "../store/group_commit.ts";
+import {
+  type CommitContext,
+  CommitOutcomeUnknownError,
+  runBatch,
+} from "./_commit.ts";
+import {
+  availableMicros,
+  freeMicros,
+  type HeldLease,
+  isDemand,
+  type Job,
+  type Lane,
+  MAX_BATCH_OPERATIONS,
+  newLane,
+  type OpenReservation,
+  type Outcome,
+  settleBytes,
+  takeBatch,
+  unwrap,
+} from "./_lane.ts";
+import { aheadMicros, type LeaseSizing } from "./lease.ts";
+import { readBalance } from "./ledger.ts";
+import { assertMicros } from "./money.ts";
+import type { ProviderName } from "../../upstream/providers/provider.ts";
+import type { Usage } from "../../upstream/usage.ts";
+
+/** Options of {@linkcode createBilling}. */
+export interface BillingOptions {
+  /** How long a lease no commit renewed lasts before the sweep may return it, ms. */
+  leaseTtlMs?: number;
+  /** How long a caller's lease waits after their last reserve or settle before its free part goes back, ms. */
+  leaseIdleMs?: number;
+  /** How many calls of the latest reservation's size a lease takes ahead of demand; 0 takes only what a reservation lacks. */
+  leaseAheadCalls?: number;
+  /** How long trace records are kept, ms. */
+  traceRetentionMs?: number;
+  /** Add per-minute/hour/day usage counters to each trace's commit (default true). */
+  usageAggregates?: boolean;
+  /** Clock, epoch ms; tests replace it. */
+  now?: () => number;
+  /** Where a write-behind settlement that finally failed is reported; defaults to a JSON line on stderr. */
+  log?: (record: Record<string, unknown>) => void;
+  /** Told how long each commit took, seconds (for metrics). */
+  onCommit?: (seconds: number) => void;
+}
+
+/** Default lifetime of a lease no commit renewed: 15 minutes. */
+export const DEFAULT_LEASE_TTL_MS: number = 15 * 60 * 1000;
+
+/** Default time a caller's lease waits after their last reserve or settle before it is returned: 1 second. */
+export const DEFAULT_LEASE_IDLE_MS = 1_000;
+
+/** Default number of calls of the latest reservation's size a lease takes ahead of demand. */
+export const DEFAULT_LEASE_AHEAD_CALLS = 32;
+
+/** Rounds a write-behind settlement gets before it is logged and dropped. */
+const SETTLE_SOON_ROUNDS = 3;
+
+// A lease takes ahead at most a quarter of the unleased credits: near the end
+// of a small balance shared by a few processes, every lease takes exactly
+// what its reservation lacks, and settles give the rest back.
+const LEASE_AHEAD_SHARE = 0.25;
+
+class KvBilling implements Billing {
+  readonly #kv: Deno.Kv;
+  readonly #leaseTtlMs: number;
+  readonly #leaseIdleMs: number;
+  readonly #sizing: LeaseSizing;
+  readonly #traceRetentionMs: number | undefined;
+  readonly #usageAggregates: boolean;
+  readonly #now: () => number;
+  readonly #log: (record: Record<string, unknown>) => void;
+  readonly #lanes = new Map<string, Lane>();
+  readonly #open = new Map<string, OpenReservation>();
+  readonly #behind = new Set<Promise<void>>();
+  readonly #commits: CommitContext;
+  readonly #engine: GroupCommit<Job>;
+
+  constructor(kv: Deno.Kv, options: BillingOptions) {
+    this.#kv = kv;
+    this.#leaseTtlMs = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
+    this.#leaseIdleMs = options.leaseIdleMs ?? DEFAULT_LEASE_IDLE_MS;
+    this.#sizing = {
+      aheadCalls: options.leaseAheadCalls ?? DEFAULT_LEASE_AHEAD_CALLS,
+      aheadShare: LEASE_AHEAD_SHARE,
+    };
+    this.#traceRetentionMs = options.traceRetentionMs;
+    this.#usageAggregates = options.usageAggregates !== false;
+    this.#now = options.now ?? Date.now;
+    this.#log = options.log ??
+      ((record) => console.error(JSON.stringify(record)));
+    this.#commits = {
+      kv,
+      sizing: this.#sizing,
+      leaseTtlMs: this.#leaseTtlMs,
+      traceRetentionMs: options.traceRetentionMs,
+      usageAggregates: options.usageAggregates,
+      now: this.#now,
+      renewDue: (lease) => this.#renewDue(lease),
+      openReservation: (callerId, leaseId, amountMicros) =>
+        this.#openReservation(callerId, leaseId, amountMicros),
+      closeReservation: (id) => this.#open.delete(id),
+      onCommit: options.onCommit,
+    };
+    this.#engine = new GroupCommit<Job>({
+      takeBatch,
+      run: (callerId, batch) =>
+        runBatch(this.#commits, callerId, this.#lane(callerId), batch),
+      // Reserves and growth go ahead of queued settles (behind earlier ones
+      // of their kind): a settle's unspent hold is back in the lease
+      // already, so it only charges, and a call must not wait for other
+      // calls' charges.
+      insertAt: (jobs, job) => {
+        if (!isDemand(job)) return jobs.length;
+        const at = jobs.findIndex((other) => !isDemand(other));
+        return at === -1 ? jobs.length : at;
+      },
+    });
+  }
+
+  reserve(callerId: string, amountMicros: number): Promise<ReserveResult> {
+    assertMicros("reservation amount", amountMicros);
+    const lane = this.#lane(callerId);
+    this.#touch(callerId, lane);
+    // Reserves in memory do not wait for KV, so write-behind settles could
+    // pile up faster than they commit: past a backlog of two full batches a
+    // reserve waits its turn behind them instead.
+    if (this.#engine.queued(callerId) < 2 * MAX_BATCH_OPERATIONS) {
+      const inMemory = this.#reserveInMemory(callerId, lane, amountMicros);
+      if (inMemory) return Promise.resolve(inMemory);
+    }
+    return this.#submit<ReserveResult>(
+      callerId,
+      (done) => ({ kind: "reserve", amountMicros, done }),
+    ).then(unwrap);
+  }
+
+  async settle(
+    charge: Settlement,
+  ): Promise<{ availableMicros: number }> {
+    assertMicros("cost", charge.costMicros);
+    const settlement = withChargedTokens(charge);
+    const open = this.#claim(settlement);
+    const outcome = await this.#submitSettle(settlement, open);
+    if (!outcome.ok) this.#abandon(open, settlement);
+    return unwrap(outcome);
+  }
+
+  settleSoon(charge: Settlement): { availableMicros: number } {
+    assertMicros("cost", charge.costMicros);
+    const settlement = withChargedTokens(charge);
+    const lane = this.#lane(settlement.reservation.callerId);
+    let open: OpenReservation;
+    try {
+      open = this.#claim(settlement);
+    } catch (error) {
+      this.#logLostSettle(settlement, error);
+      return { availableMicros: availableMicros(lane) };
+    }
+    const done = this.#settleBehind(settlement, open);
+    this.#behind.add(done);
+    done.finally(() => this.#behind.delete(done));
+    return { availableMicros: availableMicros(lane) };
+  }
+
+  async flush(): Promise<void> {
+    await this.#idle();
+    const returns: Promise<void>[] = [];
+    for (const [callerId, lane] of this.#lanes) {
+      clearTimeout(lane.idleTimer);
+      lane.idleTimer = undefined;
+      if (freeMicros(lane) > 0) returns.push(this.#returnLease(callerId));
+    }
+    await Promise.all(returns);
+    await this.#idle();
+  }
+
+  recordTrace(trace: TraceRecord): Promise<void> {
+    return commitWithRetry(`trace "${trace.requestId}"`, async () => {
+      const op = addTraceWrites(this.#kv.atomic(), trace, {
+        retentionMs: this.#traceRetentionMs,
+      });
+      if (this.#usageAggregates) {
+        const usage = new UsageSums();
+        usage.add(trace);
+        usage.writeTo(op);
+      }
+      const committed = await op.commit();
+      return committed.ok ? undefined : null;
+    });
+  }
+
+  async balance(callerId: string): Promise<number> {
+    // After this process's queued charges, so it sees every call it answered.
+    await this.#engine.drained(callerId);
+    return await readBalance(this.#kv, callerId);
+  }
+
+  /** Waits until every queue is empty and every write-behind settle has finished. */
+  async #idle(): Promise<void> {
+    for (;;) {
+      await Promise.all([...this.#behind, this.#engine.idle()]);
+      if (this.#behind.size === 0) {
+        await this.#engine.idle();
+        if (this.#behind.size === 0) return;
+      }
+    }
+  }
+
+  #lane(callerId: string): Lane {
+    let lane = this.#lanes.get(callerId);
+    if (!lane) {
+      lane = newLane();
+      this.#lanes.set(callerId, lane);
+    }
+    return lane;
+  }
+
+  /** Whether the lease must be renewed by a commit before it serves another reservation. */
+  #renewDue(lease: HeldLease): boolean {
+    return this.#now() > lease.record.expiresAt - this.#leaseTtlMs / 2;
+  }
+
+  /** A reservation from the lease in memory, or `undefined` when the lease cannot cover it. */
+  #reserveInMemory(
+    callerId: string,
+    lane: Lane,
+    amountMicros: number,
+  ): ReserveResult | undefined {
+    const lease = lane.lease;
+    if (!lease || amountMicros > freeMicros(lane) || this.#renewDue(lease)) {
+      return undefined;
+    }
+    lane.heldMicros += amountMicros;
+    lane.callMicros = amountMicros;
+    const reservation = this.#openReservation(
+      callerId,
+      lease.record.id,
+      amountMicros,
+    );
+    const ahead = aheadMicros(
+      this.#sizing,
+      amountMicros,
+      lane.knownUnleasedMicros,
+    );
+    if (!lane.growing && freeMicros(lane) < ahead / 2) {
+      lane.growing = true;
+      this.#submit(callerId, (done) => ({ kind: "grow", done })).then(
+        (outcome) => {
+          lane.growing = false;
+          if (!outcome.ok) this.#logLeaseFailure(callerId, "grow", outcome);
+        },
+      );
+    }
+    return {
+      ok: true,
+      reservation,
+      availableMicros: availableMicros(lane),
+    };
+  }
+
+  #openReservation(
+    callerId: string,
+    leaseId: string,
+    amountMicros: number,
+  ): Reservation {
+    const id = randomId("rs_", 16);
+    this.#open.set(id, {
+      id,
+      callerId,
+      leaseId,
+      amountMicros,
+      settling: false,
+    });
+    return { id, callerId, amountMicros };
+  }
+
+  /**
+   * Marks the reservation as settling and gives the unspent part of its hold
+   * back to the lease at once, so reserves can use it before the settle
+   * commits.
+   *
+   * @throws {Error} When the reservation is unknown, another caller's, or settled already.
+   */
+  #claim(settlement: Settlement): OpenReservation {
+    const { reservation, costMicros } = settlement;
+    const cannot = `Cannot settle reservation "${reservation.id}"`;
+    const open = this.#open.get(reservation.id);
+    // Settled reservations are forgotten: settling one again finds nothing.
+    if (!open) throw new Error(`${cannot}: it is unknown or already settled`);
+    if (open.callerId !== reservation.callerId) {
+      throw new Error(
+        `${cannot}: it belongs to "${open.callerId}", not "${reservation.callerId}"`,
+      );
+    }
+    if (open.settling) throw new Error(`${cannot}: it is already settled`);
+    open.settling = true;
+    const lane = this.#lane(open.callerId);
+    this.#touch(open.callerId, lane);
+    const earmark = Math.min(costMicros, open.amountMicros);
+    if (lane.lease?.record.id === open.leaseId) {
+      lane.heldMicros -= open.amountMicros - earmark;
+    }
+    open.amountMicros = earmark;
+    lane.pendingChargeMicros += costMicros - earmark;
+    return open;
+  }
+
+  /** A settle that will never commit: its hold goes back to the lease, uncharged (the operator loses the charge, never the caller). */
+  #abandon(open: OpenReservation, settlement: Settlement): void {
+    if (!this.#open.delete(open.id)) return;
+    const lane = this.#lane(open.callerId);
+    if (lane.lease?.record.id === open.leaseId) {
+      lane.heldMicros -= open.amountMicros;
+    }
+    lane.pendingChargeMicros -= settlement.costMicros - open.amountMicros;
+  }
+
+  #touch(callerId: string, lane: Lane): void {
+    lane.lastActivity = performance.now();
+    if (lane.idleTimer === undefined) {
+      this.#scheduleIdle(callerId, lane, this.#leaseIdleMs);
+    }
+  }
+
+  #scheduleIdle(callerId: string, lane: Lane, delayMs: number): void {
+    const timer = setTimeout(() => {
+      lane.idleTimer = undefined;
+      const quietMs = performance.now() - lane.lastActivity;
+      if (quietMs < this.#leaseIdleMs) {
+        this.#scheduleIdle(callerId, lane, this.#leaseIdleMs - quietMs);
+      } else if (freeMicros(lane) > 0) {
+        this.#returnLease(callerId);
+      }
+    }, delayMs);
+    // An idle caller's timer must not keep a process (or a test) alive.
+    Deno.unrefTimer(timer);
+    lane.idleTimer = timer;
+  }
+
+  async #returnLease(callerId: string): Promise<void> {
+    const outcome = await this.#submit(
+      callerId,
+      (done) => ({ kind: "return", done }),
+    );
+    if (!outcome.ok) this.#logLeaseFailure(callerId, "return", outcome);
+  }
+
+  #logLeaseFailure(
+    callerId: string,
+    what: "grow" | "return",
+    outcome: { error: unknown },
+  ): void {
+    // A KV closed under an idle timer: the lease stays until the sweep.
+    if (outcome.error instanceof Deno.errors.BadResource) return;
+    this.#log({
+      level: "warn",
+      message: `Lease ${what} failed: ${outcome.error}`,
+      callerId,
+    });
+  }
+
+  #logLostSettle(settlement: Settlement, error: unknown): void {
+    this.#log({
+      level: "error",
+      message: error instanceof CommitOutcomeUnknownError
+        ? `Settling reservation "${settlement.reservation.id}" may or may not have committed; it is not tried again, so it is charged at most once: ${error.cause}`
+        : `Settling reservation "${settlement.reservation.id}" failed; it is not charged: ${error}`,
+      requestId: settlement.trace.requestId,
+      callerId: settlement.reservation.callerId,
+    });
+  }
+
+  async #settleBehind(
+    settlement: Settlement,
+    open: OpenReservation,
+  ): Promise<void> {
+    for (let round = 1;; round++) {
+      const outcome = await this.#submitSettle(settlement, open);
+      if (outcome.ok) return;
+      if (outcome.final || round >= SETTLE_SOON_ROUNDS) {
+        this.#abandon(open, settlement);
+        this.#logLostSettle(settlement, outcome.error);
+        return;
+      }
+    }
+  }
+
+  #submitSettle(
+    settlement: Settlement,
+    open: OpenReservation,
+  ): Promise<Outcome<{ availableMicros: number }>> {
+    const bytes = settleBytes(settlement.trace);
+    return this.#submit(
+      open.callerId,
+      (done) => ({ kind: "settle", settlement, open, bytes, done }),
+    );
+  }
+
+  /** Queues a job for the caller's next batch (demand goes ahead of settles). */
+  #submit<T>(
+    callerId: string,
+    job: (done: (outcome: Outcome<T>) => void) => Job,
+  ): Promise<Outcome<T>> {
+    const { promise, resolve } = Promise.withResolvers<Outcome<T>>();
+    this.#engine.submit(callerId, job(resolve));
+    return promise;
+  }
+}
+
+/** The settlement with its trace recording the token classes the cost priced. */
+function withChargedTokens(settlement: Settlement): Settlement {
+  const trace: ChargedTraceRecord = {
+    ...settlement.trace,
+    charged: chargedTokens(settlement.usage),
+  };
+  return { ...settlement, trace };
+}
+
+/**
+ * Creates the KV-backed {@linkcode Billing} the gateway calls on every request.
+ * Create one per process and share it. Call `flush()` before closing the KV,
+ * so queued charges commit and unused leases go back.
+ *
+ * @param kv The gateway's KV.
+ * @param options Lease lifetime, idle time and sizing, trace retention, clock, log sink.
+ * @returns The billing store.
+ */
+export function createBilling(
+  kv: Deno.Kv,
+  options: BillingOptions = {},
+): Billing {
+  return new KvBilling(kv, options);
+}
+
+/** Money held back for one call until it settles. Amounts are integer micro-USD. */
+export interface Reservation {
+  /** Unique id of the reservation. */
+  id: string;
+  /** The caller it was taken from. */
+  callerId: string;
+  /** Amount held, micro-USD. */
+  amountMicros: number;
+}
+
+/**
+ * The result of trying to reserve. `availableMicros` is what this process
+ * could still reserve for the caller: their balance less the reservations
+ * and queued charges it knows of.
+ */
+export type ReserveResult =
+  | { ok: true; reservation: Reservation; availableMicros: number }
+  | { ok: false; availableMicros: number };
+
+/** One model a call tried. */
+export interface CallAttempt {
+  /** The model id. */
+  model: string;
+  /** Its provider. */
+  provider: ProviderName;
+  /** 200 when it served the call, else the status it failed with. */
+  status: number;
+  /** Why it failed. */
+  error?: string;
+}
+
+/** What settles one reserved call: its real cost and its trace, committed together. */
+export interface Settlement {
+  /** The reservation to close. */
+  reservation: Reservation;
+  /** Real cost, micro-USD (0 when nothing was generated). */
+  costMicros: number;
+  /** Usage behind the cost. */
+  usage: Usage;
+  /** The call's trace record. */
+  trace: TraceRecord;
+}
+
+/**
+ * Credits on the request path: reservations, settlement, the ledger and
+ * trace storage. A caller's balance is the sum of their ledger entries.
+ */
+export interface Billing {
+  /** Holds `amountMicros` of the caller's balance for one call, or reports that it cannot (not enough, or a debt). */
+  reserve(callerId: string, amountMicros: number): Promise<ReserveResult>;
+  /** Closes a reservation: charges the full real cost, writes a ledger entry and the trace, in one commit. */
+  settle(settlement: Settlement): Promise<{ availableMicros: number }>;
+  /**
+   * Queues the same commit as {@linkcode Billing.settle} without waiting for
+   * it (write-behind), and returns what will be available once this
+   * process's queued work for the caller has committed. {@linkcode Billing.balance}
+   * waits for queued settlements of the caller; {@linkcode Billing.flush}
+   * waits for all. A settlement that finally fails is logged and not
+   * charged: its hold goes back to the caller.
+   */
+  settleSoon(settlement: Settlement): { availableMicros: number };
+  /** Resolves once every queued settlement has committed or finally failed, and unused credit keys went back. */
+  flush(): Promise<void>;
+  /** Stores a trace of a call that never reserved (rejected before forwarding). */
+  recordTrace(trace: TraceRecord): Promise<void>;
+  /** The caller's balance, micro-USD, once this process's queued settlements for them have committed. */
+  balance(callerId: string): Promise<number>;
+}

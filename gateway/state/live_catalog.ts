@@ -1,0 +1,186 @@
+/**
+ * The live catalog: models and prices changed at run time through the admin
+ * API or the CLI, kept in KV and seen by every gateway process within
+ * {@linkcode CATALOG_REFRESH_MS} of the change. The catalog file is the starting set; KV
+ * holds what changed since: a replaced or added entry, or a removal.
+ *
+ * @module
+ */
+import {
+  type Catalog,
+  CatalogEntryError,
+  parseCatalogEntry,
+} from "./catalog.ts";
+import {
+  catalogChangeKey,
+  catalogChangesPrefix,
+  catalogVersionKey,
+} from "./kv_keys.ts";
+import type { CatalogEntry } from "./catalog.ts";
+
+/** How often each process looks for catalog changes, ms. */
+export const CATALOG_REFRESH_MS = 2_000;
+
+/** One change over the seed: the entry that replaces or adds a model, or its removal. */
+type CatalogChange = { entry: CatalogEntry } | { removed: true };
+
+/**
+ * Adds or replaces a model for every process.
+ *
+ * @param kv The gateway's KV.
+ * @param raw The catalog entry (validated).
+ * @returns The stored entry.
+ * @throws {CatalogEntryError} For an invalid entry.
+ */
+export async function putModel(
+  kv: Deno.Kv,
+  raw: unknown,
+): Promise<CatalogEntry> {
+  const entry = parseCatalogEntry(raw);
+  await commitChange(kv, entry.id, { entry });
+  return entry;
+}
+
+/**
+ * Removes a model for every process. Calls already running finish at the
+ * price they reserved.
+ *
+ * @param kv The gateway's KV.
+ * @param id The model id.
+ */
+export async function removeModel(kv: Deno.Kv, id: string): Promise<void> {
+  await commitChange(kv, id, { removed: true });
+}
+
+async function commitChange(
+  kv: Deno.Kv,
+  id: string,
+  change: CatalogChange,
+): Promise<void> {
+  await kv.atomic()
+    .set(catalogChangeKey(id), change)
+    .sum(catalogVersionKey(), 1n)
+    .commit();
+}
+
+/**
+ * The effective catalog: the seed with KV's changes applied, in seed order,
+ * additions after. A stored entry that is no longer valid (written before a
+ * bound it breaks, such as a price the money maths cannot hold) is ignored,
+ * and reported, so one bad entry never stops every other change from being
+ * served: the model keeps its seed entry, or stays out.
+ *
+ * @param kv The gateway's KV.
+ * @param seed The catalog file's entries.
+ * @param onInvalid Told of each stored entry ignored, with why.
+ * @returns The entries.
+ */
+export async function readCatalog(
+  kv: Deno.Kv,
+  seed: readonly CatalogEntry[],
+  onInvalid: (id: string, error: CatalogEntryError) => void = () => {},
+): Promise<CatalogEntry[]> {
+  const changes = new Map<string, CatalogChange>();
+  for await (
+    const item of kv.list<CatalogChange>({ prefix: catalogChangesPrefix() })
+  ) {
+    const id = item.key.at(-1) as string;
+    if (!("entry" in item.value)) {
+      changes.set(id, item.value);
+      continue;
+    }
+    try {
+      changes.set(id, { entry: parseCatalogEntry(item.value.entry) });
+    } catch (error) {
+      if (!(error instanceof CatalogEntryError)) throw error;
+      onInvalid(id, error);
+    }
+  }
+  const entries: CatalogEntry[] = [];
+  for (const entry of seed) {
+    const change = changes.get(entry.id);
+    changes.delete(entry.id);
+    if (!change) entries.push(entry);
+    else if ("entry" in change) entries.push(change.entry);
+  }
+  for (const change of changes.values()) {
+    if ("entry" in change) entries.push(change.entry);
+  }
+  return entries;
+}
+
+/**
+ * Keeps a {@linkcode Catalog} in step with KV without a timer: a request
+ * that finds the last look older than {@linkcode CATALOG_REFRESH_MS} reads
+ * the change counter (one KV read) and reloads when it moved.
+ */
+export class LiveCatalog {
+  readonly #kv: Deno.Kv;
+  readonly #seed: readonly CatalogEntry[];
+  readonly #catalog: Catalog;
+  readonly #log: (record: Record<string, unknown>) => void;
+  #version: bigint | undefined;
+  #checkedAt = -Infinity;
+  #refreshing: Promise<void> | undefined;
+
+  /**
+   * Follows KV's changes for `catalog`.
+   *
+   * @param kv The gateway's KV.
+   * @param seed The catalog file's entries.
+   * @param catalog The catalog the gateway serves from.
+   * @param log Where a failed refresh is reported.
+   */
+  constructor(
+    kv: Deno.Kv,
+    seed: readonly CatalogEntry[],
+    catalog: Catalog,
+    log: (record: Record<string, unknown>) => void,
+  ) {
+    this.#kv = kv;
+    this.#seed = seed;
+    this.#catalog = catalog;
+    this.#log = log;
+  }
+
+  /**
+   * Resolves once the catalog is at most {@linkcode CATALOG_REFRESH_MS} old.
+   *
+   * @returns A promise that resolves when the catalog is fresh.
+   */
+  fresh(): Promise<void> {
+    if (performance.now() - this.#checkedAt < CATALOG_REFRESH_MS) {
+      return Promise.resolve();
+    }
+    this.#refreshing ??= this.#refresh().finally(() => {
+      this.#refreshing = undefined;
+    });
+    return this.#refreshing;
+  }
+
+  async #refresh(): Promise<void> {
+    try {
+      const current =
+        (await this.#kv.get<Deno.KvU64>(catalogVersionKey())).value?.value ??
+          0n;
+      if (current !== this.#version) {
+        this.#catalog.replace(
+          await readCatalog(this.#kv, this.#seed, (id, error) =>
+            this.#log({
+              level: "error",
+              message:
+                `Stored catalog entry "${id}" is ignored: ${error.message}; correct it with PUT /admin/models/${id}`,
+            })),
+        );
+        this.#version = current;
+      }
+      this.#checkedAt = performance.now();
+    } catch (error) {
+      // Serve from what is known; the next request tries again.
+      this.#log({
+        level: "error",
+        message: `Catalog refresh failed: ${error}`,
+      });
+    }
+  }
+}

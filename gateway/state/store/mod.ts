@@ -1,0 +1,100 @@
+/**
+ * Where the gateway keeps its state: one store, opened once at start-up and
+ * passed in. Both stores offer the same interface, Deno KV's API (the part
+ * the gateway uses), so every domain rule is written once against it:
+ *
+ * - the **KV file** (default, `GATEWAY_KV_PATH`): Deno KV, embedded, exact
+ *   across the processes of one host;
+ * - **PostgreSQL** (`GATEWAY_STORE=postgres://…`): every process on every
+ *   host shares one database (`postgres.ts`).
+ *
+ * Every key either store holds is built in `../kv_keys.ts`.
+ *
+ * @module
+ */
+import { dirname } from "node:path";
+import { ConfigError } from "../../config.ts";
+import { openPostgresStore, PostgresKv } from "./postgres.ts";
+
+export { openPostgresStore, PostgresKv } from "./postgres.ts";
+
+/** The gateway's state store: Deno KV's interface, on either store. */
+export type GatewayStore = Deno.Kv;
+
+/** An open store and how to name and close it. */
+export interface OpenedStore {
+  /** The store. */
+  kv: GatewayStore;
+  /** Names it for the start-up line, without credentials: `KV file ./data/gateway.kv` or `PostgreSQL db.internal:5432/gateway`. */
+  description: string;
+}
+
+/**
+ * Opens the store the settings name: PostgreSQL for a `postgres://` URL in
+ * `store`, else the Deno KV at `kvPath` (a file, its folder created;
+ * `:memory:`; or an `http(s)://` KV Connect URL).
+ *
+ * @param settings `store` (`GATEWAY_STORE`) and `kvPath` (`GATEWAY_KV_PATH`).
+ * @returns The open store.
+ * @throws {ConfigError} When the PostgreSQL store cannot be opened (one line, without credentials).
+ */
+export async function openStore(
+  settings: { store?: string; kvPath: string },
+): Promise<OpenedStore> {
+  if (settings.store) {
+    const description = `PostgreSQL ${describePostgresUrl(settings.store)}`;
+    try {
+      return { kv: await openPostgresStore(settings.store), description };
+    } catch (error) {
+      // One line at start-up, never the URL's password.
+      throw new ConfigError(
+        `Cannot open the store (GATEWAY_STORE) at ${description}: ${
+          (error as Error).message
+        }`,
+      );
+    }
+  }
+  const path = settings.kvPath;
+  const remote = /^https?:\/\//.test(path);
+  if (path !== ":memory:" && !remote) {
+    await Deno.mkdir(dirname(path), { recursive: true });
+  }
+  return {
+    kv: await Deno.openKv(path),
+    description: remote
+      ? `remote KV ${describeUrl(path)}`
+      : path === ":memory:"
+      ? "KV in memory"
+      : `KV file ${path}`,
+  };
+}
+
+/**
+ * Closes a store, waiting for a PostgreSQL store's connections to end.
+ *
+ * @param kv The store.
+ * @returns A promise that resolves once closed.
+ */
+export async function closeStore(kv: GatewayStore): Promise<void> {
+  if (kv instanceof PostgresKv) await kv.end();
+  else kv.close();
+}
+
+function describeUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.host}${parsed.pathname}`;
+  } catch {
+    return "(unparsable URL)";
+  }
+}
+
+/**
+ * A PostgreSQL URL without its user and password, for logs.
+ *
+ * @param url The URL.
+ * @returns `host:port/database`.
+ */
+export function describePostgresUrl(url: string): string {
+  return describeUrl(url.replace(/^postgres(ql)?:/, "http:"));
+}

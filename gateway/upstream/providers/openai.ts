@@ -1,0 +1,352 @@
+/**
+ * OpenAI: Chat Completions and Responses, both passed through. xAI and
+ * OpenRouter speak the same chat convention and reuse {@linkcode chatPassthrough}.
+ *
+ * Usage: `prompt_tokens` / `input_tokens` hold the cache reads
+ * (`*_tokens_details.cached_tokens`) and OpenRouter's cache writes
+ * (`prompt_tokens_details.cache_write_tokens`); `completion_tokens` /
+ * `output_tokens` hold reasoning (xAI reports its reasoning beside them), and
+ * whatever `total_tokens` holds beyond prompt and output is output too. A
+ * stream's usage objects are folded count by count (the larger reading wins).
+ *
+ * @module
+ */
+import { type ChatUsage, usageFromChat } from "../translate/chat_types.ts";
+import type { ProviderName } from "./provider.ts";
+import type { Usage } from "../usage.ts";
+import { coveringTotal, normalUsage, tokenCount } from "../usage.ts";
+import { type CacheTtl, unsplitCacheTtl } from "./anthropic.ts";
+import {
+  type CallInput,
+  type Exchange,
+  nestedErrorMessage,
+  passthroughEnd,
+  type Provider,
+  type SseEvent,
+  sseFrame,
+  type StreamRelay,
+  StreamUsage,
+  type StreamUsageFormat,
+} from "./provider.ts";
+
+/** How a chat-convention provider reports its token classes. */
+export interface ChatUsageOptions {
+  /** The provider reports reasoning tokens beside `completion_tokens`, not inside them (xAI). */
+  reasoningOutsideCompletion?: boolean;
+  /** The lifetime of cache writes (OpenRouter's `cache_write_tokens`, for Anthropic models) ({@linkcode unsplitCacheTtl}); default `5m`. */
+  cacheWriteTtl?: CacheTtl;
+}
+
+/** A chat-convention `usage` object as it arrives, with the counts some providers add. */
+interface ChatWireUsage {
+  prompt_tokens?: unknown;
+  completion_tokens?: unknown;
+  total_tokens?: unknown;
+  prompt_tokens_details?: {
+    cached_tokens?: unknown;
+    cache_write_tokens?: unknown;
+  } | null;
+  completion_tokens_details?: { reasoning_tokens?: unknown } | null;
+}
+
+/**
+ * Reads chat-convention usage (a completion's, or a stream's chunks folded)
+ * for billing: cache reads at the cached price, OpenRouter's cache writes at
+ * the cache-write price of `cacheWriteTtl`, reasoning as output (added to
+ * `completion_tokens` where the provider reports it beside them), and any
+ * part of `total_tokens` beyond prompt and output as output.
+ *
+ * @example xAI: reasoning beside completion_tokens
+ * ```ts
+ * import { chatUsageOf } from "./openai.ts";
+ *
+ * chatUsageOf({
+ *   prompt_tokens: 11, completion_tokens: 1, total_tokens: 240,
+ *   completion_tokens_details: { reasoning_tokens: 228 },
+ * }, { reasoningOutsideCompletion: true });
+ * // { inputTokens: 11, outputTokens: 229, cachedInputTokens: 0, reasoningTokens: 228 }
+ * ```
+ *
+ * @param usage The `usage` object.
+ * @param options How the provider reports its classes.
+ * @returns The gateway's usage.
+ * @throws {UnreadableUsageError} For a count that cannot be read.
+ */
+export function chatUsageOf(
+  usage: ChatWireUsage | null | undefined,
+  options: ChatUsageOptions = {},
+): Usage {
+  const read = usageFromChat(usage, options);
+  const written = tokenCount(
+    usage?.prompt_tokens_details?.cache_write_tokens,
+    "usage.prompt_tokens_details.cache_write_tokens",
+  );
+  const oneHour = options.cacheWriteTtl === "1h";
+  return coveringTotal(
+    normalUsage({
+      ...read,
+      cacheWriteTokens: oneHour ? 0 : written,
+      cacheWrite1hTokens: oneHour ? written : 0,
+    }),
+    tokenCount(usage?.total_tokens, "usage.total_tokens"),
+  );
+}
+
+function usageObject(value: unknown): unknown {
+  return typeof value === "object" && value !== null
+    ? (value as { usage?: unknown }).usage
+    : undefined;
+}
+
+/**
+ * The chat-completions exchange shared by every OpenAI-convention provider:
+ * the model id is swapped for the upstream id, and streams always ask for
+ * usage (it is what the caller is billed by); the usage-only final chunk is
+ * passed on only to callers who asked for it.
+ *
+ * @param call The call.
+ * @param options How the provider reports its token classes.
+ * @returns The exchange.
+ */
+export function chatPassthrough(
+  call: CallInput,
+  options: Omit<ChatUsageOptions, "cacheWriteTtl"> = {},
+): Exchange {
+  const body: Record<string, unknown> = {
+    ...call.body,
+    model: call.entry.upstream,
+  };
+  // A limit above the catalog's is capped to it: the output the hold covers.
+  for (const field of ["max_tokens", "max_completion_tokens"]) {
+    const limit = body[field];
+    if (typeof limit === "number" && limit > call.entry.maxOutputTokens) {
+      body[field] = call.entry.maxOutputTokens;
+    }
+  }
+  const usageOptions = { ...options, cacheWriteTtl: unsplitCacheTtl(body) };
+  const callerOptions = call.body.stream_options as
+    | { include_usage?: boolean }
+    | undefined;
+  const callerWantsUsage = callerOptions?.include_usage === true;
+  if (call.stream) {
+    body.stream_options = { ...callerOptions, include_usage: true };
+  }
+  return {
+    path: "/chat/completions",
+    body,
+    response(upstream) {
+      return {
+        body: upstream,
+        usage: chatUsageOf(
+          (upstream as { usage?: ChatWireUsage }).usage,
+          usageOptions,
+        ),
+      };
+    },
+    relay: () =>
+      new ChatRelay(callerWantsUsage, call.entry.provider, usageOptions),
+  };
+}
+
+// A stream is complete once its terminal event arrives; one that ends before
+// ends with the route's in-stream error instead.
+class ChatRelay implements StreamRelay {
+  failure?: string;
+  contentDone = false;
+  #complete = false;
+  readonly #callerWantsUsage: boolean;
+  readonly #provider: ProviderName;
+  readonly #usage: StreamUsage;
+
+  constructor(
+    callerWantsUsage: boolean,
+    provider: ProviderName,
+    options: ChatUsageOptions,
+  ) {
+    this.#callerWantsUsage = callerWantsUsage;
+    this.#provider = provider;
+    this.#usage = new StreamUsage({
+      countsIn: (_event, data) => usageObject(data),
+      read: (counts) => chatUsageOf(counts as ChatWireUsage, options),
+    });
+  }
+
+  get usage(): Usage {
+    return this.#usage.usage;
+  }
+
+  event(event: SseEvent, parsed: unknown): string {
+    const { data } = event;
+    if (data === "[DONE]") {
+      this.#complete = true;
+      return sseFrame(data);
+    }
+    this.#usage.event(event, parsed);
+    const chunk = parsed as {
+      usage?: ChatUsage | null;
+      choices?: unknown[];
+      error?: { message?: string };
+    };
+    if (chunk?.error) {
+      this.failure = chunk.error.message ?? "The provider reported an error";
+    }
+    if (
+      chunk?.choices?.some((choice) =>
+        (choice as { finish_reason?: unknown }).finish_reason
+      )
+    ) {
+      this.contentDone = true;
+    }
+    if (chunk?.usage) {
+      const usageOnly = Array.isArray(chunk.choices) &&
+        chunk.choices.length === 0;
+      if (usageOnly && !this.#callerWantsUsage) return "";
+      if (!this.#callerWantsUsage) {
+        // Some upstreams put usage on the last content chunk: keep the chunk, drop what was not asked for.
+        const { usage: _usage, ...rest } = chunk;
+        return sseFrame(JSON.stringify(rest));
+      }
+    }
+    return sseFrame(data);
+  }
+
+  end(): string {
+    if (this.failure) return "";
+    const tail = passthroughEnd("chat", this.#provider, this.#complete);
+    if (tail) this.failure = "The stream ended before it was complete";
+    return tail;
+  }
+}
+
+interface ResponsesUsage {
+  input_tokens?: unknown;
+  output_tokens?: unknown;
+  total_tokens?: unknown;
+  input_tokens_details?: { cached_tokens?: unknown } | null;
+  output_tokens_details?: { reasoning_tokens?: unknown } | null;
+}
+
+/**
+ * Normalises Responses-convention usage: cache reads
+ * (`input_tokens_details.cached_tokens`) are part of `input_tokens`,
+ * reasoning (`output_tokens_details.reasoning_tokens`) part of
+ * `output_tokens`, and any part of `total_tokens` beyond the two is output.
+ *
+ * @example
+ * ```ts
+ * import { usageFromResponses } from "./openai.ts";
+ *
+ * usageFromResponses({
+ *   input_tokens: 100, output_tokens: 20, total_tokens: 120,
+ *   input_tokens_details: { cached_tokens: 60 },
+ * });
+ * // { inputTokens: 100, outputTokens: 20, cachedInputTokens: 60 }
+ * ```
+ *
+ * @param usage The `usage` of a response.
+ * @returns The gateway's usage.
+ * @throws {UnreadableUsageError} For a count that cannot be read.
+ */
+export function usageFromResponses(
+  usage: ResponsesUsage | null | undefined,
+): Usage {
+  return coveringTotal(
+    normalUsage({
+      inputTokens: tokenCount(usage?.input_tokens, "usage.input_tokens"),
+      outputTokens: tokenCount(usage?.output_tokens, "usage.output_tokens"),
+      cachedInputTokens: tokenCount(
+        usage?.input_tokens_details?.cached_tokens,
+        "usage.input_tokens_details.cached_tokens",
+      ),
+      reasoningTokens: tokenCount(
+        usage?.output_tokens_details?.reasoning_tokens,
+        "usage.output_tokens_details.reasoning_tokens",
+      ),
+    }),
+    tokenCount(usage?.total_tokens, "usage.total_tokens"),
+  );
+}
+
+/** Usage in a Responses stream: the `response` an event carries (the terminal event's). */
+const RESPONSES_STREAM_USAGE: StreamUsageFormat = {
+  countsIn: (_event, data) =>
+    usageObject(
+      typeof data === "object" && data !== null
+        ? (data as { response?: unknown }).response
+        : undefined,
+    ),
+  read: (counts) => usageFromResponses(counts),
+};
+
+function responsesPassthrough(call: CallInput): Exchange {
+  return {
+    path: "/responses",
+    body: {
+      ...call.body,
+      model: call.entry.upstream,
+      // A limit above the catalog's is capped to it: the output the hold covers.
+      ...(typeof call.body.max_output_tokens === "number" &&
+        { max_output_tokens: call.maxOutputTokens }),
+    },
+    response(upstream) {
+      return {
+        body: upstream,
+        usage: usageFromResponses(
+          (upstream as { usage?: ResponsesUsage }).usage,
+        ),
+      };
+    },
+    relay: () => new ResponsesRelay(),
+  };
+}
+
+class ResponsesRelay implements StreamRelay {
+  failure?: string;
+  #complete = false;
+  readonly #usage = new StreamUsage(RESPONSES_STREAM_USAGE);
+
+  get usage(): Usage {
+    return this.#usage.usage;
+  }
+
+  event(event: SseEvent, parsed: unknown): string {
+    const { data } = event;
+    this.#usage.event(event, parsed);
+    const body = parsed as {
+      response?: { error?: { message?: string } };
+      message?: string;
+    };
+    // Usage arrives on the terminal event (completed, incomplete or failed).
+    if (
+      event.event === "response.completed" ||
+      event.event === "response.incomplete" ||
+      event.event === "response.failed"
+    ) {
+      this.#complete = true;
+      if (event.event === "response.failed") {
+        this.failure = body?.response?.error?.message ?? "The response failed";
+      }
+    } else if (event.event === "error") {
+      this.failure = body?.message ?? "The provider reported an error";
+    }
+    return sseFrame(data, event.event);
+  }
+
+  end(): string {
+    if (this.failure) return "";
+    const tail = passthroughEnd("responses", "openai", this.#complete);
+    if (tail) this.failure = "The stream ended before it was complete";
+    return tail;
+  }
+}
+
+/** The OpenAI provider. */
+export const openai: Provider = {
+  name: "openai",
+  headers: (secret) => ({ authorization: `Bearer ${secret}` }),
+  exchange: (call) =>
+    call.route === "responses"
+      ? responsesPassthrough(call)
+      : chatPassthrough(call),
+  errorMessage: nestedErrorMessage,
+};

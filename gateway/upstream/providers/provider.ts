@@ -1,0 +1,311 @@
+/**
+ * What a provider is to the gateway: how to authenticate to it, how to turn a
+ * caller's call into an upstream request, and how to turn the upstream's
+ * answer (whole or streamed) back into the caller's convention with its usage.
+ *
+ * @module
+ */
+import { GatewayError, streamErrorFrame } from "../../errors.ts";
+import type { ChatStreamBase } from "../translate/_shared.ts";
+import { type ChatRequest, chatUsage } from "../translate/chat_types.ts";
+import type { CatalogEntry } from "../../state/catalog.ts";
+import type { RouteName } from "../../conventions.ts";
+import type { Usage } from "../usage.ts";
+import { mergeUsageCounts } from "../usage.ts";
+
+/** One server-sent event as read from an upstream (`eventsource-parser`). */
+export interface SseEvent {
+  /** The `event:` field, if named. */
+  event?: string;
+  /** The `data:` field. */
+  data: string;
+}
+
+/** A call the route layer has authenticated, parsed and resolved to a model. */
+export interface CallInput {
+  /** The route the caller used. */
+  route: RouteName;
+  /** The model's catalog entry. */
+  entry: CatalogEntry;
+  /** The caller's parsed JSON body. */
+  body: Record<string, unknown>;
+  /** Whether the caller asked for a stream. */
+  stream: boolean;
+  /** Output tokens the call may produce (the caller's limit, capped by the model's). */
+  maxOutputTokens: number;
+  /** Query parameters of the caller's request (Gemini's `alt`). */
+  query: Record<string, string>;
+  /** The caller's request headers (Anthropic's `anthropic-beta` is passed on). */
+  headers: Headers;
+}
+
+/** Turns one upstream stream into the caller's SSE text. */
+export interface StreamRelay {
+  /**
+   * SSE text to send for one upstream event ("" to send nothing). The call
+   * pipeline parses each event once and refuses one that is not JSON, so
+   * `data` is the event's parsed JSON (or the string `"[DONE]"`).
+   */
+  event(event: SseEvent, data: unknown): string;
+  /** SSE text to send once the upstream ended: a usage chunk, `[DONE]`, or an error if it ended early. */
+  end(): string;
+  /** Usage reported so far; billed even if the caller leaves early. */
+  readonly usage: Usage;
+  /** The answer's content is complete: only usage or the terminal event may follow (the relay reads on for usage when the caller leaves now). */
+  readonly contentDone?: boolean;
+  /** An error the upstream reported in-stream, if any. */
+  readonly failure?: string;
+}
+
+/** The upstream half of one call. */
+export interface Exchange {
+  /** Path (and query) appended to the provider's base URL. */
+  path: string;
+  /** JSON body sent upstream. */
+  body: unknown;
+  /** Headers to send beside the key's. */
+  headers?: Record<string, string>;
+  /** Turns a successful upstream JSON body into the caller's body and the usage. */
+  response(upstream: unknown): { body: unknown; usage: Usage };
+  /** A relay for one stream, when the caller asked for one. */
+  relay(): StreamRelay;
+  /** Content type of the streamed answer (SSE unless a route says otherwise). */
+  streamContentType?: string;
+}
+
+/** A model provider: one file under `providers/` each. */
+export interface Provider {
+  /** The provider's name, as in the catalog. */
+  readonly name: ProviderName;
+  /** Headers that carry a key (and any fixed headers the API needs). */
+  headers(secret: string): Record<string, string>;
+  /** Builds the upstream half of a call on one of the routes the provider serves. */
+  exchange(call: CallInput): Exchange;
+  /** The human message inside one of the provider's error bodies. */
+  errorMessage(body: string): string;
+  /** The upstream request that counts a call's input tokens, where the provider has one (not charged). */
+  countTokens?(call: CallInput): {
+    path: string;
+    body: unknown;
+    headers?: Record<string, string>;
+  };
+}
+
+/** Usage with nothing in it. */
+export const NO_USAGE: Readonly<Usage> = Object.freeze({
+  inputTokens: 0,
+  outputTokens: 0,
+  cachedInputTokens: 0,
+});
+
+/**
+ * One SSE frame, as sent on the wire.
+ *
+ * @param data The `data:` payload.
+ * @param event The `event:` name, if any.
+ * @returns The frame text.
+ */
+export function sseFrame(data: string, event?: string): string {
+  return event ? `event: ${event}\ndata: ${data}\n\n` : `data: ${data}\n\n`;
+}
+
+/**
+ * Parses JSON that an upstream sent, or `undefined` for garbage.
+ *
+ * @param text The text.
+ * @returns The value, or `undefined`.
+ */
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The message of an error body in the OpenAI (`{error:{message}}`), Anthropic
+ * (`{error:{message}}`) or Google (`{error:{message}}`) shapes, which agree on
+ * where the message sits; otherwise the start of the body.
+ *
+ * @param body The upstream's error body.
+ * @returns A message for the caller.
+ */
+export function nestedErrorMessage(body: string): string {
+  const parsed = parseJson(body) as {
+    error?: { message?: unknown } | string;
+    message?: unknown;
+  } | undefined;
+  if (parsed && typeof parsed === "object") {
+    if (
+      typeof parsed.error === "object" &&
+      typeof parsed.error?.message === "string"
+    ) return parsed.error.message;
+    if (typeof parsed.error === "string") return parsed.error;
+    if (typeof parsed.message === "string") return parsed.message;
+  }
+  const text = body.trim().slice(0, 200);
+  return text === "" ? "The provider returned an error without a body" : text;
+}
+
+/**
+ * The caller's chat request, typed for translation to another convention.
+ * The chat route validated the body with `chatRequestSchema` before the call
+ * reached a provider, so this only names its type.
+ *
+ * @param call The call on the chat route.
+ * @returns The typed chat request.
+ */
+export function chatRequest(call: CallInput): ChatRequest {
+  return call.body as unknown as ChatRequest;
+}
+
+/** Where a provider's stream events carry usage, and how the provider's usage object is read. */
+export interface StreamUsageFormat {
+  /**
+   * The usage object one event carries, if any.
+   *
+   * @param event The event, for its name.
+   * @param data The event's parsed JSON (or the string `"[DONE]"`).
+   * @returns The usage object, or `undefined`.
+   */
+  countsIn(event: SseEvent, data: unknown): unknown;
+  /**
+   * Reads the stream's usage objects, folded into one, as the gateway's usage.
+   *
+   * @param counts The folded usage object.
+   * @returns The usage.
+   * @throws {UnreadableUsageError} For a count that cannot be read.
+   */
+  read(counts: Record<string, unknown>): Usage;
+}
+
+/**
+ * The usage of one stream, whatever event reported which part of it: each
+ * event's usage object is folded into the earlier ones with
+ * {@linkcode mergeUsageCounts} (the larger totals, the detail kept from the
+ * event that gave it) and read again, so an unreadable count fails the
+ * stream where it arrives.
+ *
+ * @example Counts spread over two events
+ * ```ts
+ * import { StreamUsage } from "./provider.ts";
+ *
+ * const usage = new StreamUsage({
+ *   countsIn: (_event, data) => (data as { usage?: unknown }).usage,
+ *   read: (counts) => ({
+ *     inputTokens: Number(counts.input ?? 0),
+ *     outputTokens: Number(counts.output ?? 0),
+ *     cachedInputTokens: 0,
+ *   }),
+ * });
+ * usage.event({ data: "" }, { usage: { input: 10, output: 1 } });
+ * usage.event({ data: "" }, { usage: { input: null, output: 12 } });
+ * usage.usage; // { inputTokens: 10, outputTokens: 12, cachedInputTokens: 0 }
+ * ```
+ */
+export class StreamUsage {
+  #counts: Record<string, unknown> = {};
+  #usage: Usage = NO_USAGE;
+
+  /**
+   * Starts a stream's usage.
+   *
+   * @param format Where the provider's events carry usage, and how it is read.
+   */
+  constructor(readonly format: StreamUsageFormat) {}
+
+  /** Usage reported so far. */
+  get usage(): Usage {
+    return this.#usage;
+  }
+
+  /**
+   * Folds in the usage one event carries, if any.
+   *
+   * @param event The event.
+   * @param data The event's parsed JSON.
+   * @throws {UnreadableUsageError} For a count that cannot be read.
+   */
+  event(event: SseEvent, data: unknown): void {
+    const counts = this.format.countsIn(event, data);
+    if (counts === undefined || counts === null) return;
+    this.#counts = mergeUsageCounts(this.#counts, counts);
+    this.#usage = this.format.read(this.#counts);
+  }
+}
+
+/**
+ * A relay for a chat stream translated from another convention: each piece
+ * becomes a `data:` frame, and `[DONE]` closes a stream that did not fail.
+ * The call is billed the usage read from the upstream's own events in the
+ * provider's format, every token class at its price, and the final usage
+ * chunk shows the caller that usage.
+ *
+ * @param translator The convention pair's stream translator.
+ * @param usageFormat Where the upstream's events carry usage, and how it is read.
+ * @returns The relay.
+ */
+export function translatedChatRelay(
+  translator: ChatStreamBase,
+  usageFormat: StreamUsageFormat,
+): StreamRelay {
+  const usage = new StreamUsage(usageFormat);
+  const billed = (piece: unknown) =>
+    typeof piece === "object" && piece !== null &&
+      typeof (piece as { usage?: unknown }).usage === "object" &&
+      (piece as { usage?: unknown }).usage !== null
+      ? { ...piece, usage: chatUsage(usage.usage) }
+      : piece;
+  const frames = (pieces: unknown[]) =>
+    pieces.map((piece) => sseFrame(JSON.stringify(billed(piece)))).join("");
+  return {
+    event: (event, data) => {
+      usage.event(event, data);
+      return frames(translator.pushParsed(data, event));
+    },
+    end: () => {
+      const tail = frames(translator.finish());
+      return translator.failed ? tail : tail + sseFrame("[DONE]");
+    },
+    get usage() {
+      return usage.usage;
+    },
+    get failure() {
+      return translator.failed ? "The provider's stream failed" : undefined;
+    },
+  };
+}
+
+/**
+ * The end of a passed-through stream: nothing when the upstream sent its
+ * terminal event, else the route's in-stream error (the stream broke off).
+ *
+ * @param route The caller's route.
+ * @param provider The provider.
+ * @param complete Whether the terminal event was seen.
+ * @returns SSE text.
+ */
+export function passthroughEnd(
+  route: RouteName,
+  provider: ProviderName,
+  complete: boolean,
+): string {
+  if (complete) return "";
+  return streamErrorFrame(
+    route,
+    new GatewayError(
+      502,
+      `The ${provider} stream ended before it was complete`,
+      { code: "upstream_incomplete" },
+    ),
+  );
+}
+
+/** The five upstream providers. */
+export type ProviderName =
+  | "openai"
+  | "anthropic"
+  | "gemini"
+  | "xai"
+  | "openrouter";

@@ -1,0 +1,792 @@
+/**
+ * Translation between the OpenAI Chat Completions convention (the gateway's
+ * `chat` route) and Anthropic's Messages API: request, response, stream,
+ * usage and errors. Pure functions, no I/O.
+ *
+ * @module
+ */
+
+import { openAIErrorType } from "../../errors.ts";
+import { checkChatFields } from "./_chat_fields.ts";
+import { targetSchema, withDescription } from "./_json_schema.ts";
+import type { Usage } from "../usage.ts";
+import { normalUsage, tokenCount } from "../usage.ts";
+import {
+  chatId,
+  ChatStreamBase,
+  type FunctionToolChoice,
+  functionTools,
+  isHttpUrl,
+  maxOutputTokens,
+  nowSeconds,
+  parseArguments,
+  parseDataUrl,
+  requireSingleChoice,
+  stopSequences,
+  textOf,
+  toolNamesById,
+} from "./_shared.ts";
+import {
+  type ChatCompletion,
+  chatError,
+  type ChatErrorBody,
+  type ChatErrorType,
+  type ChatFinishReason,
+  type ChatRequest,
+  type ChatStreamPiece,
+  type ChatTool,
+  type ChatToolCall,
+  chatUsage,
+  type ChatUserPart,
+  TranslationError,
+  type UpstreamEvent,
+} from "./chat_types.ts";
+
+/** An Anthropic text block. */
+export interface AnthropicTextBlock {
+  /** Block kind. */
+  type: "text";
+  /** The text. */
+  text: string;
+}
+
+/** An Anthropic image or PDF source: inline base64, or a URL Anthropic fetches. */
+export type AnthropicSource =
+  | { type: "base64"; media_type: string; data: string }
+  | { type: "url"; url: string };
+
+/** A content block Anthropic accepts in a request message. */
+export type AnthropicRequestBlock =
+  | AnthropicTextBlock
+  | { type: "image"; source: AnthropicSource }
+  | { type: "document"; source: AnthropicSource; title?: string }
+  | {
+    type: "tool_use";
+    id: string;
+    name: string;
+    input: Record<string, unknown>;
+  }
+  | {
+    type: "tool_result";
+    tool_use_id: string;
+    content: string | AnthropicTextBlock[];
+  };
+
+/** One turn of an Anthropic conversation. */
+export interface AnthropicMessage {
+  /** Who speaks; turns alternate. */
+  role: "user" | "assistant";
+  /** Text, or blocks. */
+  content: string | AnthropicRequestBlock[];
+}
+
+/** An Anthropic tool definition. */
+export interface AnthropicTool {
+  /** Tool name. */
+  name: string;
+  /** What it does. */
+  description?: string;
+  /** JSON schema of the input object. */
+  input_schema: Record<string, unknown>;
+  /** Constrain the call's input to the schema (structured outputs' strict tool use). */
+  strict?: boolean;
+}
+
+/** Anthropic's `tool_choice`. */
+export type AnthropicToolChoice =
+  | { type: "auto" | "any"; disable_parallel_tool_use?: boolean }
+  | { type: "tool"; name: string; disable_parallel_tool_use?: boolean }
+  | { type: "none" };
+
+/** The body of `POST /v1/messages`. */
+export interface AnthropicRequest {
+  /** Upstream model id. */
+  model: string;
+  /** Output token cap (required by Anthropic). */
+  max_tokens: number;
+  /** The conversation, alternating roles. */
+  messages: AnthropicMessage[];
+  /** System prompt. */
+  system?: string | AnthropicTextBlock[];
+  /** Sampling temperature, 0 to 1. */
+  temperature?: number;
+  /** Nucleus sampling. */
+  top_p?: number;
+  /** Stop sequences. */
+  stop_sequences?: string[];
+  /** Stream the answer. */
+  stream?: boolean;
+  /** Tools the model may call. */
+  tools?: AnthropicTool[];
+  /** How the model may use tools. */
+  tool_choice?: AnthropicToolChoice;
+  /** End-user id. */
+  metadata?: { user_id: string };
+  /** Structured output: the answer's text is JSON matching the schema. */
+  output_config?: {
+    format: { type: "json_schema"; schema: Record<string, unknown> };
+  };
+}
+
+/** Anthropic usage, as in a message and in `message_start` / `message_delta` events. */
+export interface AnthropicUsage {
+  /** Uncached input tokens (cache reads and writes excluded). */
+  input_tokens?: number | null;
+  /** Output tokens. */
+  output_tokens?: number | null;
+  /** Input tokens written to the cache. */
+  cache_creation_input_tokens?: number | null;
+  /** Input tokens read from the cache. */
+  cache_read_input_tokens?: number | null;
+  /** Cache writes by lifetime (their sum is `cache_creation_input_tokens`). */
+  cache_creation?: {
+    ephemeral_5m_input_tokens?: number | null;
+    ephemeral_1h_input_tokens?: number | null;
+  } | null;
+}
+
+/** A content block of an Anthropic response. */
+export type AnthropicResponseBlock =
+  | AnthropicTextBlock
+  | { type: "tool_use"; id: string; name: string; input: unknown }
+  | { type: string; [key: string]: unknown };
+
+/** A non-streamed Anthropic response. */
+export interface AnthropicResponse {
+  /** Message id, `msg_…`. */
+  id: string;
+  /** Always `"message"`. */
+  type: "message";
+  /** Always `"assistant"`. */
+  role: "assistant";
+  /** Upstream model id. */
+  model: string;
+  /** Generated blocks. */
+  content: AnthropicResponseBlock[];
+  /** Why generation stopped. */
+  stop_reason: string | null;
+  /** The stop sequence hit, if any. */
+  stop_sequence?: string | null;
+  /** Token usage. */
+  usage: AnthropicUsage;
+}
+
+const imageMediaTypes = new Set([
+  "image/jpeg",
+  "image/png",
+  "image/gif",
+  "image/webp",
+]);
+
+/**
+ * Translates a chat request into an Anthropic Messages request.
+ *
+ * `system` and `developer` messages, wherever they are, become the top-level
+ * `system`; `tool` messages become `tool_result` blocks in a user turn; turns of
+ * the same role are merged, since Anthropic wants them alternating.
+ * `response_format` with a JSON schema becomes `output_config.format` (the
+ * answer comes back as the message's JSON text). Every other field is
+ * translated or refused as `_chat_fields.ts` records.
+ *
+ * @param chat The validated chat request.
+ * @param upstreamModel The model id Anthropic knows.
+ * @param defaultMaxTokens The cap to send when the caller gave none (Anthropic requires one).
+ * @returns The Messages request body.
+ * @throws {TranslationError} When the request holds something Anthropic cannot take.
+ *
+ * @example Translate a short request
+ * ```ts
+ * import { toAnthropicRequest } from "./chat_anthropic.ts";
+ * const body = toAnthropicRequest(
+ *   { model: "claude-haiku-4-5", messages: [{ role: "system", content: "Be brief" }, { role: "user", content: "Hi" }] },
+ *   "claude-haiku-4-5",
+ *   1024,
+ * );
+ * console.log(body.system); // "Be brief"
+ * ```
+ */
+export function toAnthropicRequest(
+  chat: ChatRequest,
+  upstreamModel: string,
+  defaultMaxTokens: number,
+): AnthropicRequest {
+  checkChatFields(chat, "anthropic");
+  requireSingleChoice(chat);
+  const request: AnthropicRequest = {
+    model: upstreamModel,
+    max_tokens: maxOutputTokens(chat) ?? defaultMaxTokens,
+    messages: anthropicMessages(chat),
+  };
+  const system = anthropicSystem(chat);
+  if (system !== undefined) request.system = system;
+  Object.assign(request, anthropicSampling(chat));
+  const stop = stopSequences(chat.stop);
+  if (stop) request.stop_sequences = stop;
+  if (chat.stream) request.stream = true;
+  const userId = chat.safety_identifier ?? chat.user;
+  if (userId) request.metadata = { user_id: userId };
+  const { tools, choice } = functionTools(chat);
+  if (tools.length > 0) {
+    request.tools = tools.map(({ tool, index }) => anthropicTool(tool, index));
+    const toolChoice = anthropicToolChoice(choice, chat.parallel_tool_calls);
+    if (toolChoice) request.tool_choice = toolChoice;
+  }
+  const format = anthropicOutputFormat(chat);
+  if (format) request.output_config = { format };
+  return request;
+}
+
+/**
+ * Temperature and top_p. Anthropic takes temperature 0 to 1 (OpenAI 0 to 2),
+ * and recent Claude models refuse it beside top_p; a value Anthropic cannot
+ * take is refused rather than changed, except top_p 1, which samples from
+ * the whole distribution and so changes nothing.
+ */
+function anthropicSampling(
+  chat: ChatRequest,
+): Pick<AnthropicRequest, "temperature" | "top_p"> {
+  const sampling: Pick<AnthropicRequest, "temperature" | "top_p"> = {};
+  if (chat.temperature != null) {
+    if (chat.temperature > 1) {
+      throw new TranslationError(
+        `Cannot use "temperature" ${chat.temperature} with this model: Anthropic takes 0 to 1`,
+        "temperature",
+      );
+    }
+    sampling.temperature = chat.temperature;
+  }
+  if (chat.top_p != null && chat.top_p !== 1) {
+    if (chat.temperature != null) {
+      throw new TranslationError(
+        'Cannot use "top_p" beside "temperature" with this model: Anthropic takes one of them',
+        "top_p",
+      );
+    }
+    sampling.top_p = chat.top_p;
+  }
+  return sampling;
+}
+
+function anthropicTool(tool: ChatTool, i: number): AnthropicTool {
+  const parameters = tool.function.parameters ??
+    { type: "object", properties: {} };
+  const strict = tool.function.strict === true;
+  return {
+    name: tool.function.name,
+    ...(tool.function.description
+      ? { description: tool.function.description }
+      : {}),
+    input_schema: strict
+      ? targetSchema(parameters, "anthropic", `tools[${i}].function.parameters`)
+      : parameters,
+    ...(strict ? { strict: true } : {}),
+  };
+}
+
+/** `response_format` as Anthropic's `output_config.format`, or nothing for text. */
+function anthropicOutputFormat(
+  chat: ChatRequest,
+): NonNullable<AnthropicRequest["output_config"]>["format"] | undefined {
+  const format = chat.response_format;
+  if (!format || format.type === "text") return undefined;
+  if (format.type === "json_object") {
+    throw new TranslationError(
+      'Cannot use response_format "json_object" with this model: Anthropic only constrains output to a JSON schema; send response_format "json_schema"',
+      "response_format.type",
+    );
+  }
+  const { schema, description } = format.json_schema;
+  if (!schema) {
+    throw new TranslationError(
+      "Cannot use response_format json_schema without a schema with this model: Anthropic needs one",
+      "response_format.json_schema.schema",
+    );
+  }
+  return {
+    type: "json_schema",
+    schema: withDescription(
+      targetSchema(schema, "anthropic", "response_format.json_schema.schema"),
+      description,
+    ),
+  };
+}
+
+function anthropicSystem(
+  chat: ChatRequest,
+): string | AnthropicTextBlock[] | undefined {
+  const texts = chat.messages.flatMap((message) =>
+    message.role === "system" || message.role === "developer"
+      ? [textOf(message.content)]
+      : []
+  ).filter((text) => text.length > 0);
+  if (texts.length === 0) return undefined;
+  if (texts.length === 1) return texts[0];
+  return texts.map((text) => ({ type: "text", text }));
+}
+
+function anthropicToolChoice(
+  choice: FunctionToolChoice | undefined,
+  parallel: boolean | null | undefined,
+): AnthropicToolChoice | undefined {
+  const single = parallel === false ? { disable_parallel_tool_use: true } : {};
+  if (choice === "none") return { type: "none" };
+  if (choice === "required") return { type: "any", ...single };
+  if (typeof choice === "object") {
+    return { type: "tool", name: choice.function.name, ...single };
+  }
+  if (choice === "auto" || parallel === false) {
+    return { type: "auto", ...single };
+  }
+  return undefined;
+}
+
+function anthropicMessages(chat: ChatRequest): AnthropicMessage[] {
+  const toolNames = toolNamesById(chat.messages);
+  const turns: AnthropicMessage[] = [];
+  const append = (
+    role: AnthropicMessage["role"],
+    blocks: AnthropicRequestBlock[],
+  ) => {
+    if (blocks.length === 0) return;
+    const last = turns.at(-1);
+    if (last?.role === role) {
+      last.content = [...asBlocks(last.content), ...blocks];
+    } else {
+      turns.push({ role, content: blocks });
+    }
+  };
+  chat.messages.forEach((message, i) => {
+    const param = `messages[${i}]`;
+    switch (message.role) {
+      case "system":
+      case "developer":
+        return;
+      case "user":
+        return append("user", userBlocks(message.content, param));
+      case "assistant":
+        return append("assistant", assistantBlocks(message, param));
+      case "tool":
+        if (!toolNames.has(message.tool_call_id)) {
+          throw new TranslationError(
+            `Tool message answers unknown tool call "${message.tool_call_id}"`,
+            `${param}.tool_call_id`,
+          );
+        }
+        return append("user", [{
+          type: "tool_result",
+          tool_use_id: message.tool_call_id,
+          content: textOf(message.content),
+        }]);
+    }
+  });
+  // A lone string turn reads best as a string, as Anthropic's own examples send it.
+  return turns.map((turn) => {
+    const blocks = asBlocks(turn.content);
+    return blocks.length === 1 && blocks[0].type === "text"
+      ? { role: turn.role, content: blocks[0].text }
+      : turn;
+  });
+}
+
+function asBlocks(
+  content: string | AnthropicRequestBlock[],
+): AnthropicRequestBlock[] {
+  return typeof content === "string"
+    ? [{ type: "text", text: content }]
+    : content;
+}
+
+function userBlocks(
+  content: string | ChatUserPart[],
+  param: string,
+): AnthropicRequestBlock[] {
+  if (typeof content === "string") {
+    return content ? [{ type: "text", text: content }] : [];
+  }
+  return content.flatMap((part, j): AnthropicRequestBlock[] => {
+    const partParam = `${param}.content[${j}]`;
+    switch (part.type) {
+      case "text":
+        return part.text ? [{ type: "text", text: part.text }] : [];
+      case "image_url":
+        return [{
+          type: "image",
+          source: imageSource(part.image_url.url, partParam),
+        }];
+      case "file":
+        return [{
+          type: "document",
+          source: pdfSource(part.file.file_data, partParam),
+          ...(part.file.filename ? { title: part.file.filename } : {}),
+        }];
+      case "input_audio":
+        throw new TranslationError(
+          "Cannot send audio to this model: Anthropic accepts no audio input",
+          partParam,
+        );
+    }
+  });
+}
+
+function imageSource(url: string, param: string): AnthropicSource {
+  const data = parseDataUrl(url, param);
+  if (data) {
+    if (!imageMediaTypes.has(data.mediaType)) {
+      throw new TranslationError(
+        `Cannot send image of type "${data.mediaType}": expected jpeg, png, gif or webp`,
+        param,
+      );
+    }
+    return { type: "base64", media_type: data.mediaType, data: data.base64 };
+  }
+  if (isHttpUrl(url)) return { type: "url", url };
+  throw new TranslationError(
+    `Cannot read image URL "${url.slice(0, 40)}": expected data: or http(s)`,
+    param,
+  );
+}
+
+function pdfSource(
+  fileData: string | undefined,
+  param: string,
+): AnthropicSource {
+  const data = fileData ? parseDataUrl(fileData, param) : null;
+  if (data?.mediaType !== "application/pdf") {
+    throw new TranslationError(
+      "Cannot send this file: only inline PDF file_data is supported",
+      param,
+    );
+  }
+  return { type: "base64", media_type: data.mediaType, data: data.base64 };
+}
+
+function assistantBlocks(
+  message: Extract<ChatRequest["messages"][number], { role: "assistant" }>,
+  param: string,
+): AnthropicRequestBlock[] {
+  const blocks: AnthropicRequestBlock[] = [];
+  const content = message.content;
+  if (typeof content === "string") {
+    if (content) blocks.push({ type: "text", text: content });
+  } else if (content) {
+    for (const part of content) {
+      const text = part.type === "text" ? part.text : part.refusal;
+      if (text) blocks.push({ type: "text", text });
+    }
+  }
+  // An earlier refusal is what the model said; it reads as its text.
+  if (message.refusal) blocks.push({ type: "text", text: message.refusal });
+  (message.tool_calls ?? []).forEach((call, k) => {
+    blocks.push({
+      type: "tool_use",
+      id: call.id,
+      name: call.function.name,
+      input: parseArguments(
+        call.function.arguments,
+        `${param}.tool_calls[${k}].function.arguments`,
+      ),
+    });
+  });
+  return blocks;
+}
+
+/**
+ * Maps an Anthropic stop reason to the chat convention.
+ *
+ * @param reason Anthropic's `stop_reason`.
+ * @returns The chat `finish_reason`.
+ */
+export function finishReasonFromAnthropic(
+  reason: string | null | undefined,
+): ChatFinishReason {
+  switch (reason) {
+    case "max_tokens":
+    case "model_context_window_exceeded":
+      return "length";
+    case "tool_use":
+      return "tool_calls";
+    case "refusal":
+      return "content_filter";
+    default:
+      // end_turn, stop_sequence, pause_turn.
+      return "stop";
+  }
+}
+
+/**
+ * Normalises Anthropic usage. Anthropic's `input_tokens` excludes cache reads
+ * and cache writes, so all three are summed. Cache reads are the cached part;
+ * cache writes are split by lifetime (`cache_creation`, else all 5-minute),
+ * each billed at its cache-write price.
+ *
+ * @param usage Anthropic's `usage`.
+ * @returns The gateway's {@link Usage}.
+ * @throws {UnreadableUsageError} For a count that cannot be read.
+ */
+export function usageFromAnthropic(
+  usage: AnthropicUsage | null | undefined,
+): Usage {
+  const read = tokenCount(
+    usage?.cache_read_input_tokens,
+    "usage.cache_read_input_tokens",
+  );
+  const written = tokenCount(
+    usage?.cache_creation_input_tokens,
+    "usage.cache_creation_input_tokens",
+  );
+  const write1h = tokenCount(
+    usage?.cache_creation?.ephemeral_1h_input_tokens,
+    "usage.cache_creation.ephemeral_1h_input_tokens",
+  );
+  const write5m = usage?.cache_creation
+    ? tokenCount(
+      usage.cache_creation.ephemeral_5m_input_tokens,
+      "usage.cache_creation.ephemeral_5m_input_tokens",
+    )
+    : written;
+  return normalUsage({
+    inputTokens: tokenCount(usage?.input_tokens, "usage.input_tokens") +
+      read + Math.max(written, write5m + write1h),
+    outputTokens: tokenCount(usage?.output_tokens, "usage.output_tokens"),
+    cachedInputTokens: read,
+    cacheWriteTokens: write5m,
+    cacheWrite1hTokens: write1h,
+  });
+}
+
+/**
+ * Translates a non-streamed Anthropic response into a chat completion.
+ *
+ * @param message The Messages response body.
+ * @param model The model id as the caller sent it.
+ * @returns The chat completion.
+ */
+export function fromAnthropicResponse(
+  message: AnthropicResponse,
+  model: string,
+): ChatCompletion {
+  const texts: string[] = [];
+  const toolCalls: ChatToolCall[] = [];
+  for (const block of message.content) {
+    if (block.type === "text") texts.push((block as AnthropicTextBlock).text);
+    if (block.type === "tool_use") {
+      const use = block as { id: string; name: string; input: unknown };
+      toolCalls.push({
+        id: use.id,
+        type: "function",
+        function: {
+          name: use.name,
+          arguments: JSON.stringify(use.input ?? {}),
+        },
+      });
+    }
+  }
+  return {
+    id: chatId(message.id),
+    object: "chat.completion",
+    created: nowSeconds(),
+    model,
+    choices: [{
+      index: 0,
+      message: {
+        role: "assistant",
+        content: texts.length > 0 ? texts.join("") : null,
+        refusal: null,
+        ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+      },
+      finish_reason: finishReasonFromAnthropic(message.stop_reason),
+      logprobs: null,
+    }],
+    usage: chatUsage(usageFromAnthropic(message.usage)),
+  };
+}
+
+const anthropicErrorTypes = new Map<string, ChatErrorType>([
+  ["invalid_request_error", "invalid_request_error"],
+  ["request_too_large", "invalid_request_error"],
+  ["authentication_error", "authentication_error"],
+  ["permission_error", "permission_error"],
+  ["billing_error", "permission_error"],
+  ["not_found_error", "not_found_error"],
+  ["rate_limit_error", "rate_limit_error"],
+  ["api_error", "server_error"],
+  ["overloaded_error", "server_error"],
+  ["timeout_error", "server_error"],
+]);
+
+/**
+ * Translates an Anthropic error body (`{type:"error", error:{type, message}}`)
+ * into the chat convention, keeping Anthropic's type as `code`.
+ *
+ * @param status The upstream HTTP status (used when the body says nothing).
+ * @param body The parsed upstream body, or anything unreadable.
+ * @returns The chat error body.
+ */
+function errorFromAnthropic(
+  status: number,
+  body: unknown,
+): ChatErrorBody {
+  const error =
+    (body as { error?: { type?: unknown; message?: unknown } } | null)?.error;
+  const upstreamType = typeof error?.type === "string" ? error.type : undefined;
+  const message = typeof error?.message === "string"
+    ? error.message
+    : `Upstream answered status "${status}"`;
+  return chatError(
+    message,
+    anthropicErrorTypes.get(upstreamType ?? "") ?? openAIErrorType(status),
+    upstreamType ?? null,
+  );
+}
+
+interface StreamEvent {
+  type: string;
+  index?: number;
+  message?: { id?: string; usage?: AnthropicUsage };
+  content_block?: { type: string; id?: string; name?: string };
+  delta?: {
+    type?: string;
+    text?: string;
+    partial_json?: string;
+    stop_reason?: string | null;
+  };
+  usage?: AnthropicUsage;
+  error?: { type?: string; message?: string };
+}
+
+/**
+ * Translates one Anthropic Messages stream into chat chunks: the first chunk
+ * carries the role, text deltas become `content`, each `tool_use` block becomes
+ * a tool call whose first fragment holds `index`, `id`, `type` and name and
+ * whose `input_json_delta`s follow as `arguments` fragments, and `message_delta`
+ * gives the finish reason. `event: error` becomes the OpenAI in-stream error.
+ *
+ * @example Feed a recorded stream
+ * ```ts
+ * import { AnthropicChatStream } from "./chat_anthropic.ts";
+ * const stream = new AnthropicChatStream({ model: "claude-haiku-4-5", includeUsage: true });
+ * stream.push({ event: "message_start", data: '{"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":5,"output_tokens":1}}}' });
+ * console.log(stream.usage.inputTokens); // 5
+ * ```
+ */
+export class AnthropicChatStream extends ChatStreamBase {
+  #usage: AnthropicUsage = {};
+  // Read when the counts arrive, so an unreadable count fails the stream there.
+  #parsedUsage: Usage = usageFromAnthropic(undefined);
+  /** Anthropic content block index → chat tool call index and arguments seen so far. */
+  #toolCalls = new Map<number, { index: number; arguments: string }>();
+  #started = false;
+
+  /** Tokens Anthropic reported so far. */
+  get usage(): Usage {
+    return this.#parsedUsage;
+  }
+
+  /**
+   * Translates one parsed Anthropic event.
+   *
+   * @param parsed The event's data.
+   * @param event The event, for its name.
+   * @returns The chat pieces to send, possibly none.
+   */
+  protected translate(
+    parsed: unknown,
+    event: UpstreamEvent,
+  ): ChatStreamPiece[] {
+    const data = parsed as StreamEvent;
+    switch (data.type ?? event.event) {
+      case "message_start":
+        return this.#start(data);
+      case "content_block_start":
+        return this.#blockStart(data);
+      case "content_block_delta":
+        return this.#blockDelta(data);
+      case "content_block_stop":
+        return this.#blockStop(data);
+      case "message_delta":
+        Object.assign(this.#usage, definedFields(data.usage));
+        this.#parsedUsage = usageFromAnthropic(this.#usage);
+        this.finished = true;
+        return [
+          this.chunks.delta(
+            {},
+            finishReasonFromAnthropic(data.delta?.stop_reason),
+          ),
+        ];
+      case "error":
+        return this.fail(errorFromAnthropic(500, data));
+      default:
+        // ping, message_stop and event types added after this was written.
+        return [];
+    }
+  }
+
+  #start(data: StreamEvent): ChatStreamPiece[] {
+    if (this.#started) return [];
+    this.#started = true;
+    this.chunks.id = chatId(data.message?.id);
+    Object.assign(this.#usage, definedFields(data.message?.usage));
+    this.#parsedUsage = usageFromAnthropic(this.#usage);
+    return [
+      this.chunks.delta({ role: "assistant", content: "", refusal: null }),
+    ];
+  }
+
+  #blockStart(data: StreamEvent): ChatStreamPiece[] {
+    const block = data.content_block;
+    if (block?.type !== "tool_use" || data.index === undefined) return [];
+    const index = this.#toolCalls.size;
+    this.#toolCalls.set(data.index, { index, arguments: "" });
+    return [this.chunks.delta({
+      tool_calls: [{
+        index,
+        id: block.id,
+        type: "function",
+        function: { name: block.name, arguments: "" },
+      }],
+    })];
+  }
+
+  #blockDelta(data: StreamEvent): ChatStreamPiece[] {
+    const delta = data.delta;
+    if (delta?.type === "text_delta" && delta.text) {
+      return [this.chunks.delta({ content: delta.text })];
+    }
+    if (delta?.type === "input_json_delta" && delta.partial_json) {
+      const call = this.#toolCalls.get(data.index ?? -1);
+      if (!call) return [];
+      call.arguments += delta.partial_json;
+      return [
+        this.chunks.delta({
+          tool_calls: [{
+            index: call.index,
+            function: { arguments: delta.partial_json },
+          }],
+        }),
+      ];
+    }
+    // thinking, signature and citation deltas have no chat counterpart.
+    return [];
+  }
+
+  #blockStop(data: StreamEvent): ChatStreamPiece[] {
+    const call = this.#toolCalls.get(data.index ?? -1);
+    // A tool called without input streams no JSON at all; "{}" keeps the joined arguments valid.
+    if (!call || call.arguments !== "") return [];
+    call.arguments = "{}";
+    return [
+      this.chunks.delta({
+        tool_calls: [{ index: call.index, function: { arguments: "{}" } }],
+      }),
+    ];
+  }
+}
+
+/** The fields of an Anthropic usage object that are set (message_delta sends nulls). */
+function definedFields(usage: AnthropicUsage | undefined): AnthropicUsage {
+  return Object.fromEntries(
+    Object.entries(usage ?? {}).filter(([, value]) =>
+      value !== null && value !== undefined
+    ),
+  );
+}
