@@ -25,11 +25,7 @@ import {
 } from "./input.ts";
 import { lifecycleHeaders } from "../state/catalog.ts";
 import { errorResponse, GatewayError, toGatewayError } from "../errors.ts";
-import type {
-  CallInput,
-  Exchange,
-  Provider,
-} from "../upstream/providers/provider.ts";
+import type { CallInput, Exchange } from "../upstream/providers/provider.ts";
 import { NO_USAGE } from "../upstream/providers/provider.ts";
 import type {
   Billing,
@@ -39,8 +35,6 @@ import type {
 } from "../state/credits/billing.ts";
 import type { Caller } from "../state/callers.ts";
 import type { CatalogEntry } from "../state/catalog.ts";
-import type { ProviderName } from "../upstream/providers/provider.ts";
-import type { RouteName } from "../conventions.ts";
 import type { TraceRecord } from "../observe/tracing.ts";
 import type { Usage } from "../upstream/usage.ts";
 import {
@@ -50,61 +44,12 @@ import {
   maxCostMicros,
 } from "../state/credits/money.ts";
 import { estimateInputTokens } from "./estimate.ts";
-import type { GatewayMetrics } from "../observe/metrics.ts";
-import type { LimitCounters, LimitTicket } from "../state/limits/counters.ts";
+import type { LimitTicket } from "../state/limits/counters.ts";
 import { checkStaticLimits } from "../state/limits/limits.ts";
 import { type Estimated, relayStream, type StreamEnd } from "./stream.ts";
 import { keptBody, recordSpan, type TraceBodies } from "../observe/tracing.ts";
-import {
-  readAnswer,
-  sendUpstream,
-  type Upstream,
-  type UpstreamSettings,
-} from "../upstream/send.ts";
-
-/** What a call needs from the rest of the gateway; each stage takes only its part (the sender its {@linkcode UpstreamSettings}). */
-export interface CallDeps extends UpstreamSettings {
-  /** Credits, ledger and trace storage. */
-  billing: Billing;
-  /** The callers' counted limits (requests and tokens per minute, spend per period). */
-  limits: LimitCounters;
-  /** The process's Prometheus metrics, when the app keeps them. */
-  metrics?: GatewayMetrics;
-  /** Model lookup. */
-  model(id: string): CatalogEntry | undefined;
-  /** The ids of the models a route serves, for the message of a model on the wrong route. */
-  modelsOn(route: RouteName): string[];
-  /** Provider implementations by name. */
-  providers: Record<ProviderName, Provider>;
-  /** Structured log sink (errors, key revocations). */
-  log(record: Record<string, unknown>): void;
-  /** When set, the most bytes of a call's request and (non-streamed) answer its trace keeps, scrubbed; absent: none. */
-  traceBodyBytes?: number;
-}
-
-/** The parts of the HTTP request a call reads. */
-export interface CallRequest {
-  /** The route. */
-  route: RouteName;
-  /** The caller, authenticated from the headers before the body was read. */
-  caller: Caller;
-  /** Request headers. */
-  headers: Headers;
-  /** The raw body text (already size-limited). */
-  bodyText: string;
-  /** Gemini's model and action come from the path. */
-  pathModel?: string;
-  /** Whether the path asked for a stream (Gemini `:streamGenerateContent`). */
-  pathStream?: boolean;
-  /** Query parameters. */
-  query: Record<string, string>;
-  /** Aborted when the caller goes away. */
-  signal: AbortSignal;
-  /** The request id. */
-  requestId: string;
-  /** The trace id. */
-  traceId: string;
-}
+import { readAnswer, sendUpstream, type Upstream } from "../upstream/send.ts";
+import type { CallDeps, CallRequest } from "./deps.ts";
 
 /** How a call ended: what it is charged, and what its trace says. */
 interface Ending {

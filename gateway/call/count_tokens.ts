@@ -11,7 +11,7 @@
  *
  * @module
  */
-import type { CallDeps } from "./call.ts";
+import type { CallDeps } from "./deps.ts";
 import { resolveModel } from "./input.ts";
 import { formatUsd } from "../state/credits/money.ts";
 import { GatewayError } from "../errors.ts";

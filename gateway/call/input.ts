@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { firstIssue } from "../_zod.ts";
-import type { CallDeps, CallRequest } from "./call.ts";
+import type { CallDeps, CallRequest } from "./deps.ts";
 import { GatewayError } from "../errors.ts";
 import { estimateInputTokens } from "./estimate.ts";
 import type {
