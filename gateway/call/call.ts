@@ -165,7 +165,13 @@ class Call implements AsyncDisposable {
     const answer = body === undefined ? text : JSON.stringify(body);
     if (deps.traceBodyBytes) this.#answerText = answer;
     const cost = costMicros(usage, entry.pricing);
-    const { availableMicros } = this.#closeBehind({ usage, cost, status: 200 });
+    // The charge commits behind the answer (see docs/decisions.md).
+    const settlement = this.#giveBack({ usage, cost, status: 200 })
+      ?.settlement;
+    if (!settlement) {
+      throw new Error("unreachable: an answered call holds a reservation");
+    }
+    const { availableMicros } = deps.billing.settleSoon(settlement);
     return servedBy(
       entry,
       notice,
@@ -220,15 +226,6 @@ class Call implements AsyncDisposable {
     if (!closed) return;
     if (closed.settlement) await this.deps.billing.settle(closed.settlement);
     else await this.deps.billing.recordTrace(closed.trace);
-  }
-
-  /** As {@linkcode Call.close}, for an answered call: the charge commits behind the answer (see docs/decisions.md). */
-  #closeBehind(ending: Ending): { availableMicros: number } {
-    const settlement = this.#giveBack(ending)?.settlement;
-    if (!settlement) {
-      throw new Error("unreachable: an answered call holds a reservation");
-    }
-    return this.deps.billing.settleSoon(settlement);
   }
 
   /**
