@@ -10,9 +10,11 @@
  * every path: an answer, an upstream error, an answer in an unexpected
  * shape, a timeout, the caller gone, a throw. `handleCall` holds it with
  * `await using`, so whatever happens the call closes when the handler ends,
- * or, for a stream, when the relay says the stream ended. Reading the body
- * and resolving the model are in `call_input.ts`, sending upstream and
- * reading the answer in `upstream.ts`, the stream relay in `stream.ts`.
+ * or, for a stream, when the relay's `ended` resolves with what the stream
+ * used. Reading the body and resolving the model are in `input.ts`, the
+ * credit hold in `hold.ts`, sending upstream and reading the answer in
+ * `../upstream/send.ts`, the stream relay in `stream.ts`; what the call needs
+ * of the gateway is `deps.ts`.
  *
  * @module
  */
@@ -28,22 +30,16 @@ import { errorResponse, GatewayError, toGatewayError } from "../errors.ts";
 import type { CallInput, Exchange } from "../upstream/providers/provider.ts";
 import { NO_USAGE } from "../upstream/providers/provider.ts";
 import type {
-  Billing,
   CallAttempt,
   Reservation,
   Settlement,
 } from "../state/credits/billing.ts";
-import type { Caller } from "../state/callers.ts";
 import type { CatalogEntry } from "../state/catalog.ts";
 import type { TraceRecord } from "../observe/tracing.ts";
 import type { Usage } from "../upstream/usage.ts";
-import {
-  costMicros,
-  formatUsd,
-  MAX_BALANCE_MICROS,
-  maxCostMicros,
-} from "../state/credits/money.ts";
+import { costMicros, formatUsd } from "../state/credits/money.ts";
 import { estimateInputTokens } from "./estimate.ts";
+import { holdFor, reserveHold } from "./hold.ts";
 import type { LimitTicket } from "../state/limits/counters.ts";
 import { checkStaticLimits } from "../state/limits/limits.ts";
 import { type Estimated, relayStream, type StreamEnd } from "./stream.ts";
@@ -129,7 +125,7 @@ class Call implements AsyncDisposable {
       ...candidates.map((entry) => outputLimit(entry, parsed.maxOutputTokens)),
     ));
     // One hold that covers whichever candidate serves the call.
-    this.#reservation = await reserve(
+    this.#reservation = await reserveHold(
       deps.billing,
       request.caller,
       holdFor(candidates, inputTokens, parsed),
@@ -420,65 +416,6 @@ function tracedError(message: string): string {
   return message.length <= MAX_TRACE_ERROR_CHARS
     ? message
     : `${message.slice(0, MAX_TRACE_ERROR_CHARS)}...`;
-}
-
-/** The most a call may cost on any of its candidates, micro-USD, with the model that costs it. */
-function holdFor(
-  candidates: readonly CatalogEntry[],
-  inputTokens: number,
-  parsed: Pick<ParsedCall, "maxOutputTokens" | "choices" | "predictedTokens">,
-): { amount: number; entry: CatalogEntry } {
-  let hold = { amount: -1, entry: candidates[0] };
-  for (const entry of candidates) {
-    let amount: number;
-    try {
-      amount = maxCostMicros(
-        entry.pricing,
-        inputTokens,
-        parsed.choices *
-          (parsed.predictedTokens + outputLimit(entry, parsed.maxOutputTokens)),
-      );
-    } catch (error) {
-      throw priceOutOfRange(entry, String(error));
-    }
-    if (!Number.isSafeInteger(amount) || amount > MAX_BALANCE_MICROS) {
-      throw priceOutOfRange(
-        entry,
-        `a call may cost ${amount} micro-USD, above the most the gateway can charge (${MAX_BALANCE_MICROS})`,
-      );
-    }
-    if (amount > hold.amount) hold = { amount, entry };
-  }
-  return hold;
-}
-
-/** A model whose stored price the money maths cannot hold: the operator's to fix, said in the log and to the caller. */
-function priceOutOfRange(entry: CatalogEntry, why: string): GatewayError {
-  return new GatewayError(
-    500,
-    `Model "${entry.id}" cannot be charged: its price (input ${entry.pricing.input}, output ${entry.pricing.output} USD per million tokens, up to ${entry.maxOutputTokens} output tokens) is out of range: ${why}; the operator must correct it (PUT /admin/models/${entry.id})`,
-    { code: "model_price_out_of_range" },
-  );
-}
-
-async function reserve(
-  billing: Billing,
-  caller: Caller,
-  hold: { amount: number },
-): Promise<Reservation> {
-  const { amount } = hold;
-  const result = await billing.reserve(caller.id, amount);
-  if (!result.ok) {
-    throw new GatewayError(
-      402,
-      `Insufficient credits: this call may cost up to $${
-        formatUsd(amount)
-      } and $${
-        formatUsd(Math.max(0, result.availableMicros))
-      } is available; lower max_tokens or add credits`,
-    );
-  }
-  return result.reservation;
 }
 
 /** Failures another provider may not share: no free key, the provider down, slow or unreachable. */

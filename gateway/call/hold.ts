@@ -1,0 +1,103 @@
+/**
+ * The credit hold of a call: the most it may cost on whichever candidate
+ * serves it, reserved from the caller's balance before anything is sent.
+ *
+ * @module
+ */
+import { GatewayError } from "../errors.ts";
+import type { Billing, Reservation } from "../state/credits/billing.ts";
+import type { Caller } from "../state/callers.ts";
+import type { CatalogEntry } from "../state/catalog.ts";
+import {
+  formatUsd,
+  MAX_BALANCE_MICROS,
+  maxCostMicros,
+} from "../state/credits/money.ts";
+import { outputLimit, type ParsedCall } from "./input.ts";
+
+/**
+ * The most a call may cost on any of its candidates, micro-USD, with the
+ * model that costs it.
+ *
+ * @param candidates The models that may serve the call.
+ * @param inputTokens The input tokens estimated.
+ * @param parsed The caller's output limit, answers asked for and predicted tokens.
+ * @returns The amount to hold and the candidate it is for.
+ * @throws {GatewayError} A 500 for a model whose price the money maths cannot hold.
+ */
+export function holdFor(
+  candidates: readonly CatalogEntry[],
+  inputTokens: number,
+  parsed: Pick<ParsedCall, "maxOutputTokens" | "choices" | "predictedTokens">,
+): { amount: number; entry: CatalogEntry } {
+  let hold = { amount: -1, entry: candidates[0] };
+  for (const entry of candidates) {
+    let amount: number;
+    try {
+      amount = maxCostMicros(
+        entry.pricing,
+        inputTokens,
+        parsed.choices *
+          (parsed.predictedTokens + outputLimit(entry, parsed.maxOutputTokens)),
+      );
+    } catch (error) {
+      throw priceOutOfRange(entry, String(error));
+    }
+    if (!Number.isSafeInteger(amount) || amount > MAX_BALANCE_MICROS) {
+      throw priceOutOfRange(
+        entry,
+        `a call may cost ${amount} micro-USD, above the most the gateway can charge (${MAX_BALANCE_MICROS})`,
+      );
+    }
+    if (amount > hold.amount) hold = { amount, entry };
+  }
+  return hold;
+}
+
+/**
+ * A model whose stored price the money maths cannot hold: the operator's to
+ * fix, said in the log and to the caller.
+ *
+ * @param entry The model.
+ * @param why What the maths refused.
+ * @returns The 500 to fail the call with.
+ */
+export function priceOutOfRange(
+  entry: CatalogEntry,
+  why: string,
+): GatewayError {
+  return new GatewayError(
+    500,
+    `Model "${entry.id}" cannot be charged: its price (input ${entry.pricing.input}, output ${entry.pricing.output} USD per million tokens, up to ${entry.maxOutputTokens} output tokens) is out of range: ${why}; the operator must correct it (PUT /admin/models/${entry.id})`,
+    { code: "model_price_out_of_range" },
+  );
+}
+
+/**
+ * Reserves the hold from the caller's balance.
+ *
+ * @param billing The credit store.
+ * @param caller The caller.
+ * @param hold The amount to hold, micro-USD.
+ * @returns The reservation.
+ * @throws {GatewayError} A 402 saying what the call may cost and what is available.
+ */
+export async function reserveHold(
+  billing: Billing,
+  caller: Caller,
+  hold: { amount: number },
+): Promise<Reservation> {
+  const { amount } = hold;
+  const result = await billing.reserve(caller.id, amount);
+  if (!result.ok) {
+    throw new GatewayError(
+      402,
+      `Insufficient credits: this call may cost up to $${
+        formatUsd(amount)
+      } and $${
+        formatUsd(Math.max(0, result.availableMicros))
+      } is available; lower max_tokens or add credits`,
+    );
+  }
+  return result.reservation;
+}
