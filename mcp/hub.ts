@@ -1,12 +1,16 @@
 /**
  * {@linkcode BaseHub}: a named group of internal tools (setup, evaluate, …)
- * that an `MCPServer` exposes behind one dispatcher tool.
+ * that an `MCPServer` exposes behind one dispatcher tool, and
+ * {@linkcode registerHub}, which registers that dispatcher and the hub's
+ * function list.
  *
  * @module
  */
 import { z } from "zod";
 import { ProtocolError, ProtocolErrorCode } from "./_sdk.ts";
-import type { CallToolResult } from "./_sdk.ts";
+import type { CallToolResult, McpServer, RegisteredTool } from "./_sdk.ts";
+import { harnessRefusal } from "./harness.ts";
+import { normalizeResourceResult } from "./resource.ts";
 import {
   formatZodError,
   type JsonSchema,
@@ -14,6 +18,7 @@ import {
 } from "./_schema.ts";
 import {
   normalizeToolResult,
+  registerToolDefinition,
   type Shape,
   type ToolExtra,
   type ToolFunction,
@@ -262,6 +267,49 @@ export class BaseHub<Env = any> {
       ...lines,
     ].join("\n");
   }
+}
+
+/**
+ * Registers a hub on an SDK server: one dispatcher tool named after it (input
+ * `{name, arguments}`) and a `{hub}://functions` resource listing its tools.
+ * Tools the hub gains later are added to the dispatcher.
+ *
+ * @param server The server whose registry gets the dispatcher and resource.
+ * @param hub The hub.
+ * @param harnessAllowed Whether a request may call the hub; a refused one gets
+ * the harness refusal. Omit it for a hub anyone may call.
+ */
+export function registerHub(
+  server: McpServer,
+  hub: BaseHub,
+  harnessAllowed?: (extra: ToolExtra) => boolean,
+): void {
+  if (hub.tools.length === 0) {
+    // Its dispatcher would offer `name: enum []`, which no agent can call.
+    console.error(
+      `Warning: hub "${hub.name}" is mounted with no tools; add them with ${hub.name}.tool(...) (the dispatcher lists them as they come)`,
+    );
+  }
+  const dispatcher: RegisteredTool = registerToolDefinition(server, {
+    name: hub.name,
+    description: hub.dispatcherDescription(),
+    input: hub.dispatcherInput(),
+    handler: (args, extra) =>
+      harnessAllowed && !harnessAllowed(extra)
+        ? harnessRefusal(hub.name)
+        : hub.dispatch(String(args.name), args.arguments, extra),
+  });
+  server.registerResource(`${hub.name} functions`, `${hub.name}://functions`, {
+    description:
+      `Tools of the "${hub.name}" hub: name, description, input schema`,
+    mimeType: "application/json",
+  }, (uri) => normalizeResourceResult(uri, hub.functions()));
+  hub.onChange(() => {
+    dispatcher.update({
+      paramsSchema: z.object(hub.dispatcherInput()),
+      description: hub.dispatcherDescription(),
+    });
+  });
 }
 
 function errorResult(message: string): CallToolResult {

@@ -41,13 +41,9 @@
  * @module
  */
 export { MCPServer } from "./server.ts";
-export type {
-  ListName,
-  MCPServerOptions,
-  RunOptions,
-  ToolMethodDecorator,
-  TransportName,
-} from "./server.ts";
+export type { MCPServerOptions } from "./server.ts";
+export type { ListName } from "./instances.ts";
+export type { RunOptions, TransportName } from "./run.ts";
 export { BaseHub } from "./hub.ts";
 export type { HubFunction, HubTool } from "./hub.ts";
 export { BaseTool, normalizeToolResult } from "./tool.ts";
@@ -58,6 +54,7 @@ export type {
   ToolDefinition,
   ToolExtra,
   ToolFunction,
+  ToolMethodDecorator,
   ToolOptions,
   ToolReturn,
 } from "./tool.ts";

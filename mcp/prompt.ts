@@ -1,11 +1,22 @@
 /**
- * Prompts for `MCPServer.prompt(options, fn)`: options, and the normalisation
- * that turns what a prompt function returns into a `GetPromptResult`.
+ * Prompts for `MCPServer.prompt(options, fn)`: options, their registration on
+ * an SDK server, and the normalisation that turns what a prompt function
+ * returns into a `GetPromptResult`.
  *
  * @module
  */
-import type { ContentBlock } from "./_sdk.ts";
-import type { Shape, ToolArgs, ToolExtra } from "./tool.ts";
+import type {
+  ContentBlock,
+  McpServer,
+  RegisteredPrompt,
+  ServerContext,
+} from "./_sdk.ts";
+import {
+  type Shape,
+  type ToolArgs,
+  type ToolExtra,
+  toolExtra,
+} from "./tool.ts";
 
 /** Options of `MCPServer.prompt()`. */
 export interface PromptOptions<S extends Shape = Shape> {
@@ -74,4 +85,39 @@ export function toPromptResult(value: PromptReturn): PromptResult {
     return value as PromptResult;
   }
   return { messages: [{ role: "user", content: value as ContentBlock }] };
+}
+
+/**
+ * Registers a prompt function on an SDK server; its arguments are validated
+ * by `options.input` and what it returns goes through
+ * {@linkcode toPromptResult}.
+ *
+ * @param server The server whose registry gets the prompt.
+ * @param options Name (default: `fn.name`), title, description, zod `input`.
+ * @param fn The prompt function.
+ * @throws {TypeError} When neither `options.name` nor `fn.name` names it.
+ */
+export function registerPromptFunction<S extends Shape>(
+  server: McpServer,
+  options: PromptOptions<S>,
+  fn: PromptFunction<S>,
+): void {
+  const name = options.name ?? fn.name;
+  if (!name) throw new TypeError("Cannot register a prompt without a name");
+  const register = server.registerPrompt as (
+    name: string,
+    config: Record<string, unknown>,
+    cb: (args: unknown, ctx: ServerContext) => Promise<unknown>,
+  ) => RegisteredPrompt;
+  register.call(
+    server,
+    name,
+    {
+      title: options.title,
+      description: options.description,
+      argsSchema: options.input ?? {},
+    },
+    async (args, ctx) =>
+      toPromptResult(await fn(args as ToolArgs<S>, toolExtra(ctx))),
+  );
 }

@@ -1,8 +1,9 @@
 /**
- * What `MCPServer.run()` does around the transport: pick and start it with
- * its settings from the options or the environment, and stop it the way a
- * container runtime expects (SIGTERM: drain, hooks, exit 0; SIGINT: exit 130;
- * a `deno run --watch` reload: close, no hooks).
+ * What `MCPServer.run()` does around the transport: its options, picking and
+ * starting it with its settings from the options or the environment, serving
+ * until it stops, and stopping it the way a container runtime expects
+ * (SIGTERM: drain, hooks, exit 0; SIGINT: exit 130; a `deno run --watch`
+ * reload: close, no hooks).
  *
  * @module
  */
@@ -12,7 +13,6 @@ import {
   startStdio,
 } from "./run_stdio.ts";
 import type { HudSource } from "./hud/serve.ts";
-import type { RunOptions } from "./server.ts";
 import {
   installSignalHandlers,
   ReloadDetector,
@@ -24,6 +24,44 @@ const DEFAULT_PORT = 8765;
 const DEFAULT_HOST = "127.0.0.1";
 const DEFAULT_SESSION_IDLE_MS = 5 * 60_000;
 const CLOSE_TIMEOUT_MS = 2_000;
+
+/** The transports `run()` serves. */
+export type TransportName = "stdio" | "http" | "sse" | "hud";
+
+/** Options of `MCPServer.run()`. */
+export interface RunOptions {
+  /** `"stdio"` (default), `"http"` (Streamable HTTP at `/mcp`), `"sse"` (legacy SSE) or `"hud"` (HUD v6's control channel over TCP). */
+  transport?: TransportName | (string & Record<never, never>);
+  /** Port for http, sse and hud; default `MCP_PORT` or 8765; 0 picks a free port. */
+  port?: number;
+  /** Interface for http, sse and hud; default `MCP_HOST` or 127.0.0.1 (`0.0.0.0` in containers). */
+  host?: string;
+  /** Legacy sessions without a request for this long are closed (ms, default 5 min). */
+  sessionIdleMs?: number;
+  /** The most legacy sessions open at once (default `MCP_MAX_SESSIONS` or 256); past it the session idle longest (a minute or more) is closed, or the new one refused. */
+  maxSessions?: number;
+  /** When set (default `MCP_DEV_TOKEN`), `/dev` requires `Authorization: Bearer <token>`. */
+  devToken?: string;
+  /**
+   * Streamable HTTP sessions keep their recent events, so a client on
+   * protocol 2025-11-25 resumes a broken stream (or one a tool closed with
+   * `extra.closeSSEStream()`) with `Last-Event-ID` (default false, as in the SDK).
+   */
+  resumable?: boolean;
+  /**
+   * Refuse every HTTP request a browser page sends (an `Origin` header), on
+   * `/mcp` and `/dev` (default false; `MCP_REFUSE_BROWSERS=1`). Set it when
+   * the agent drives a browser on the same host: a page it opens could
+   * otherwise call the tools directly, those its scenario left out included.
+   */
+  refuseBrowsers?: boolean;
+  /** Stops the server when aborted. */
+  signal?: AbortSignal;
+  /** Called with the bound address once http, sse or hud listens. */
+  onListen?: (addr: Deno.NetAddr) => void;
+  /** Install SIGTERM/SIGINT handling (default true); embedders and tests may opt out. */
+  handleSignals?: boolean;
+}
 
 /** A positive integer from an environment variable, or `undefined` when unset; anything else stops start-up with one line. */
 function positiveInt(value: string | undefined, name: string) {
@@ -162,6 +200,38 @@ export function handleStopSignals(
     remove();
     reloads?.close();
   };
+}
+
+/**
+ * Waits until a started transport finishes: until `options.signal` aborts,
+ * the transport is closed, or a stop signal (unless `handleSignals` is false)
+ * ends it; then removes the signal handling.
+ *
+ * @param running The started transport.
+ * @param options `run()`'s options.
+ * @param control The server's side of stopping; the transport's own calls count as busy too.
+ * @returns Resolves when the transport has finished.
+ */
+export async function serveUntilStopped(
+  running: StartedTransport,
+  options: RunOptions,
+  control: StopControl,
+): Promise<void> {
+  const removeSignals = options.handleSignals === false
+    ? () => {}
+    : handleStopSignals(running, {
+      ...control,
+      busy: () => running.busy?.() || control.busy(),
+    });
+  const abort = () => running.close();
+  options.signal?.addEventListener("abort", abort, { once: true });
+  if (options.signal?.aborted) await abort();
+  try {
+    await running.finished;
+  } finally {
+    options.signal?.removeEventListener("abort", abort);
+    removeSignals();
+  }
 }
 
 async function closeWithin(

@@ -1,7 +1,11 @@
 /**
  * {@linkcode MCPServer}: the SDK's `McpServer` with initialize and shutdown
- * hooks, function-returning `tool`/`resource`, hubs, composition and a
- * container-ready `run()`.
+ * hooks, function-returning `tool`/`resource`/`prompt`, scenarios, hubs,
+ * composition and a container-ready `run()`. The class holds the server's
+ * state and delegates each concern: registration to `tool.ts`,
+ * `resource.ts`, `prompt.ts`, `hub.ts` and `scenario_wire.ts`, composition
+ * to `compose.ts`, the protocol instances to `instances.ts`, and running to
+ * `run.ts`.
  *
  * @module
  */
@@ -10,28 +14,20 @@ import {
   McpServer,
   type McpServerOptions,
   type ProtocolEra,
-  type RegisteredPrompt,
   type RegisteredTool,
-  type ServerContext,
   type Transport,
 } from "./_sdk.ts";
-import type { Server } from "./_sdk.ts";
-import {
-  guardRequestHandlers,
-  inFlightRequests,
-  shareRegistry,
-} from "./_sdk_internals.ts";
-import { harnessAllowed, harnessRefusal } from "./harness.ts";
-import type { BaseHub } from "./hub.ts";
+import { shareRegistry } from "./_sdk_internals.ts";
+import { harnessAllowed } from "./harness.ts";
+import { type BaseHub, registerHub } from "./hub.ts";
 import {
   type InitializeContext,
-  initializeContext,
   type InitializeHook,
   InitializeHooks,
 } from "./initialize.ts";
 import { type Composition, syncComposition } from "./compose.ts";
+import { type ListName, ProtocolInstances } from "./instances.ts";
 import {
-  normalizeResourceResult,
   registerResourceFunction,
   type ResourceFunction,
   type ResourceOptions,
@@ -39,11 +35,11 @@ import {
 import { runShutdownHooks, type ShutdownHook } from "./signals.ts";
 import {
   env,
-  handleStopSignals,
+  type RunOptions,
+  serveUntilStopped,
   type StartedTransport,
   startTransport,
 } from "./run.ts";
-import { z } from "zod";
 import type { ScenarioFunction, ScenarioOptions } from "./scenario.ts";
 import type { Capability } from "./hud/capability.ts";
 import type { TaskDefinition } from "./hud/channel.ts";
@@ -51,19 +47,17 @@ import { Scenarios } from "./scenario_wire.ts";
 import {
   type PromptFunction,
   type PromptOptions,
-  toPromptResult,
+  registerPromptFunction,
 } from "./prompt.ts";
 import {
   BaseTool,
-  normalizeToolResult,
+  registerToolDefinition,
   type Shape,
-  type ToolArgs,
+  toolDecorator,
   type ToolDefinition,
-  type ToolExtra,
-  toolExtra,
   type ToolFunction,
+  type ToolMethodDecorator,
   type ToolOptions,
-  type ToolReturn,
 } from "./tool.ts";
 
 /** Options of the {@linkcode MCPServer} constructor; the rest goes to the SDK. */
@@ -89,57 +83,6 @@ export interface MCPServerOptions extends McpServerOptions {
   /** The hubs only the harness may call when `harnessToken` is set; default `["setup", "evaluate"]`. */
   harnessHubs?: readonly string[];
 }
-
-/** The lists a server announces changes of. */
-export type ListName = "tools" | "resources" | "prompts";
-
-/** The transports `run()` serves. */
-export type TransportName = "stdio" | "http" | "sse" | "hud";
-
-/** Options of {@linkcode MCPServer.run}. */
-export interface RunOptions {
-  /** `"stdio"` (default), `"http"` (Streamable HTTP at `/mcp`), `"sse"` (legacy SSE) or `"hud"` (HUD v6's control channel over TCP). */
-  transport?: TransportName | (string & Record<never, never>);
-  /** Port for http, sse and hud; default `MCP_PORT` or 8765; 0 picks a free port. */
-  port?: number;
-  /** Interface for http, sse and hud; default `MCP_HOST` or 127.0.0.1 (`0.0.0.0` in containers). */
-  host?: string;
-  /** Legacy sessions without a request for this long are closed (ms, default 5 min). */
-  sessionIdleMs?: number;
-  /** The most legacy sessions open at once (default `MCP_MAX_SESSIONS` or 256); past it the session idle longest (a minute or more) is closed, or the new one refused. */
-  maxSessions?: number;
-  /** When set (default `MCP_DEV_TOKEN`), `/dev` requires `Authorization: Bearer <token>`. */
-  devToken?: string;
-  /**
-   * Streamable HTTP sessions keep their recent events, so a client on
-   * protocol 2025-11-25 resumes a broken stream (or one a tool closed with
-   * `extra.closeSSEStream()`) with `Last-Event-ID` (default false, as in the SDK).
-   */
-  resumable?: boolean;
-  /**
-   * Refuse every HTTP request a browser page sends (an `Origin` header), on
-   * `/mcp` and `/dev` (default false; `MCP_REFUSE_BROWSERS=1`). Set it when
-   * the agent drives a browser on the same host: a page it opens could
-   * otherwise call the tools directly, those its scenario left out included.
-   */
-  refuseBrowsers?: boolean;
-  /** Stops the server when aborted. */
-  signal?: AbortSignal;
-  /** Called with the bound address once http, sse or hud listens. */
-  onListen?: (addr: Deno.NetAddr) => void;
-  /** Install SIGTERM/SIGINT handling (default true); embedders and tests may opt out. */
-  handleSignals?: boolean;
-}
-
-/** A TC39 method decorator that registers the method as a tool. */
-export type ToolMethodDecorator<S extends Shape> = <
-  This,
-  F extends (
-    this: This,
-    args: ToolArgs<S>,
-    extra: ToolExtra,
-  ) => ToolReturn | Promise<ToolReturn>,
->(value: F, context: ClassMethodDecoratorContext<This, F>) => F;
 
 /**
  * An MCP server for evaluation environments. It is the SDK's `McpServer`
@@ -181,7 +124,7 @@ export class MCPServer extends McpServer {
   readonly #sdkOptions: McpServerOptions;
   readonly #initializeHooks = new InitializeHooks();
   readonly #shutdownHooks: ShutdownHook[] = [];
-  readonly #protocols = new Map<Server, ProtocolEra>();
+  readonly #instances = new ProtocolInstances(this.#initializeHooks);
   readonly #hubs = new Map<string, BaseHub>();
   readonly #compositions = new Map<MCPServer, Composition>();
   readonly #changeListeners = new Set<(list: ListName) => void>();
@@ -224,7 +167,7 @@ export class MCPServer extends McpServer {
     this.#harnessToken = harnessToken || undefined;
     this.#harnessHubs = new Set(harnessHubs);
     this.#sdkOptions = sdkOptions;
-    this.#adopt(this.server, "legacy");
+    this.#instances.adopt(this.server, "legacy", true);
   }
 
   /** The mounted hubs. */
@@ -292,29 +235,15 @@ export class MCPServer extends McpServer {
         "Cannot register a tool: expected tool({ name, description, input }, fn) (the SDK's own form is registerTool(name, config, fn))",
       );
     }
-    if (fn === undefined) return this.#toolDecorator(options);
+    if (fn === undefined) {
+      return toolDecorator(options, (def) => this.#registerTool(def));
+    }
     this.#registerTool({
       ...options,
       name: options.name ?? fn.name,
       handler: fn,
     });
     return fn;
-  }
-
-  #toolDecorator(options: ToolOptions): ToolMethodDecorator<Shape> {
-    const register = (def: ToolDefinition) => this.#registerTool(def);
-    return (value, context) => {
-      context.addInitializer(function () {
-        const handler: ToolFunction = (args, extra) =>
-          value.call(this, args, extra);
-        register({
-          ...options,
-          name: options.name ?? String(context.name),
-          handler,
-        });
-      });
-      return value;
-    };
   }
 
   /**
@@ -333,29 +262,7 @@ export class MCPServer extends McpServer {
   }
 
   #registerTool(def: ToolDefinition): RegisteredTool {
-    if (!def.name) throw new TypeError("Cannot register a tool without a name");
-    const handler = def.handler;
-    const register = this.registerTool as (
-      name: string,
-      config: Record<string, unknown>,
-      cb: (args: unknown, ctx: ServerContext) => Promise<unknown>,
-    ) => RegisteredTool;
-    return register.call(
-      this,
-      def.name,
-      {
-        title: def.title,
-        description: def.description,
-        inputSchema: def.input ?? {},
-        outputSchema: def.output,
-        annotations: def.annotations,
-        _meta: def._meta,
-      },
-      async (args, ctx) =>
-        normalizeToolResult(
-          await handler(args as ToolArgs<Shape>, toolExtra(ctx)),
-        ),
-    );
+    return registerToolDefinition(this, def);
   }
 
   /**
@@ -382,33 +289,14 @@ export class MCPServer extends McpServer {
       throw new Error(`Hub "${target.name}" is already mounted`);
     }
     const hub = target;
-    if (hub.tools.length === 0) {
-      // Its dispatcher would offer `name: enum []`, which no agent can call.
-      console.error(
-        `Warning: hub "${hub.name}" is mounted with no tools; add them with ${hub.name}.tool(...) (the dispatcher lists them as they come)`,
-      );
-    }
-    const dispatcher = this.#registerTool({
-      name: hub.name,
-      description: hub.dispatcherDescription(),
-      input: hub.dispatcherInput(),
-      handler: (args, extra) =>
-        this.#harnessHubs.has(hub.name) &&
-          !harnessAllowed(this.#harnessToken, extra)
-          ? harnessRefusal(hub.name)
-          : hub.dispatch(String(args.name), args.arguments, extra),
-    });
-    this.registerResource(`${hub.name} functions`, `${hub.name}://functions`, {
-      description:
-        `Tools of the "${hub.name}" hub: name, description, input schema`,
-      mimeType: "application/json",
-    }, (uri) => normalizeResourceResult(uri, hub.functions()));
-    hub.onChange(() => {
-      dispatcher.update({
-        paramsSchema: z.object(hub.dispatcherInput()),
-        description: hub.dispatcherDescription(),
-      });
-    });
+    const token = this.#harnessToken;
+    registerHub(
+      this,
+      hub,
+      this.#harnessHubs.has(hub.name)
+        ? (extra) => harnessAllowed(token, extra)
+        : undefined,
+    );
     this.#hubs.set(hub.name, hub);
   }
 
@@ -491,24 +379,7 @@ export class MCPServer extends McpServer {
     options: PromptOptions<S>,
     fn: F,
   ): F {
-    const name = options.name ?? fn.name;
-    if (!name) throw new TypeError("Cannot register a prompt without a name");
-    const register = this.registerPrompt as (
-      name: string,
-      config: Record<string, unknown>,
-      cb: (args: unknown, ctx: ServerContext) => Promise<unknown>,
-    ) => RegisteredPrompt;
-    register.call(
-      this,
-      name,
-      {
-        title: options.title,
-        description: options.description,
-        argsSchema: options.input ?? {},
-      },
-      async (args, ctx) =>
-        toPromptResult(await fn(args as ToolArgs<S>, toolExtra(ctx))),
-    );
+    registerPromptFunction(this, options, fn);
     return fn;
   }
 
@@ -597,35 +468,8 @@ export class MCPServer extends McpServer {
       capabilities: this.server.getCapabilities(),
     });
     shareRegistry(this, instance);
-    this.#adopt(instance.server, era);
+    this.#instances.adopt(instance.server, era);
     return instance;
-  }
-
-  /**
-   * Runs the initialize hooks in front of every request but
-   * `server/discover`, and tracks the instance for list-changed
-   * notifications and the SIGTERM drain until it closes.
-   */
-  #adopt(server: Server, era: ProtocolEra): void {
-    guardRequestHandlers(
-      server,
-      (method) => method !== "server/discover",
-      (request, ctx) =>
-        this.#initializeHooks.done ? undefined : this.#initializeHooks.run(
-          initializeContext(
-            request as Parameters<typeof initializeContext>[0],
-            ctx as ServerContext,
-          ),
-        ),
-    );
-    this.#protocols.set(server, era);
-    if (server !== this.server) {
-      const previous = server.onclose;
-      server.onclose = () => {
-        previous?.();
-        this.#protocols.delete(server);
-      };
-    }
   }
 
   /** Tells every client that the tool list changed (legacy sessions by notification, modern ones on `subscriptions/listen`). */
@@ -655,20 +499,11 @@ export class MCPServer extends McpServer {
     return () => this.#changeListeners.delete(listener);
   }
 
-  // Legacy sessions still inside `initialize` (no client version yet) are
-  // skipped: notifications may only follow the handshake, and they list
-  // afterwards anyway. A modern stdio connection's instance routes the
-  // notification onto its subscriptions; per-request HTTP instances are
-  // reached through `onListChanged`.
-  #broadcast(list: ListName, send: (server: Server) => Promise<void>): void {
-    for (const [server, era] of this.#protocols) {
-      if (
-        !server.transport || (era === "legacy" && !server.getClientVersion())
-      ) continue;
-      send(server).catch((error) =>
-        console.error("Cannot send list-changed notification:", error)
-      );
-    }
+  #broadcast(
+    list: ListName,
+    send: Parameters<ProtocolInstances["broadcast"]>[0],
+  ): void {
+    this.#instances.broadcast(send);
     for (const listener of this.#changeListeners) listener(list);
   }
 
@@ -693,26 +528,14 @@ export class MCPServer extends McpServer {
       harnessToken: this.#harnessToken,
     }));
     this.#running = running;
-    const removeSignals = options.handleSignals === false
-      ? () => {}
-      : handleStopSignals(running, {
+    try {
+      await serveUntilStopped(running, options, {
         name: this.info.name,
         shutdownTimeoutMs: this.shutdownTimeoutMs,
         shutdownHooks: this.#shutdownHooks,
-        busy: () =>
-          running.busy?.() ||
-          [...this.#protocols.keys()].some((server) =>
-            inFlightRequests(server) > 0
-          ),
+        busy: () => this.#instances.busy(),
       });
-    const abort = () => running.close();
-    options.signal?.addEventListener("abort", abort, { once: true });
-    if (options.signal?.aborted) await abort();
-    try {
-      await running.finished;
     } finally {
-      options.signal?.removeEventListener("abort", abort);
-      removeSignals();
       this.#running = undefined;
     }
   }

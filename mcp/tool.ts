@@ -1,6 +1,7 @@
 /**
- * Tool definitions, the {@linkcode BaseTool} class, and the normalisation that
- * turns whatever a tool returns into an MCP `CallToolResult`.
+ * Tool definitions, the {@linkcode BaseTool} class, their registration on an
+ * SDK server, and the normalisation that turns whatever a tool returns into
+ * an MCP `CallToolResult`.
  *
  * @module
  */
@@ -8,6 +9,8 @@ import type { z } from "zod";
 import type {
   CallToolResult,
   ContentBlock,
+  McpServer,
+  RegisteredTool,
   ServerContext,
   ServerNotification,
   ToolAnnotations,
@@ -278,4 +281,78 @@ export function normalizeToolResult(value: unknown): CallToolResult {
     return { content: [text(JSON.stringify(value))], structuredContent: value };
   }
   return { content: [text(String(value))] };
+}
+
+/** A TC39 method decorator that registers the method as a tool. */
+export type ToolMethodDecorator<S extends Shape> = <
+  This,
+  F extends (
+    this: This,
+    args: ToolArgs<S>,
+    extra: ToolExtra,
+  ) => ToolReturn | Promise<ToolReturn>,
+>(value: F, context: ClassMethodDecoratorContext<This, F>) => F;
+
+/**
+ * Registers a tool definition on an SDK server; whatever its handler returns
+ * is normalised to a `CallToolResult`.
+ *
+ * @param server The server whose registry gets the tool.
+ * @param def The definition; it must have a name.
+ * @returns The SDK's handle of the registered tool.
+ * @throws {TypeError} When the definition has no name.
+ */
+export function registerToolDefinition(
+  server: McpServer,
+  def: ToolDefinition,
+): RegisteredTool {
+  if (!def.name) throw new TypeError("Cannot register a tool without a name");
+  const handler = def.handler;
+  const register = server.registerTool as (
+    name: string,
+    config: Record<string, unknown>,
+    cb: (args: unknown, ctx: ServerContext) => Promise<unknown>,
+  ) => RegisteredTool;
+  return register.call(
+    server,
+    def.name,
+    {
+      title: def.title,
+      description: def.description,
+      inputSchema: def.input ?? {},
+      outputSchema: def.output,
+      annotations: def.annotations,
+      _meta: def._meta,
+    },
+    async (args, ctx) =>
+      normalizeToolResult(
+        await handler(args as ToolArgs<Shape>, toolExtra(ctx)),
+      ),
+  );
+}
+
+/**
+ * A method decorator that registers each instance's method as a tool when the
+ * instance is built (name: `options.name`, else the method's name).
+ *
+ * @param options The tool's options.
+ * @param register Registers the definition.
+ * @returns The decorator.
+ */
+export function toolDecorator(
+  options: ToolOptions,
+  register: (def: ToolDefinition) => unknown,
+): ToolMethodDecorator<Shape> {
+  return (value, context) => {
+    context.addInitializer(function () {
+      const handler: ToolFunction = (args, extra) =>
+        value.call(this, args, extra);
+      register({
+        ...options,
+        name: options.name ?? String(context.name),
+        handler,
+      });
+    });
+    return value;
+  };
 }
