@@ -19,7 +19,8 @@ import { checkStaticLimits } from "../state/limits/limits.ts";
 import { parseJson } from "../upstream/providers/provider.ts";
 import type { Caller } from "../state/callers.ts";
 import type { RouteName } from "../conventions.ts";
-import { sendUpstream, upstreamFailure } from "../upstream/send.ts";
+import { sendUpstream } from "../upstream/send.ts";
+import { upstreamFailure } from "../upstream/rules.ts";
 
 /** One count-tokens request. */
 export interface CountTokensRequest {

@@ -22,7 +22,7 @@ import { parseJson } from "../upstream/providers/provider.ts";
 import type { ProviderKey } from "../upstream/key_pool.ts";
 import type { RouteName } from "../conventions.ts";
 import type { Usage } from "../upstream/usage.ts";
-import { unreadableUsage, upstreamFailure } from "../upstream/send.ts";
+import { unreadableUsage, upstreamFailure } from "../upstream/rules.ts";
 import { UnreadableUsageError } from "../upstream/usage.ts";
 
 /** How long an abandoned stream whose content was complete is read on for its usage event, ms. */

@@ -7,7 +7,7 @@ import {
   ruleOfAnswer,
   ruleOfThrown,
   TRANSIENT_RETRIES,
-} from "./send.ts";
+} from "./rules.ts";
 
 const NONE = new Headers();
 
