@@ -1,6 +1,7 @@
 /**
  * Reading client messages that may be hostile: the JSON-RPC 2.0 error a
- * transport answers with instead of dropping the input (or the connection).
+ * transport answers with instead of dropping the input (or the connection),
+ * and the same for an HTTP POST body.
  *
  * @module
  */
@@ -76,4 +77,45 @@ export function readMessage(text: string): ReadResult {
     return { error: inputError(PARSE_ERROR, "Parse error: invalid JSON") };
   }
   return validateMessage(value);
+}
+
+/**
+ * Parses a POST body as JSON-RPC: one message or a batch, else the error response.
+ *
+ * @param request The HTTP request.
+ * @returns The parsed body, or the 400 response to send.
+ */
+export async function readJsonRpcBody(request: Request): Promise<unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(await request.text());
+  } catch {
+    return jsonRpcErrorResponse(400, PARSE_ERROR, "Parse error: invalid JSON");
+  }
+  const messages = Array.isArray(value) && value.length > 0 ? value : [value];
+  for (const message of messages) {
+    const read = validateMessage(message);
+    if ("error" in read) {
+      return Response.json(read.error, { status: 400 });
+    }
+  }
+  return value;
+}
+
+/**
+ * A JSON-RPC error as an HTTP response, with no request id.
+ *
+ * @param status The HTTP status.
+ * @param code The JSON-RPC error code.
+ * @param message The error message.
+ * @returns The response.
+ */
+export function jsonRpcErrorResponse(
+  status: number,
+  code: number,
+  message: string,
+): Response {
+  return Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, {
+    status,
+  });
 }

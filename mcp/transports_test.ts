@@ -1,9 +1,6 @@
 import assert from "node:assert/strict";
-import {
-  createHttpApp,
-  type HttpAppOptions,
-  MAX_CLIENT_INFO_BYTES,
-} from "./transports.ts";
+import { createHttpApp, type HttpAppOptions } from "./transports.ts";
+import { MAX_CLIENT_INFO_BYTES } from "./http_sessions.ts";
 import { initializeMessage } from "../tests/_mcp_client.ts";
 import { createCounterEnv } from "../tests/fixtures/mcp_counter_env.ts";
 
