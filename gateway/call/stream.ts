@@ -16,7 +16,7 @@ import { createParser } from "eventsource-parser";
 import { GatewayError, streamErrorFrame } from "../errors.ts";
 import { deadlines, upstreamTimeout } from "../upstream/deadlines.ts";
 import { outputTextTokens } from "./estimate.ts";
-import { scrubKey, scrubsKey } from "../upstream/key_pool.ts";
+import { scrubKey, scrubsKey } from "../upstream/scrub.ts";
 import type { Exchange } from "../upstream/providers/provider.ts";
 import { parseJson } from "../upstream/providers/provider.ts";
 import type { ProviderKey } from "../upstream/key_pool.ts";

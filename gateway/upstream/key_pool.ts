@@ -1,15 +1,27 @@
 /**
- * Provider key pool: lends each call the least-used healthy key that has room
- * under its requests-per-minute and tokens-per-minute limits, and takes it
- * back once, with how the call ended on it ({@linkcode KeyOutcome}): a 429
- * cools the key down, a refusal blamed on the key takes it out for a while,
- * and any other end gives it back as it was.
+ * Provider key pool: lends each call the least-loaded usable key (fewest
+ * requests in the last minute plus calls in flight) that has room under its
+ * requests-per-minute and tokens-per-minute limits, and takes each loan back
+ * once ({@linkcode MemoryKeyPool.release}) with how the call ended on it
+ * ({@linkcode KeyOutcome}):
+ * - `answered`: the key is healthy again (its refusals and 403s forgotten),
+ *   and its minute is corrected from the estimate to the tokens used;
+ * - `rateLimited` (a 429): the key cools down for the provider's
+ *   `retry-after`, else the pool's default;
+ * - `refused` (401, or 403s from {@linkcode FORBIDDEN_REQUESTS_TO_REFUSE}
+ *   different requests, see {@linkcode refusalBlame}): the key cools down
+ *   for a time that doubles with each refusal in a row
+ *   ({@linkcode refusedCooldownMs}); when that ends, one call at a time
+ *   probes it, and the probe's answer makes it healthy again;
+ * - `failed`: the key goes back as it was, its estimated tokens returned.
  *
  * The pool lives in the memory of one process: it is on the hot path. Given
- * the gateway's store, a key's limits hold across every process sharing it:
- * each process lends a key only from a slice it claimed of the key's
- * per-minute counter in the store (`limits/provider_keys.ts` states the
- * bound); without a store they are per process.
+ * the gateway's store, two things hold across every process sharing it:
+ * each key's limits (a process lends a key only from a slice it claimed of
+ * the key's per-minute counter, `state/limits/provider_keys.ts` states the
+ * bound) and its cool-downs (a 429 or refusal one process met is reported,
+ * and the others skip the key until it ends). Without a store both are per
+ * process.
  *
  * @module
  */
@@ -19,10 +31,7 @@ import {
   SharedKeyWindows,
 } from "../state/limits/provider_keys.ts";
 import type { ProviderName } from "./providers/provider.ts";
-
-const WINDOW_MS = 60_000;
-const BUCKET_MS = 1_000;
-const BUCKETS = WINDOW_MS / BUCKET_MS;
+import { MinuteWindow } from "./key_window.ts";
 
 /** Per-provider key settings. */
 export interface ProviderKeys {
@@ -60,69 +69,9 @@ export interface KeyPoolOptions {
   store?: Deno.Kv;
 }
 
-/** A minute of use, in one-second buckets. */
-class Window {
-  readonly #requests = new Float64Array(BUCKETS);
-  readonly #tokens = new Float64Array(BUCKETS);
-  readonly #stamps = new Float64Array(BUCKETS).fill(-1);
-
-  /** The bucket of `now`, or -1 when that second has left the window. */
-  #slot(now: number): number {
-    const second = Math.floor(now / BUCKET_MS);
-    const slot = second % BUCKETS;
-    if (this.#stamps[slot] > second) return -1;
-    if (this.#stamps[slot] !== second) {
-      this.#stamps[slot] = second;
-      this.#requests[slot] = 0;
-      this.#tokens[slot] = 0;
-    }
-    return slot;
-  }
-
-  add(now: number, requests: number, tokens: number): void {
-    const slot = this.#slot(now);
-    if (slot < 0) return;
-    this.#requests[slot] += requests;
-    this.#tokens[slot] += tokens;
-  }
-
-  /** Requests and tokens in the last minute. */
-  totals(now: number): { requests: number; tokens: number } {
-    const oldest = Math.floor(now / BUCKET_MS) - BUCKETS + 1;
-    let requests = 0;
-    let tokens = 0;
-    for (let i = 0; i < BUCKETS; i++) {
-      if (this.#stamps[i] >= oldest) {
-        requests += this.#requests[i];
-        tokens += this.#tokens[i];
-      }
-    }
-    return { requests, tokens };
-  }
-
-  /** Ms until the window has room for one more request and `tokens` more tokens. */
-  msUntilRoom(now: number, rpm: number, tpm: number, tokens: number): number {
-    const second = Math.floor(now / BUCKET_MS);
-    let { requests, tokens: used } = this.totals(now);
-    // Walk forward second by second as the oldest buckets leave the window.
-    for (let ahead = 1; ahead <= BUCKETS; ahead++) {
-      if (requests + 1 <= rpm && used + tokens <= tpm) {
-        return ahead === 1 ? 0 : (ahead - 1) * BUCKET_MS;
-      }
-      const leavingSecond = second - BUCKETS + ahead;
-      const slot = leavingSecond % BUCKETS;
-      if (this.#stamps[slot] === leavingSecond) {
-        requests -= this.#requests[slot];
-        used -= this.#tokens[slot];
-      }
-    }
-    return WINDOW_MS;
-  }
-}
-
 interface KeyState {
   key: ProviderKey;
-  window: Window;
+  window: MinuteWindow;
   coolUntil: number;
   /** Refusals of the key in a row; 0 for a healthy key. */
   refusals: number;
@@ -180,55 +129,6 @@ export function refusedCooldownMs(
   return Math.min(maxMs, baseMs * 2 ** (refusals - 1));
 }
 
-/**
- * The shortest provider key the gateway scrubs from what it relays. Every
- * real provider's keys are far longer (OpenAI `sk-…` and xAI `xai-…` keys
- * run past 50 characters, Anthropic's past 100, Gemini's are 39, OpenRouter's
- * 73), and a provider echoes only the key it was sent; a shorter key is a
- * simulator's or a test's (the README's is `sim`), and scrubbing it would
- * rewrite ordinary text that happens to contain it ("simple", a tool id).
- */
-export const MIN_SCRUBBED_KEY_LENGTH = 20;
-
-/**
- * Names a provider key by its id wherever its secret appears in `text`, for
- * anything relayed to a caller or written down. A key shorter than
- * {@linkcode MIN_SCRUBBED_KEY_LENGTH} cannot be a real provider's and is
- * left alone, so ordinary text is never rewritten.
- *
- * @param text Text from a provider (an error message, a stream event).
- * @param key The key the request was sent with.
- * @returns The text, with the secret replaced by `[key <id>]`.
- *
- * @example Scrub a key
- * ```ts
- * import { scrubKey } from "./key_pool.ts";
- *
- * const key = {
- *   provider: "openai" as const,
- *   keyId: "openai:1a2b3c4d",
- *   secret: "sk-proj-0123456789abcdefghij",
- * };
- * scrubKey("bad key sk-proj-0123456789abcdefghij", key); // "bad key [key openai:1a2b3c4d]"
- * scrubKey("a simple answer", { ...key, secret: "sim" }); // unchanged
- * ```
- */
-export function scrubKey(text: string, key: ProviderKey): string {
-  return scrubsKey(key) && text.includes(key.secret)
-    ? text.replaceAll(key.secret, `[key ${key.keyId}]`)
-    : text;
-}
-
-/**
- * Whether {@linkcode scrubKey} scrubs `key` at all.
- *
- * @param key The key.
- * @returns `true` for a key of at least {@linkcode MIN_SCRUBBED_KEY_LENGTH} characters.
- */
-export function scrubsKey(key: ProviderKey): boolean {
-  return key.secret.length >= MIN_SCRUBBED_KEY_LENGTH;
-}
-
 /** A lent key: the estimate charged to the window at acquire time, corrected when it is given back. */
 interface PoolKey extends ProviderKey {
   readonly estimatedTokens: number;
@@ -242,6 +142,13 @@ interface PoolKey extends ProviderKey {
  * @param provider The provider.
  * @param secret The key.
  * @returns An id such as `openai:3f9a0c1d`.
+ *
+ * @example
+ * ```ts
+ * import { providerKeyId } from "./key_pool.ts";
+ *
+ * providerKeyId("openai", "sk-proj-0123456789abcdefghij"); // "openai:" and 8 hex digits
+ * ```
  */
 export function providerKeyId(provider: ProviderName, secret: string): string {
   return `${provider}:${
@@ -249,7 +156,21 @@ export function providerKeyId(provider: ProviderName, secret: string): string {
   }`;
 }
 
-/** The in-memory {@linkcode KeyPool}. */
+/**
+ * The in-memory {@linkcode KeyPool} (see the module doc for its rules).
+ *
+ * @example Lend a key and give it back
+ * ```ts
+ * import { MemoryKeyPool } from "./key_pool.ts";
+ *
+ * const pool = new MemoryKeyPool(
+ *   { openai: { keys: ["sk-a", "sk-b"], rpm: 60 } },
+ *   { defaultCooldownMs: 10_000 },
+ * );
+ * const lent = pool.acquire("openai", 100);
+ * if (lent.ok) pool.release(lent.key, { kind: "answered", tokens: 80 });
+ * ```
+ */
 export class MemoryKeyPool implements KeyPool {
   readonly #keys = new Map<ProviderName, KeyState[]>();
   readonly #limits = new Map<ProviderName, { rpm: number; tpm: number }>();
@@ -289,7 +210,7 @@ export class MemoryKeyPool implements KeyPool {
         const keyId = providerKeyId(name, secret);
         states.push({
           key: { provider: name, keyId, secret },
-          window: new Window(),
+          window: new MinuteWindow(),
           coolUntil: 0,
           refusals: 0,
           probing: false,

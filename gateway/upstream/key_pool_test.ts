@@ -1,12 +1,11 @@
 import assert from "node:assert/strict";
 import {
   MemoryKeyPool,
-  MIN_SCRUBBED_KEY_LENGTH,
   providerKeyId,
   refusalBlame,
   refusedCooldownMs,
-  scrubKey,
 } from "./key_pool.ts";
+import { MIN_SCRUBBED_KEY_LENGTH, scrubKey } from "./scrub.ts";
 import type { KeyOutcome, ProviderKey } from "./key_pool.ts";
 
 function clock(start = 1_700_000_000_000) {

@@ -12,7 +12,7 @@
  */
 import { deadlines, upstreamTimeout } from "./deadlines.ts";
 import { GatewayError } from "../errors.ts";
-import { scrubKey } from "./key_pool.ts";
+import { scrubKey } from "./scrub.ts";
 import type { Exchange, Provider } from "./providers/provider.ts";
 import { parseJson } from "./providers/provider.ts";
 import type { KeyPool, ProviderKey } from "./key_pool.ts";
