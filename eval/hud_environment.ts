@@ -30,7 +30,8 @@ import {
   parseControlAddress,
 } from "../mcp/hud/tunnel.ts";
 import { shapeToJsonSchema } from "../mcp/_schema.ts";
-import { RfbClient, RfbExecutor } from "../mcp/hud/rfb.ts";
+import { RfbClient } from "../mcp/hud/rfb.ts";
+import { RfbExecutor } from "../mcp/hud/rfb_executor.ts";
 import { openTunnel } from "../mcp/hud/tunnel.ts";
 import { ComputerTool } from "../tools/computer.ts";
 import type { ToolResult } from "./agents/loop.ts";

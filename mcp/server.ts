@@ -42,7 +42,7 @@ import {
 } from "./run.ts";
 import type { ScenarioFunction, ScenarioOptions } from "./scenario.ts";
 import type { Capability } from "./hud/capability.ts";
-import type { TaskDefinition } from "./hud/channel.ts";
+import type { TaskDefinition } from "./hud/task_run.ts";
 import { Scenarios } from "./scenario_wire.ts";
 import {
   type PromptFunction,

@@ -16,7 +16,8 @@
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
 import { CapabilityForwarder, openTunnel } from "../mcp/hud/tunnel.ts";
-import { RfbClient, RfbExecutor } from "../mcp/hud/rfb.ts";
+import { RfbClient } from "../mcp/hud/rfb.ts";
+import { RfbExecutor } from "../mcp/hud/rfb_executor.ts";
 import { pngSize } from "../tools/mod.ts";
 import { missingDesktopPrograms } from "./_desktop.ts";
 

@@ -1,55 +1,37 @@
 /**
  * The control session: JSON-RPC 2.0 over one connection (`hello`,
  * `tasks.list`, `tasks.start`, `tasks.grade`, `tasks.cancel`, `bye`), and the
- * suspended tasks, one per session id, that outlive their connection.
- *
- * A task is a scenario run by the same generator machinery the MCP wire
- * uses (`mcp/scenario.ts`): setup up to the first yield, the prompt, the
- * answer sent in, the second yield as the grade. A dropped connection parks
- * its session's task; `hello {session_id}` resumes it, and a plain
- * `tasks.grade` adopts the parked task when exactly one is parked.
+ * suspended tasks (`task_run.ts`), one per session id, that outlive their
+ * connection. A dropped connection parks its session's task;
+ * `hello {session_id}` resumes it, and a plain `tasks.grade` adopts the
+ * parked task when exactly one is parked.
  *
  * @module
  */
 import { shapeToJsonSchema } from "../_schema.ts";
 import { constantTimeEqual } from "../harness.ts";
-import {
-  coerceArguments,
-  normalizeAnswer,
-  promptMessages,
-  runKey,
-  type ScenarioAnswer,
-  type ScenarioContext,
-  type ScenarioFunction,
-  type ScenarioOptions,
-  scenarioResult,
-} from "../scenario.ts";
-import type { ToolExtra } from "../tool.ts";
 import type { Capability } from "./capability.ts";
 import {
-  encodeFrame,
   type FrameRead,
   type FrameReader,
   oversizedMessage,
   writeAll,
 } from "./framing.ts";
-
-/** JSON-RPC error codes the channel answers with. */
-export const ErrorCode = {
-  ParseError: -32700,
-  InvalidRequest: -32600,
-  MethodNotFound: -32601,
-  InvalidParams: -32602,
-  ServerError: -32000,
-} as const;
-
-/** A scenario as the channel serves it: a task. */
-export interface TaskDefinition {
-  /** Name, description, input shape, tool filters. */
-  options: ScenarioOptions;
-  /** The generator. */
-  fn: ScenarioFunction;
-}
+import {
+  ChannelError,
+  encodeReply,
+  errorBody,
+  ErrorCode,
+  errorFrame,
+  messageOf,
+  requestId,
+} from "./rpc.ts";
+import {
+  type GradeFrame,
+  taskContext,
+  type TaskDefinition,
+  TaskRun,
+} from "./task_run.ts";
 
 /** What the channel needs from the environment. */
 export interface ChannelHost {
@@ -61,141 +43,6 @@ export interface ChannelHost {
   bindings(): readonly Capability[];
   /** When set, task methods answer only a session whose `hello` carried it as `harness_token`. */
   harnessToken?: string;
-}
-
-/** A failed call: the JSON-RPC error to answer with. */
-export class ChannelError extends Error {
-  /** The JSON-RPC error code. */
-  readonly code: number;
-
-  /**
-   * Creates the error.
-   *
-   * @param code The JSON-RPC code.
-   * @param message One line.
-   */
-  constructor(code: number, message: string) {
-    super(message);
-    this.name = "ChannelError";
-    this.code = code;
-  }
-}
-
-/** The grade frame: the score and what the scenario said about it. */
-export interface GradeFrame {
-  /** The reward, a finite number. */
-  score: number;
-  /** Whether the task is over. */
-  done: boolean;
-  /** An explanation. */
-  content?: string;
-  /** Anything else the grader keeps. */
-  info?: Record<string, unknown>;
-  /** Whether grading failed. */
-  isError?: boolean;
-  /** Weighted parts of the score. */
-  subscores?: { name: string; weight: number; value: number }[];
-}
-
-/** One task between `tasks.start` and `tasks.grade`. */
-class TaskRun {
-  readonly #name: string;
-  readonly #generator: AsyncGenerator<unknown, unknown, ScenarioAnswer>;
-  /** When its session lost its connection (ms), while parked. */
-  parkedAt: number | undefined;
-
-  private constructor(
-    name: string,
-    generator: AsyncGenerator<unknown, unknown, ScenarioAnswer>,
-  ) {
-    this.#name = name;
-    this.#generator = generator;
-  }
-
-  /** Runs setup to the first yield; the prompt frame and the suspended run. */
-  static async start(
-    task: TaskDefinition,
-    args: Record<string, unknown>,
-    context: ScenarioContext,
-  ): Promise<{ run: TaskRun; prompt: Record<string, unknown> }> {
-    const { name } = task.options;
-    const coerced = coerceArguments(task.options.input ?? {}, args);
-    if (!coerced.ok) {
-      throw new ChannelError(
-        ErrorCode.InvalidParams,
-        `Invalid arguments for task "${name}": ${coerced.error}`,
-      );
-    }
-    const generator = task.fn(coerced.value as never, context);
-    let first;
-    try {
-      first = await generator.next();
-    } catch (error) {
-      await generator.return(undefined).catch(() => {});
-      throw new ChannelError(
-        ErrorCode.ServerError,
-        `Setup of task "${name}" failed: ${messageOf(error)}`,
-      );
-    }
-    if (first.done) {
-      throw new ChannelError(
-        ErrorCode.ServerError,
-        `Task "${name}" ended before yielding its prompt`,
-      );
-    }
-    let prompt: unknown;
-    try {
-      prompt = typeof first.value === "string"
-        ? first.value
-        : promptMessages(first.value);
-    } catch (error) {
-      await generator.return(undefined).catch(() => {});
-      throw new ChannelError(ErrorCode.ServerError, messageOf(error));
-    }
-    const meta: Record<string, unknown> = {};
-    if (task.options.excludeTools) {
-      meta.exclude_tools = task.options.excludeTools;
-    }
-    if (task.options.allowedTools) {
-      meta.allowed_tools = task.options.allowedTools;
-    }
-    return {
-      run: new TaskRun(name, generator),
-      prompt: {
-        prompt,
-        ...(Object.keys(meta).length > 0 && { _meta: meta }),
-      },
-    };
-  }
-
-  /** Sends the answer in and returns the second yield as a grade frame; the run ends. */
-  async grade(answer: unknown): Promise<GradeFrame> {
-    try {
-      const next = await this.#generator.next(normalizeAnswer(answer ?? ""));
-      const result = scenarioResult(next.value);
-      if (!Number.isFinite(result.reward)) {
-        throw new TypeError(
-          `Task "${this.#name}" graded with a reward that is not a finite number`,
-        );
-      }
-      const { reward, ...rest } = result;
-      return { score: reward, ...rest };
-    } catch (error) {
-      return {
-        score: 0,
-        done: true,
-        isError: true,
-        content: messageOf(error),
-      };
-    } finally {
-      this.cancel();
-    }
-  }
-
-  /** Closes the generator (its `finally` blocks run). */
-  cancel(): void {
-    this.#generator.return(undefined).catch(() => {});
-  }
 }
 
 /** How long a parked task is kept before it is cancelled, ms. */
@@ -605,27 +452,6 @@ export class ControlChannel {
 }
 
 /**
- * The scenario context of a task: its run key is `run:<session id>`, the key
- * an MCP request carrying `_meta.run_id = <session id>` maps to, so the
- * agent's tool calls over the `mcp` capability reach the task's state.
- */
-function taskContext(sessionId: string): ScenarioContext {
-  const meta = { run_id: sessionId };
-  const signal = new AbortController().signal;
-  const notify = () => Promise.resolve();
-  // Scenario code reads `_meta`, `signal` and `sessionId`; the SDK request
-  // fields are there for code written against them, with nothing to reach.
-  const extra = {
-    mcpReq: { id: 0, method: "tasks.start", _meta: meta, signal, notify },
-    _meta: meta,
-    signal,
-    requestId: 0,
-    sendNotification: notify,
-  } as unknown as ToolExtra;
-  return { extra, run: runKey(extra) };
-}
-
-/**
  * The next frame; the connection is closed (the read ends) when a frame
  * was in progress at two ticks of `ms` in a row.
  */
@@ -661,55 +487,4 @@ function newSessionId(): string {
   return `sess-${
     Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")
   }`;
-}
-
-function requestId(message: unknown): string | number | null | undefined {
-  if (typeof message !== "object" || message === null || !("id" in message)) {
-    return undefined;
-  }
-  const id = (message as { id: unknown }).id;
-  return typeof id === "string" || typeof id === "number" ? id : null;
-}
-
-function errorBody(
-  code: number,
-  message: string,
-  data?: Record<string, unknown>,
-): Record<string, unknown> {
-  return { error: { code, message, ...(data && { data }) } };
-}
-
-/**
- * A JSON-RPC error frame.
- *
- * @param id The request's id (`null` when it could not be read).
- * @param code The error code.
- * @param message One line.
- * @param data More about it.
- * @returns The frame.
- */
-export function errorFrame(
-  id: string | number | null,
-  code: number,
-  message: string,
-  data?: Record<string, unknown>,
-): Record<string, unknown> {
-  return { jsonrpc: "2.0", id, ...errorBody(code, message, data) };
-}
-
-/** Encodes a reply; one over the frame limit becomes an error naming its size. */
-function encodeReply(frame: unknown): Uint8Array {
-  try {
-    return encodeFrame(frame);
-  } catch (error) {
-    if (!(error instanceof RangeError)) throw error;
-    const id = (frame as { id?: string | number | null }).id ?? null;
-    return encodeFrame(
-      errorFrame(id, ErrorCode.ServerError, `Reply: ${error.message}`),
-    );
-  }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -1,10 +1,6 @@
 import assert from "node:assert/strict";
-import {
-  ControlChannel,
-  MAX_TASKS,
-  PARKED_TTL_MS,
-  type TaskDefinition,
-} from "./channel.ts";
+import { ControlChannel, MAX_TASKS, PARKED_TTL_MS } from "./channel.ts";
+import type { TaskDefinition } from "./task_run.ts";
 import { encodeFrame, FrameReader } from "./framing.ts";
 
 /** A task that yields its prompt, then a score of 1. */

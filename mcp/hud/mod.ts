@@ -30,15 +30,9 @@ export {
   mcpCapability,
   rfbCapability,
 } from "./capability.ts";
-export {
-  ChannelError,
-  ControlChannel,
-  ErrorCode,
-  type GradeFrame,
-  MAX_TASKS,
-  PARKED_TTL_MS,
-  type TaskDefinition,
-} from "./channel.ts";
+export { ControlChannel, MAX_TASKS, PARKED_TTL_MS } from "./channel.ts";
+export { ChannelError, ErrorCode } from "./rpc.ts";
+export { type GradeFrame, type TaskDefinition } from "./task_run.ts";
 export {
   encodeFrame,
   type Frame,
@@ -63,4 +57,5 @@ export {
   parseControlAddress,
   splice,
 } from "./tunnel.ts";
-export { keysymCode, RfbClient, RfbExecutor } from "./rfb.ts";
+export { RfbClient } from "./rfb.ts";
+export { keysymCode, RfbExecutor } from "./rfb_executor.ts";

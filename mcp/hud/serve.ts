@@ -22,13 +22,9 @@ import {
   findCapability,
   mcpCapability,
 } from "./capability.ts";
-import {
-  type ChannelHost,
-  ControlChannel,
-  ErrorCode,
-  errorFrame,
-  type TaskDefinition,
-} from "./channel.ts";
+import { type ChannelHost, ControlChannel } from "./channel.ts";
+import { ErrorCode, errorFrame } from "./rpc.ts";
+import type { TaskDefinition } from "./task_run.ts";
 import {
   encodeFrame,
   FrameReader,
