@@ -80,12 +80,11 @@ export type { Usage } from "./upstream/usage.ts";
 export type { Caller, CallerAuthenticator } from "./state/callers.ts";
 export type {
   Billing,
-  CallAttempt,
   Reservation,
   ReserveResult,
   Settlement,
 } from "./state/credits/billing.ts";
-export type { TraceRecord } from "./observe/tracing.ts";
+export type { CallAttempt, TraceRecord } from "./state/traces.ts";
 export type {
   AcquireResult,
   KeyHealth,

@@ -9,9 +9,9 @@ import {
   type LedgerEntry,
   listLedger,
 } from "../gateway/state/credits/ledger.ts";
-import { listTraces } from "../gateway/observe/tracing.ts";
+import { listTraces } from "../gateway/state/traces.ts";
 import type { CatalogEntry } from "../gateway/state/catalog.ts";
-import type { TraceRecord } from "../gateway/observe/tracing.ts";
+import type { TraceRecord } from "../gateway/state/traces.ts";
 
 /** The path of `gateway/main.ts`. */
 export const GATEWAY_MAIN: string =

@@ -7,7 +7,7 @@ import {
   readBalance,
   topUp,
 } from "../gateway/state/credits/ledger.ts";
-import { listTraces } from "../gateway/observe/tracing.ts";
+import { listTraces } from "../gateway/state/traces.ts";
 
 const WORKER =
   new URL("./fixtures/billing_worker.ts", import.meta.url).pathname;

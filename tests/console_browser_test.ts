@@ -19,7 +19,7 @@ import {
   type ChargedTraceRecord,
   keptBody,
   recordTrace,
-} from "../gateway/observe/tracing.ts";
+} from "../gateway/state/traces.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ADMIN = "console-admin-token-0123456789";

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { createCaller } from "../gateway/state/callers.ts";
 import { usdToMicros } from "../gateway/state/credits/money.ts";
-import { keptBody, MAX_TRACE_BODY_BYTES } from "../gateway/observe/tracing.ts";
+import { keptBody, MAX_TRACE_BODY_BYTES } from "../gateway/state/traces.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import { callBody } from "./_gateway_routes.ts";
 

@@ -16,7 +16,7 @@ import {
 import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { providerKeyId } from "../gateway/upstream/key_pool.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
-import { listTraces } from "../gateway/observe/tracing.ts";
+import { listTraces } from "../gateway/state/traces.ts";
 import { callBody, callPath, readSse } from "./_gateway_routes.ts";
 import {
   expectedCost,

@@ -14,7 +14,7 @@ import {
   type ChargedTokens,
   type ChargedTraceRecord,
   listTraces,
-} from "../gateway/observe/tracing.ts";
+} from "../gateway/state/traces.ts";
 import type { ModelPricing } from "../gateway/state/catalog.ts";
 import type { RouteName } from "../gateway/conventions.ts";
 import { ledgerEntryOf } from "./_gateway_e2e.ts";

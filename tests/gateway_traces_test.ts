@@ -12,7 +12,7 @@ import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { providerKeyId } from "../gateway/upstream/key_pool.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
 import type { RouteName } from "../gateway/conventions.ts";
-import type { TraceRecord } from "../gateway/observe/tracing.ts";
+import type { TraceRecord } from "../gateway/state/traces.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import { callBody, callPath, readSse } from "./_gateway_routes.ts";
 import {

@@ -18,7 +18,7 @@ import {
 import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
 import { openPostgresStore } from "../gateway/state/store/postgres.ts";
-import { listTraces } from "../gateway/observe/tracing.ts";
+import { listTraces } from "../gateway/state/traces.ts";
 import { ledgerSum, postJson, spawnGateway } from "./_gateway_e2e.ts";
 import { POSTGRES_MISSING, reportSkip, startPostgres } from "./_postgres.ts";
 

@@ -20,7 +20,7 @@ import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { sweepExpiredLeases } from "../gateway/state/credits/sweep.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
 import { openPostgresStore } from "../gateway/state/store/postgres.ts";
-import { listTraces } from "../gateway/observe/tracing.ts";
+import { listTraces } from "../gateway/state/traces.ts";
 import {
   delay,
   type GatewayProcess,

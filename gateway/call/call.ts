@@ -29,13 +29,9 @@ import { lifecycleHeaders } from "../state/catalog.ts";
 import { errorResponse, GatewayError, toGatewayError } from "../errors.ts";
 import type { CallInput, Exchange } from "../upstream/providers/provider.ts";
 import { NO_USAGE } from "../upstream/providers/provider.ts";
-import type {
-  CallAttempt,
-  Reservation,
-  Settlement,
-} from "../state/credits/billing.ts";
+import type { Reservation, Settlement } from "../state/credits/billing.ts";
 import type { CatalogEntry } from "../state/catalog.ts";
-import type { TraceRecord } from "../observe/tracing.ts";
+import type { CallAttempt, TraceRecord } from "../state/traces.ts";
 import type { Usage } from "../upstream/usage.ts";
 import { costMicros, formatUsd } from "../state/credits/money.ts";
 import { estimateInputTokens } from "./estimate.ts";
@@ -43,7 +39,8 @@ import { holdFor, reserveHold } from "./hold.ts";
 import type { LimitTicket } from "../state/limits/counters.ts";
 import { checkStaticLimits } from "../state/limits/limits.ts";
 import { type Estimated, relayStream, type StreamEnd } from "./stream.ts";
-import { keptBody, recordSpan, type TraceBodies } from "../observe/tracing.ts";
+import { recordSpan } from "../observe/tracing.ts";
+import { keptBody, type TraceBodies } from "../state/traces.ts";
 import { readAnswer, sendUpstream, type Upstream } from "../upstream/send.ts";
 import type { CallDeps, CallRequest } from "./deps.ts";
 

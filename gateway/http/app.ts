@@ -31,7 +31,7 @@ import {
 } from "../errors.ts";
 import { MemoryKeyPool } from "../upstream/key_pool.ts";
 import { PROVIDERS as PROVIDER_IMPLEMENTATIONS } from "../upstream/providers/mod.ts";
-import { tracesResponse } from "../observe/tracing.ts";
+import { tracesResponse } from "../state/traces.ts";
 import type { CatalogEntry } from "../state/catalog.ts";
 import type { KeyPool } from "../upstream/key_pool.ts";
 import type { ProviderName } from "../upstream/providers/provider.ts";

@@ -9,7 +9,7 @@
  */
 import client from "prom-client";
 import type { KeyHealth } from "../upstream/key_pool.ts";
-import type { TraceRecord } from "./tracing.ts";
+import type { TraceRecord } from "../state/traces.ts";
 
 /** The gateway's metrics of one process. */
 export interface GatewayMetrics {

@@ -18,7 +18,7 @@
  *
  * @module
  */
-import type { TraceRecord } from "../observe/tracing.ts";
+import type { TraceRecord } from "./traces.ts";
 import { usageBound, usageKey } from "./kv_keys.ts";
 
 /** A bucket size: minute, hour or day. */

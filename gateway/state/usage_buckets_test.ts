@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { TraceRecord } from "../observe/tracing.ts";
+import type { TraceRecord } from "./traces.ts";
 import {
   bucketStart,
   percentile,

@@ -8,8 +8,8 @@ import { z } from "zod";
 import { firstIssue } from "../../_zod.ts";
 import { listCallers } from "../../state/callers.ts";
 import { GatewayError } from "../../errors.ts";
-import { listTraces, MAX_TRACE_LIMIT } from "../../observe/tracing.ts";
-import type { TraceRecord } from "../../observe/tracing.ts";
+import { listTraces, MAX_TRACE_LIMIT } from "../../state/traces.ts";
+import type { TraceRecord } from "../../state/traces.ts";
 
 const querySchema = z.object({
   caller: z.string().min(1).max(200).optional(),

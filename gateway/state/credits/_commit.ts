@@ -9,7 +9,7 @@
 import { monotonicId, randomId } from "../../_ids.ts";
 import { commitWithRetry, isBusy } from "../_kv_retry.ts";
 import { leaseKey, ledgerKey, unleasedKey } from "../kv_keys.ts";
-import { addTraceWrites } from "../../observe/tracing.ts";
+import { addTraceWrites } from "../traces.ts";
 import { UsageSums } from "../usage_buckets.ts";
 import type { Reservation, ReserveResult } from "./billing.ts";
 import {

@@ -7,8 +7,8 @@
  * @module
  */
 import type { ReserveResult, Settlement } from "./billing.ts";
-import type { TraceRecord } from "../../observe/tracing.ts";
-import type { TraceBodies } from "../../observe/tracing.ts";
+import type { TraceRecord } from "../traces.ts";
+import type { TraceBodies } from "../traces.ts";
 import type { LeaseRecord } from "./ledger.ts";
 
 // Deno KV allows 100 checks, 1000 mutations and 819 200 bytes of mutations

@@ -45,9 +45,9 @@ import {
   addTraceWrites,
   chargedTokens,
   type ChargedTraceRecord,
-} from "../../observe/tracing.ts";
+} from "../traces.ts";
 import { UsageSums } from "../usage_buckets.ts";
-import type { TraceRecord } from "../../observe/tracing.ts";
+import type { TraceRecord } from "../traces.ts";
 import { GroupCommit } from "../store/group_commit.ts";
 import {
   type CommitContext,
@@ -502,18 +502,6 @@ export interface Reservation {
 export type ReserveResult =
   | { ok: true; reservation: Reservation; availableMicros: number }
   | { ok: false; availableMicros: number };
-
-/** One model a call tried. */
-export interface CallAttempt {
-  /** The model id. */
-  model: string;
-  /** Its provider. */
-  provider: ProviderName;
-  /** 200 when it served the call, else the status it failed with. */
-  status: number;
-  /** Why it failed. */
-  error?: string;
-}
 
 /** What settles one reserved call: its real cost and its trace, committed together. */
 export interface Settlement {

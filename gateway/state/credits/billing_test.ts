@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { createCaller } from "../callers.ts";
-import { listTraces } from "../../observe/tracing.ts";
+import { listTraces } from "../traces.ts";
 import type { Reservation, Settlement } from "./billing.ts";
-import type { TraceRecord } from "../../observe/tracing.ts";
+import type { TraceRecord } from "../traces.ts";
 import { createBilling } from "./billing.ts";
 import {
   BalanceRangeError,

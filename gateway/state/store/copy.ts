@@ -14,7 +14,7 @@
  */
 import { readBalance } from "../credits/ledger.ts";
 import { listCallers } from "../callers.ts";
-import { DEFAULT_TRACE_RETENTION_MS } from "../../observe/tracing.ts";
+import { DEFAULT_TRACE_RETENTION_MS } from "../traces.ts";
 import { leasesPrefix, unleasedKey } from "../kv_keys.ts";
 import type { LeaseRecord } from "../credits/ledger.ts";
 import type { PostgresKv } from "./postgres.ts";

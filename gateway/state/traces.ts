@@ -1,0 +1,388 @@
+/**
+ * Trace records of gateway calls: stored in Deno KV (written inside the
+ * settle transaction, kept for a retention period) and read back newest first.
+ *
+ * @example Store and read a trace
+ * ```ts
+ * import { listTraces, recordTrace } from "./traces.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * await recordTrace(kv, {
+ *   requestId: "req_1", traceId: "t1", callerId: "ck_1", route: "chat", status: 200,
+ *   stream: false, inputTokens: 3, outputTokens: 5, cachedTokens: 0, costMicros: 12,
+ *   latencyMs: 40, time: Date.now(),
+ * });
+ * const traces = await listTraces(kv, "ck_1", { limit: 10 });
+ * kv.close();
+ * ```
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { timeOrderedId } from "../_ids.ts";
+import {
+  traceByTraceIdKey,
+  traceByTraceIdPrefix,
+  traceKey,
+  tracesPrefix,
+} from "./kv_keys.ts";
+import type { Caller } from "./callers.ts";
+import type { ProviderName } from "../upstream/providers/provider.ts";
+import type { Usage } from "../upstream/usage.ts";
+import { firstIssue } from "../_zod.ts";
+import { GatewayError } from "../errors.ts";
+import type { RouteName } from "../conventions.ts";
+
+/** Default time a trace record is kept: 30 days. */
+export const DEFAULT_TRACE_RETENTION_MS: number = 30 * 24 * 60 * 60 * 1000;
+
+/** The most trace records one listing returns. */
+export const MAX_TRACE_LIMIT = 1000;
+
+/** Options for storing traces. */
+export interface TraceStoreOptions {
+  /** How long a trace is kept, ms (KV `expireIn`); default {@linkcode DEFAULT_TRACE_RETENTION_MS}. */
+  retentionMs?: number;
+}
+
+/**
+ * The token classes a charge priced, each at its own price of the model:
+ * the cost is these counts times those prices, rounded up once. They add up
+ * to the trace's `inputTokens` and `outputTokens`.
+ */
+export interface ChargedTokens {
+  /** Prompt tokens at the input price: neither read from a cache nor written to one. */
+  input: number;
+  /** Prompt tokens read from a cache, at the cached-input price. */
+  cacheRead: number;
+  /** Prompt tokens written to a 5-minute cache, at the cache-write price. */
+  cacheWrite5m: number;
+  /** Prompt tokens written to a 1-hour cache, at the 1-hour cache-write price. */
+  cacheWrite1h: number;
+  /** Output tokens at the output price, reasoning included. */
+  output: number;
+  /** The part of `output` that was reasoning. */
+  reasoning: number;
+}
+
+/** A call's bodies as its trace keeps them, when the operator turned that on. */
+export interface TraceBodies {
+  /** The caller's request body, scrubbed and bounded by {@linkcode keptBody}. */
+  requestBody?: string;
+  /** The answer sent back (a non-streamed call's), scrubbed and bounded. */
+  responseBody?: string;
+}
+
+/** A trace record of a settled call, with the token classes its charge priced. */
+export interface ChargedTraceRecord extends TraceRecord, TraceBodies {
+  /** The split of the tokens the cost was worked out from. */
+  charged?: ChargedTokens;
+}
+
+/** The most bytes of one body a trace may keep (a KV value holds 64 KiB). */
+export const MAX_TRACE_BODY_BYTES = 16_384;
+
+const SECRET_FIELD =
+  /^(authorization|proxy-authorization|x-api-key|x-goog-api-key|api[-_]?key|apikey|access[-_]?token|refresh[-_]?token|token|secret|client[-_]?secret|password)$/i;
+// Provider and gateway keys wherever they appear in text: OpenAI, Anthropic,
+// xAI, OpenRouter, Google, and the gateway's own caller keys.
+const SECRET_VALUE =
+  /\b(sk-[A-Za-z0-9_-]{16,}|xai-[A-Za-z0-9_-]{16,}|AIza[A-Za-z0-9_-]{30,}|mk-[A-Za-z0-9]{16,})\b/g;
+
+function scrubJson(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(scrubJson);
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(
+      Object.entries(value).map(([key, inner]) => [
+        key,
+        SECRET_FIELD.test(key) ? "[scrubbed]" : scrubJson(inner),
+      ]),
+    );
+  }
+  return value;
+}
+
+/**
+ * A body as a trace keeps it: fields named like credentials (`api_key`,
+ * `authorization`, `password`…) replaced, key-shaped strings (`sk-…`,
+ * `mk-…`, `AIza…`, `xai-…`) replaced wherever they appear, then cut to
+ * `maxBytes` of UTF-8, and to `maxBytes` as stored (text beyond Latin-1 is
+ * stored as UTF-16, so half as many characters), with a note of what was cut.
+ *
+ * @example
+ * ```ts
+ * import { keptBody } from "./traces.ts";
+ *
+ * keptBody('{"model":"m","api_key":"abc"}', 1024); // '{"model":"m","api_key":"[scrubbed]"}'
+ * ```
+ *
+ * @param text The body as sent.
+ * @param maxBytes The most bytes to keep, at most {@linkcode MAX_TRACE_BODY_BYTES}.
+ * @returns The scrubbed, bounded text.
+ */
+export function keptBody(text: string, maxBytes: number): string {
+  let scrubbed = text;
+  try {
+    scrubbed = JSON.stringify(scrubJson(JSON.parse(text)));
+  } catch {
+    // Not JSON: only the key-shaped strings are replaced.
+  }
+  scrubbed = scrubbed.replace(SECRET_VALUE, "[scrubbed key]");
+  const bytes = new TextEncoder().encode(scrubbed);
+  const limit = Math.min(maxBytes, MAX_TRACE_BODY_BYTES);
+  if (bytes.length <= limit && storedBytes(scrubbed) <= limit) return scrubbed;
+  // Cut on a character boundary: drop a partial UTF-8 sequence at the end.
+  let kept = new TextDecoder().decode(bytes.subarray(0, limit)).replace(
+    /\uFFFD$/,
+    "",
+  );
+  // A store keeps text beyond Latin-1 as UTF-16, two bytes a unit: two
+  // bodies of 16 KiB of UTF-8 could then pass a Deno KV value's 64 KiB and
+  // lose the charge committed with the trace.
+  if (storedBytes(kept) > limit) {
+    kept = kept.slice(0, Math.floor(limit / 2)).replace(/[\uD800-\uDBFF]$/, "");
+  }
+  const cut = bytes.length - new TextEncoder().encode(kept).length;
+  // ASCII after the cut, so the note adds no two-byte character.
+  return `${kept}... [${cut} more bytes not kept]`;
+}
+
+/** The bytes V8 (and so either store) takes for a string: one a unit for Latin-1 text, else two. */
+function storedBytes(text: string): number {
+  return WIDE_CHARACTER.test(text) ? 2 * text.length : text.length;
+}
+
+const WIDE_CHARACTER = /[\u0100-\uffff]/;
+
+/**
+ * The token classes a charge for `usage` prices, as a trace records them.
+ *
+ * @example
+ * ```ts
+ * import { chargedTokens } from "./traces.ts";
+ *
+ * chargedTokens({
+ *   inputTokens: 4_000, outputTokens: 50, cachedInputTokens: 500,
+ *   cacheWriteTokens: 3_337,
+ * });
+ * // { input: 163, cacheRead: 500, cacheWrite5m: 3_337, cacheWrite1h: 0, output: 50, reasoning: 0 }
+ * ```
+ *
+ * @param usage The usage the cost was worked out from.
+ * @returns Its classes.
+ */
+export function chargedTokens(usage: Usage): ChargedTokens {
+  const cacheWrite5m = usage.cacheWriteTokens ?? 0;
+  const cacheWrite1h = usage.cacheWrite1hTokens ?? 0;
+  return {
+    input: usage.inputTokens - usage.cachedInputTokens - cacheWrite5m -
+      cacheWrite1h,
+    cacheRead: usage.cachedInputTokens,
+    cacheWrite5m,
+    cacheWrite1h,
+    output: usage.outputTokens,
+    reasoning: usage.reasoningTokens ?? 0,
+  };
+}
+
+/**
+ * Adds the writes that store `trace` to an atomic operation, so the caller
+ * commits them together with its own (settle writes the trace in the same
+ * commit as the money). Records sort by `trace.time`, the call's start. The record goes under the caller's traces and under
+ * the trace-id index.
+ *
+ * @param op The atomic operation to extend.
+ * @param trace The record to store.
+ * @param options Retention.
+ * @returns The same operation, for chaining.
+ */
+export function addTraceWrites(
+  op: Deno.AtomicOperation,
+  trace: TraceRecord,
+  options: TraceStoreOptions = {},
+): Deno.AtomicOperation {
+  const expireIn = options.retentionMs ?? DEFAULT_TRACE_RETENTION_MS;
+  const entryId = timeOrderedId(trace.time);
+  // The index holds no copy of the record (the record is most of a commit's
+  // bytes): its key names the record's.
+  return op
+    .set(traceKey(trace.callerId, entryId), trace, { expireIn })
+    .set(traceByTraceIdKey(trace.callerId, trace.traceId, entryId), null, {
+      expireIn,
+    });
+}
+
+/**
+ * Stores one trace record in its own commit (for calls that never reserved).
+ *
+ * @param kv The gateway's KV.
+ * @param trace The record to store.
+ * @param options Retention.
+ * @returns Resolves once committed.
+ */
+export async function recordTrace(
+  kv: Deno.Kv,
+  trace: TraceRecord,
+  options: TraceStoreOptions = {},
+): Promise<void> {
+  const result = await addTraceWrites(kv.atomic(), trace, options).commit();
+  if (!result.ok) throw new Error(`Could not store trace "${trace.requestId}"`);
+}
+
+/** Options for {@linkcode listTraces}. */
+export interface ListTracesOptions {
+  /** Only the calls sharing this trace id. */
+  traceId?: string;
+  /** The most records to return; default 50, at most {@linkcode MAX_TRACE_LIMIT}. */
+  limit?: number;
+}
+
+/**
+ * Lists one caller's trace records, newest first.
+ *
+ * @param kv The gateway's KV.
+ * @param callerId Whose traces.
+ * @param options Trace id filter and limit.
+ * @returns The records, newest first (a settled call's with its {@linkcode ChargedTokens}).
+ */
+export async function listTraces(
+  kv: Deno.Kv,
+  callerId: string,
+  options: ListTracesOptions = {},
+): Promise<ChargedTraceRecord[]> {
+  const limit = Math.min(options.limit ?? 50, MAX_TRACE_LIMIT);
+  const traces: ChargedTraceRecord[] = [];
+  if (options.traceId === undefined) {
+    const prefix = tracesPrefix(callerId);
+    for await (
+      const entry of kv.list<ChargedTraceRecord>({ prefix }, {
+        reverse: true,
+        limit,
+      })
+    ) {
+      traces.push(entry.value);
+    }
+    return traces;
+  }
+  const prefix = traceByTraceIdPrefix(callerId, options.traceId);
+  const entryIds: string[] = [];
+  for await (
+    const entry of kv.list<ChargedTraceRecord | null>({ prefix }, {
+      reverse: true,
+      limit,
+    })
+  ) {
+    // Index entries written before it held no copy carry the record itself.
+    if (entry.value) traces.push(entry.value);
+    else entryIds.push(entry.key.at(-1) as string);
+  }
+  for (let i = 0; i < entryIds.length; i += 10) {
+    const records = await kv.getMany<ChargedTraceRecord[]>(
+      entryIds.slice(i, i + 10).map((id) => traceKey(callerId, id)),
+    );
+    for (const record of records) if (record.value) traces.push(record.value);
+  }
+  return traces.sort((a, b) => b.time - a.time);
+}
+
+const tracesQuerySchema = z.object({
+  trace_id: z.string().min(1).max(256).optional(),
+  limit: z.coerce.number().int().min(1).max(MAX_TRACE_LIMIT).optional(),
+});
+
+/** The JSON body of `GET /traces`. */
+export interface TracesResponse {
+  /** Always `"list"`. */
+  object: "list";
+  /** The caller's own trace records, newest first. */
+  data: ChargedTraceRecord[];
+}
+
+/**
+ * Builds the body of `GET /traces?trace_id=&limit=` for the authenticated
+ * caller: only that caller's records, newest first.
+ *
+ * @param kv The gateway's KV.
+ * @param caller The authenticated caller.
+ * @param query The request's query parameters.
+ * @returns The response body.
+ * @throws {GatewayError} A 400 when `limit` is not an integer from 1 to 1000 or `trace_id` is empty.
+ */
+export async function tracesResponse(
+  kv: Deno.Kv,
+  caller: Caller,
+  query: URLSearchParams | Record<string, string | undefined>,
+): Promise<TracesResponse> {
+  const raw = query instanceof URLSearchParams
+    ? Object.fromEntries(query)
+    : query;
+  const parsed = tracesQuerySchema.safeParse(raw);
+  if (!parsed.success) {
+    const { param, message } = firstIssue(parsed.error);
+    throw new GatewayError(
+      400,
+      `Invalid query parameter "${param}": ${message}`,
+      { code: "invalid_request", param },
+    );
+  }
+  const data = await listTraces(kv, caller.id, {
+    traceId: parsed.data.trace_id,
+    limit: parsed.data.limit,
+  });
+  return { object: "list", data };
+}
+
+/** One trace record: what the gateway saw of one call. */
+export interface TraceRecord {
+  /** Unique id of this call (also the `x-request-id` header). */
+  requestId: string;
+  /** Groups calls: the caller's `Trace-Id` header, or a new id. */
+  traceId: string;
+  /** Caller key id (an unauthenticated request is refused before it is traced). */
+  callerId: string;
+  /** Model id as the caller sent it. */
+  model?: string;
+  /** Route name. */
+  route: RouteName;
+  /** Provider, once the model is known. */
+  provider?: ProviderName;
+  /** Short id of the provider key used, if any. */
+  providerKeyId?: string;
+  /** HTTP status returned to the caller. */
+  status: number;
+  /** Whether the caller asked for a stream. */
+  stream: boolean;
+  /** Prompt tokens, cached included. */
+  inputTokens: number;
+  /** Completion tokens. */
+  outputTokens: number;
+  /** Cached prompt tokens. */
+  cachedTokens: number;
+  /** Cost charged, micro-USD. */
+  costMicros: number;
+  /** Wall time from request to last byte, ms. */
+  latencyMs: number;
+  /** Time to first token for streams, ms. */
+  ttftMs?: number;
+  /** Error message returned to the caller, if any (never a provider key). */
+  error?: string;
+  /** Figures estimated rather than reported by the provider (an abandoned or broken stream). */
+  estimated?: ("input" | "output")[];
+  /** Every model tried, in order, when the call could fall back (the last one served it, or failed it). */
+  attempts?: CallAttempt[];
+  /** Epoch ms when the call started. */
+  time: number;
+}
+
+/** One model a call tried. */
+export interface CallAttempt {
+  /** The model id. */
+  model: string;
+  /** Its provider. */
+  provider: ProviderName;
+  /** 200 when it served the call, else the status it failed with. */
+  status: number;
+  /** Why it failed. */
+  error?: string;
+}
