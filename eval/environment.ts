@@ -16,7 +16,8 @@ import {
   type Transport,
 } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { declaresRunIsolation, globMatch } from "../mcp/scenario.ts";
+import { globMatch } from "../mcp/scenario.ts";
+import { declaresRunIsolation } from "../mcp/runs.ts";
 import {
   DEFAULT_DISPLAY,
   type DisplaySize,

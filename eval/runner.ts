@@ -21,7 +21,7 @@ import {
 import type { Trajectory } from "./agents/trajectory.ts";
 import { modelConvention } from "./convention.ts";
 import { SdkError } from "@modelcontextprotocol/client";
-import { RUN_ISOLATION_CAPABILITY } from "../mcp/scenario.ts";
+import { RUN_ISOLATION_CAPABILITY } from "../mcp/runs.ts";
 import {
   agentTools,
   type ConnectOptions,

@@ -79,7 +79,6 @@ export type {
   PromptReturn,
 } from "./prompt.ts";
 export type {
-  RunRef,
   ScenarioAnswer,
   ScenarioContext,
   ScenarioEvaluation,
@@ -89,12 +88,13 @@ export type {
   ScenarioResult,
   Subscore,
 } from "./scenario.ts";
+export type { RunRef } from "./runs.ts";
 export {
   declaresRunIsolation,
   RUN_ISOLATION_CAPABILITY,
   runIsolation,
   RunState,
-} from "./scenario.ts";
+} from "./runs.ts";
 export type { JsonSchema } from "./_schema.ts";
 export {
   type Capability,

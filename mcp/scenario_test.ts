@@ -2,14 +2,16 @@ import assert from "node:assert/strict";
 import { z } from "zod";
 import {
   coerceArguments,
-  declaresRunIsolation,
   globMatch,
   promptMessages,
+  scenarioResult,
+} from "./scenario.ts";
+import {
+  declaresRunIsolation,
   runIsolation,
   RunState,
   RunTable,
-  scenarioResult,
-} from "./scenario.ts";
+} from "./runs.ts";
 
 Deno.test("coerceArguments turns prompt strings into the shape's types and names a field that fails", () => {
   const shape = {

@@ -17,13 +17,12 @@ import {
   coerceArguments,
   normalizeAnswer,
   promptMessages,
-  runKey,
-  RunTable,
   type ScenarioFunction,
   type ScenarioOptions,
   scenarioResult,
   URI_SCHEME,
 } from "./scenario.ts";
+import { runKey, RunTable } from "./runs.ts";
 import { type Shape, toolExtra } from "./tool.ts";
 
 /** The tool agents do not see that hands a run its answer. */

@@ -19,7 +19,7 @@ import { z } from "zod";
 import { MCPServer } from "../mcp/mod.ts";
 import { CapabilityForwarder } from "../mcp/hud/tunnel.ts";
 import { startHud } from "../mcp/hud/serve.ts";
-import { RunState } from "../mcp/scenario.ts";
+import { RunState } from "../mcp/runs.ts";
 
 const LIMIT = 16 * 1024 * 1024;
 

@@ -10,13 +10,13 @@ import {
   coerceArguments,
   normalizeAnswer,
   promptMessages,
-  runKey,
   type ScenarioAnswer,
   type ScenarioContext,
   type ScenarioFunction,
   type ScenarioOptions,
   scenarioResult,
 } from "../scenario.ts";
+import { runKey } from "../runs.ts";
 import type { ToolExtra } from "../tool.ts";
 import { ChannelError, ErrorCode, messageOf } from "./rpc.ts";
 
