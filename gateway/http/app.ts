@@ -4,25 +4,19 @@
  *
  * @module
  */
-import { type Context, Hono } from "hono";
+import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { createAdminRoutes } from "./admin.ts";
 import { consolePages } from "./console/pages.ts";
-import { usageReport } from "../state/usage_report.ts";
-import { adminAuth, callerAuth, type CallerEnv } from "./auth.ts";
-import { handleCall } from "../call/call.ts";
-import type { CallDeps, CallRequest } from "../call/deps.ts";
-import { jsonObject } from "../call/input.ts";
-import { countTokens } from "../call/count_tokens.ts";
+import { callerAuth } from "./auth.ts";
+import type { CallDeps } from "../call/deps.ts";
 import { LimitCounters } from "../state/limits/counters.ts";
 import { LiveCatalog } from "../state/live_catalog.ts";
 import { createMetrics } from "../observe/metrics.ts";
-import { modelPathOf } from "./_path.ts";
-import { Catalog, DEFAULT_CATALOG, lifecycleInfo } from "../state/catalog.ts";
+import { Catalog, DEFAULT_CATALOG } from "../state/catalog.ts";
 import type { GatewayConfig } from "../config.ts";
 import { createCallerAuthenticator } from "../state/callers.ts";
 import { createBilling } from "../state/credits/billing.ts";
-import { microsToUsd } from "../state/credits/money.ts";
 import {
   errorResponse,
   GatewayError,
@@ -31,11 +25,14 @@ import {
 } from "../errors.ts";
 import { MemoryKeyPool } from "../upstream/key_pool.ts";
 import { PROVIDERS as PROVIDER_IMPLEMENTATIONS } from "../upstream/providers/mod.ts";
-import { tracesResponse } from "../state/traces.ts";
 import type { CatalogEntry } from "../state/catalog.ts";
 import type { KeyPool } from "../upstream/key_pool.ts";
-import type { ProviderName } from "../upstream/providers/provider.ts";
-import type { RouteName } from "../conventions.ts";
+import type { ProviderName } from "../upstream/providers/mod.ts";
+import type { GatewayEnv } from "./_env.ts";
+import { callRoutes } from "./call_routes.ts";
+import { callerRoutes } from "./caller_routes.ts";
+import { modelRoutes } from "./model_routes.ts";
+import { metricsResponse, statusRoutes } from "./status_routes.ts";
 
 /** What {@linkcode createGateway} needs. */
 export interface GatewayOptions {
@@ -50,10 +47,6 @@ export interface GatewayOptions {
   /** Where structured log records go; defaults to one JSON line each on stderr. */
   log?: (record: Record<string, unknown>) => void;
 }
-
-type GatewayEnv = {
-  Variables: { requestId: string; traceId: string } & CallerEnv["Variables"];
-};
 
 /**
  * The gateway as an HTTP handler. It is a Hono app; the public type names only
@@ -91,12 +84,6 @@ export interface GatewayApp {
    */
   ready(): Promise<void>;
 }
-
-const CALL_ROUTES: readonly [string, RouteName][] = [
-  ["/chat/completions", "chat"],
-  ["/messages", "messages"],
-  ["/responses", "responses"],
-];
 
 /**
  * Builds the gateway: a Hono app serving every route bare and under `/v1`.
@@ -222,150 +209,10 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   // The key is checked from the headers, before any body is read.
   const caller = callerAuth(callers);
 
-  api.get("/health", (c) => c.json({ ok: true }));
-  // Prometheus scrapes with the admin token (`bearer_token` in its config).
-  api.get("/metrics", adminAuth(config.adminToken), async () => {
-    const { body, contentType } = await metrics.render();
-    return new Response(body, { headers: { "content-type": contentType } });
-  });
-  const modelInfo = (m: CatalogEntry) => {
-    const keyed = config.providers[m.provider].apiKeys.length > 0;
-    return {
-      id: m.id,
-      object: "model",
-      owned_by: m.provider,
-      routes: m.routes,
-      // Listed either way, so a caller sees what the gateway offers; a model
-      // whose provider has no key says how to enable it.
-      available: keyed,
-      ...(keyed ? {} : {
-        unavailable_reason:
-          `No ${m.provider} key is configured: the operator sets ${m.provider.toUpperCase()}_API_KEYS`,
-      }),
-      pricing: {
-        input: m.pricing.input,
-        output: m.pricing.output,
-        cached_input: m.pricing.cachedInput,
-        cache_write: m.pricing.cacheWrite,
-        cache_write_1h: m.pricing.cacheWrite1h,
-      },
-      // Its deprecation and retirement dates and successor, when it has an end.
-      ...(m.lifecycle ? { lifecycle: lifecycleInfo(m, Date.now()) } : {}),
-    };
-  };
-  api.get(
-    "/models",
-    (c) => c.json({ object: "list", data: catalog.list().map(modelInfo) }),
-  );
-  api.get("/models/*", (c) => {
-    const id = modelPathOf(c.req.path);
-    const entry = catalog.get(id);
-    if (!entry) {
-      throw new GatewayError(
-        404,
-        `Model "${id}" does not exist; GET /models lists the models`,
-        { code: "model_not_found", param: "model" },
-      );
-    }
-    return c.json(modelInfo(entry));
-  });
-  api.get("/credits", caller, async (c) =>
-    c.json({
-      balance: microsToUsd(await billing.balance(c.get("caller").id)),
-      currency: "USD",
-    }));
-  // The caller's own usage over a range (the activity page reads it).
-  api.get("/usage", caller, async (c) => {
-    const id = c.get("caller").id;
-    await billing.balance(id); // after this caller's pending settlements
-    return c.json(
-      await usageReport(kv, c.req.query("range") ?? "24h", { callerId: id }),
-    );
-  });
-  api.get("/traces", caller, async (c) => {
-    // Non-streamed calls are answered before their charge and trace commit
-    // (write-behind); reading the balance queues behind the caller's pending
-    // settlements, so the listing includes every call already answered.
-    await billing.balance(c.get("caller").id);
-    return c.json(
-      await tracesResponse(
-        kv,
-        c.get("caller"),
-        new URL(c.req.url).searchParams,
-      ),
-    );
-  });
-
-  const run =
-    (route: RouteName, extra: Partial<CallRequest> = {}) =>
-    async (c: Context<GatewayEnv>) => {
-      const request: CallRequest = {
-        route,
-        caller: c.get("caller"),
-        headers: c.req.raw.headers,
-        bodyText: await c.req.text(),
-        query: c.req.query(),
-        signal: c.req.raw.signal,
-        requestId: c.get("requestId"),
-        traceId: c.get("traceId"),
-        ...extra,
-      };
-      return handleCall(deps, request);
-    };
-  for (const [path, route] of CALL_ROUTES) {
-    api.post(path, caller, limit, (c) => run(route)(c));
-  }
-  api.post("/messages/count_tokens", caller, limit, async (c) => {
-    const body = jsonObject(await c.req.text());
-    if (typeof body.model !== "string" || body.model === "") {
-      throw new GatewayError(400, 'Invalid "model": expected a model id', {
-        param: "model",
-      });
-    }
-    return countTokens(deps, {
-      route: "messages",
-      model: body.model,
-      body,
-      headers: c.req.raw.headers,
-      caller: c.get("caller"),
-      signal: c.req.raw.signal,
-      requestId: c.get("requestId"),
-    });
-  });
-  // Gemini SDKs call `{base}/{apiVersion}/models/{model}:{method}`; with the
-  // gateway's root or `/v1` as base, both `v1beta` and `v1` land here.
-  const geminiCall = async (c: Context<GatewayEnv>) => {
-    const path = c.req.path;
-    const target = modelPathOf(path);
-    const colon = target.lastIndexOf(":");
-    const method = target.slice(colon + 1);
-    if (colon > 0 && method === "countTokens") {
-      return countTokens(deps, {
-        route: "gemini",
-        model: target.slice(0, colon),
-        body: jsonObject(await c.req.text()),
-        headers: c.req.raw.headers,
-        caller: c.get("caller"),
-        signal: c.req.raw.signal,
-        requestId: c.get("requestId"),
-      });
-    }
-    if (
-      colon < 1 ||
-      (method !== "generateContent" && method !== "streamGenerateContent")
-    ) {
-      throw new GatewayError(
-        404,
-        `Unknown Gemini method "${target}"; use :generateContent, :streamGenerateContent or :countTokens`,
-      );
-    }
-    return await run("gemini", {
-      pathModel: target.slice(0, colon),
-      pathStream: method === "streamGenerateContent",
-    })(c);
-  };
-  api.post("/v1beta/models/*", caller, limit, geminiCall);
-  api.post("/models/*", caller, limit, geminiCall);
+  api.route("/", statusRoutes(metrics, config.adminToken));
+  api.route("/", modelRoutes(catalog, config.providers));
+  api.route("/", callerRoutes(kv, billing, caller));
+  api.route("/", callRoutes(deps, { caller, limit }));
   api.route(
     "/admin",
     createAdminRoutes({
@@ -390,10 +237,7 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     ready: async () => {
       if (keyPool instanceof MemoryKeyPool) await keyPool.ready();
     },
-    metricsResponse: async () => {
-      const { body, contentType } = await metrics.render();
-      return new Response(body, { headers: { "content-type": contentType } });
-    },
+    metricsResponse: () => metricsResponse(metrics),
   });
 }
 

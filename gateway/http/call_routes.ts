@@ -1,0 +1,117 @@
+/**
+ * The inference routes: a call on `chat`, `messages`, `responses` and
+ * `gemini`, and token counting on `messages` and `gemini`. The work of a
+ * call is in `call/`.
+ *
+ * @module
+ */
+import { type Context, Hono, type MiddlewareHandler } from "hono";
+import { handleCall } from "../call/call.ts";
+import type { CallDeps, CallRequest } from "../call/deps.ts";
+import { jsonObject } from "../call/input.ts";
+import { countTokens } from "../call/count_tokens.ts";
+import { modelPathOf } from "./_path.ts";
+import { GatewayError } from "../errors.ts";
+import type { GatewayEnv } from "./_env.ts";
+import type { CallerEnv } from "./auth.ts";
+import type { RouteName } from "../conventions.ts";
+
+const CALL_ROUTES: readonly [string, RouteName][] = [
+  ["/chat/completions", "chat"],
+  ["/messages", "messages"],
+  ["/responses", "responses"],
+];
+
+/** The middleware every inference route runs before its handler. */
+export interface CallGuards {
+  /** Authenticates the caller from the headers (sets `c.get("caller")`). */
+  caller: MiddlewareHandler<CallerEnv>;
+  /** Refuses a body over the configured size. */
+  limit: MiddlewareHandler;
+}
+
+/**
+ * Creates the inference routes, relative to where they are mounted.
+ *
+ * @param deps What a call needs (billing, limits, key pool, catalog, providers).
+ * @param guards The caller check and the body limit.
+ * @returns A Hono app to mount at the gateway's root and under `/v1`.
+ */
+export function callRoutes(
+  deps: CallDeps,
+  guards: CallGuards,
+): Hono<GatewayEnv> {
+  const { caller, limit } = guards;
+  const api = new Hono<GatewayEnv>();
+  const run =
+    (route: RouteName, extra: Partial<CallRequest> = {}) =>
+    async (c: Context<GatewayEnv>) => {
+      const request: CallRequest = {
+        route,
+        caller: c.get("caller"),
+        headers: c.req.raw.headers,
+        bodyText: await c.req.text(),
+        query: c.req.query(),
+        signal: c.req.raw.signal,
+        requestId: c.get("requestId"),
+        traceId: c.get("traceId"),
+        ...extra,
+      };
+      return handleCall(deps, request);
+    };
+  for (const [path, route] of CALL_ROUTES) {
+    api.post(path, caller, limit, (c) => run(route)(c));
+  }
+  api.post("/messages/count_tokens", caller, limit, async (c) => {
+    const body = jsonObject(await c.req.text());
+    if (typeof body.model !== "string" || body.model === "") {
+      throw new GatewayError(400, 'Invalid "model": expected a model id', {
+        param: "model",
+      });
+    }
+    return countTokens(deps, {
+      route: "messages",
+      model: body.model,
+      body,
+      headers: c.req.raw.headers,
+      caller: c.get("caller"),
+      signal: c.req.raw.signal,
+      requestId: c.get("requestId"),
+    });
+  });
+  // Gemini SDKs call `{base}/{apiVersion}/models/{model}:{method}`; with the
+  // gateway's root or `/v1` as base, both `v1beta` and `v1` land here.
+  const geminiCall = async (c: Context<GatewayEnv>) => {
+    const path = c.req.path;
+    const target = modelPathOf(path);
+    const colon = target.lastIndexOf(":");
+    const method = target.slice(colon + 1);
+    if (colon > 0 && method === "countTokens") {
+      return countTokens(deps, {
+        route: "gemini",
+        model: target.slice(0, colon),
+        body: jsonObject(await c.req.text()),
+        headers: c.req.raw.headers,
+        caller: c.get("caller"),
+        signal: c.req.raw.signal,
+        requestId: c.get("requestId"),
+      });
+    }
+    if (
+      colon < 1 ||
+      (method !== "generateContent" && method !== "streamGenerateContent")
+    ) {
+      throw new GatewayError(
+        404,
+        `Unknown Gemini method "${target}"; use :generateContent, :streamGenerateContent or :countTokens`,
+      );
+    }
+    return await run("gemini", {
+      pathModel: target.slice(0, colon),
+      pathStream: method === "streamGenerateContent",
+    })(c);
+  };
+  api.post("/v1beta/models/*", caller, limit, geminiCall);
+  api.post("/models/*", caller, limit, geminiCall);
+  return api;
+}

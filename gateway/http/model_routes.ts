@@ -1,0 +1,69 @@
+/**
+ * The models listing: `GET /models` and `GET /models/{id}`, in OpenAI's
+ * shape with the gateway's routes, prices and availability added.
+ *
+ * @module
+ */
+import { Hono } from "hono";
+import { modelPathOf } from "./_path.ts";
+import { type Catalog, lifecycleInfo } from "../state/catalog.ts";
+import type { GatewayConfig } from "../config.ts";
+import { GatewayError } from "../errors.ts";
+import type { CatalogEntry } from "../state/catalog.ts";
+import type { GatewayEnv } from "./_env.ts";
+
+/**
+ * Creates the models listing, relative to where it is mounted.
+ *
+ * @param catalog The models this process serves.
+ * @param providers The configured providers, to say whether a model's provider has a key.
+ * @returns A Hono app to mount at the gateway's root and under `/v1`.
+ */
+export function modelRoutes(
+  catalog: Catalog,
+  providers: GatewayConfig["providers"],
+): Hono<GatewayEnv> {
+  const api = new Hono<GatewayEnv>();
+  const modelInfo = (m: CatalogEntry) => {
+    const keyed = providers[m.provider].apiKeys.length > 0;
+    return {
+      id: m.id,
+      object: "model",
+      owned_by: m.provider,
+      routes: m.routes,
+      // Listed either way, so a caller sees what the gateway offers; a model
+      // whose provider has no key says how to enable it.
+      available: keyed,
+      ...(keyed ? {} : {
+        unavailable_reason:
+          `No ${m.provider} key is configured: the operator sets ${m.provider.toUpperCase()}_API_KEYS`,
+      }),
+      pricing: {
+        input: m.pricing.input,
+        output: m.pricing.output,
+        cached_input: m.pricing.cachedInput,
+        cache_write: m.pricing.cacheWrite,
+        cache_write_1h: m.pricing.cacheWrite1h,
+      },
+      // Its deprecation and retirement dates and successor, when it has an end.
+      ...(m.lifecycle ? { lifecycle: lifecycleInfo(m, Date.now()) } : {}),
+    };
+  };
+  api.get(
+    "/models",
+    (c) => c.json({ object: "list", data: catalog.list().map(modelInfo) }),
+  );
+  api.get("/models/*", (c) => {
+    const id = modelPathOf(c.req.path);
+    const entry = catalog.get(id);
+    if (!entry) {
+      throw new GatewayError(
+        404,
+        `Model "${id}" does not exist; GET /models lists the models`,
+        { code: "model_not_found", param: "model" },
+      );
+    }
+    return c.json(modelInfo(entry));
+  });
+  return api;
+}

@@ -1,0 +1,41 @@
+/**
+ * The operator's view of a running gateway: `GET /health` and `GET /metrics`
+ * (Prometheus text, behind the admin token).
+ *
+ * @module
+ */
+import { Hono } from "hono";
+import { adminAuth } from "./auth.ts";
+import type { GatewayMetrics } from "../observe/metrics.ts";
+import type { GatewayEnv } from "./_env.ts";
+
+/**
+ * The Prometheus text exposition of `metrics`.
+ *
+ * @param metrics The gateway's metrics.
+ * @returns The response to send.
+ */
+export async function metricsResponse(
+  metrics: GatewayMetrics,
+): Promise<Response> {
+  const { body, contentType } = await metrics.render();
+  return new Response(body, { headers: { "content-type": contentType } });
+}
+
+/**
+ * Creates the status routes, relative to where they are mounted.
+ *
+ * @param metrics The gateway's metrics.
+ * @param adminToken `GATEWAY_ADMIN_TOKEN`, which `/metrics` wants.
+ * @returns A Hono app to mount at the gateway's root and under `/v1`.
+ */
+export function statusRoutes(
+  metrics: GatewayMetrics,
+  adminToken: string | undefined,
+): Hono<GatewayEnv> {
+  const api = new Hono<GatewayEnv>();
+  api.get("/health", (c) => c.json({ ok: true }));
+  // Prometheus scrapes with the admin token (`bearer_token` in its config).
+  api.get("/metrics", adminAuth(adminToken), () => metricsResponse(metrics));
+  return api;
+}
