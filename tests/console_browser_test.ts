@@ -18,7 +18,7 @@ import { startSimulator } from "../gateway/simulator/mod.ts";
 import {
   type ChargedTraceRecord,
   keptBody,
-  recordTrace,
+  storeTrace,
 } from "../gateway/state/traces.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -593,7 +593,7 @@ Deno.test({
       ),
       responseBody: keptBody(`{"choices":[{"text":"seen ${secret}"}]}`, 4096),
     };
-    await recordTrace(gateway.kv, withBodies);
+    await storeTrace(gateway.kv, withBodies);
     await page.fill("[data-filter=trace_id]", "trace-with-bodies");
     await page.click("[data-testid=apply-filter]");
     await page.waitForSelector(

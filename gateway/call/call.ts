@@ -218,7 +218,7 @@ class Call implements AsyncDisposable {
     const closed = this.#giveBack(ending);
     if (!closed) return;
     if (closed.settlement) await this.deps.billing.settle(closed.settlement);
-    else await this.deps.billing.recordTrace(closed.trace);
+    else await this.deps.billing.storeUnreservedTrace(closed.trace);
   }
 
   /**

@@ -4,10 +4,10 @@
  *
  * @example Store and read a trace
  * ```ts
- * import { listTraces, recordTrace } from "./traces.ts";
+ * import { listTraces, storeTrace } from "./traces.ts";
  *
  * const kv = await Deno.openKv(":memory:");
- * await recordTrace(kv, {
+ * await storeTrace(kv, {
  *   requestId: "req_1", traceId: "t1", callerId: "ck_1", route: "chat", status: 200,
  *   stream: false, inputTokens: 3, outputTokens: 5, cachedTokens: 0, costMicros: 12,
  *   latencyMs: 40, time: Date.now(),
@@ -28,7 +28,7 @@ import {
   tracesPrefix,
 } from "./kv_keys.ts";
 import type { Caller } from "./callers.ts";
-import type { ProviderName } from "../upstream/providers/provider.ts";
+import type { ProviderName } from "../upstream/providers/mod.ts";
 import type { Usage } from "../upstream/usage.ts";
 import { firstIssue } from "../_zod.ts";
 import { GatewayError } from "../errors.ts";
@@ -214,14 +214,16 @@ export function addTraceWrites(
 }
 
 /**
- * Stores one trace record in its own commit (for calls that never reserved).
+ * Stores one trace record in its own commit, without usage aggregates (the
+ * gateway stores an unreserved call's trace through
+ * `Billing.storeUnreservedTrace`, which adds them).
  *
  * @param kv The gateway's KV.
  * @param trace The record to store.
  * @param options Retention.
  * @returns Resolves once committed.
  */
-export async function recordTrace(
+export async function storeTrace(
   kv: Deno.Kv,
   trace: TraceRecord,
   options: TraceStoreOptions = {},

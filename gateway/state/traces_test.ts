@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { listTraces, recordTrace, tracesResponse } from "./traces.ts";
+import { listTraces, storeTrace, tracesResponse } from "./traces.ts";
 import type { TraceRecord } from "./traces.ts";
 import { GatewayError } from "../errors.ts";
 
@@ -38,9 +38,9 @@ async function withKv(fn: (kv: Deno.Kv) => Promise<void>): Promise<void> {
 Deno.test("listTraces() returns one caller's traces newest first, up to the limit", async () => {
   await withKv(async (kv) => {
     for (const time of [1_000, 3_000, 2_000]) {
-      await recordTrace(kv, traceAt(time));
+      await storeTrace(kv, traceAt(time));
     }
-    await recordTrace(kv, traceAt(4_000, { callerId: "ck_b" }));
+    await storeTrace(kv, traceAt(4_000, { callerId: "ck_b" }));
     const traces = await listTraces(kv, "ck_a");
     assert.deepEqual(traces.map((trace) => trace.requestId), [
       "req_3000",
@@ -60,10 +60,10 @@ Deno.test("listTraces() returns one caller's traces newest first, up to the limi
 
 Deno.test("listTraces() filters by trace id through the secondary index", async () => {
   await withKv(async (kv) => {
-    await recordTrace(kv, traceAt(1_000, { traceId: "agent-run-1" }));
-    await recordTrace(kv, traceAt(2_000, { traceId: "agent-run-2" }));
-    await recordTrace(kv, traceAt(3_000, { traceId: "agent-run-1" }));
-    await recordTrace(
+    await storeTrace(kv, traceAt(1_000, { traceId: "agent-run-1" }));
+    await storeTrace(kv, traceAt(2_000, { traceId: "agent-run-2" }));
+    await storeTrace(kv, traceAt(3_000, { traceId: "agent-run-1" }));
+    await storeTrace(
       kv,
       traceAt(4_000, { traceId: "agent-run-1", callerId: "ck_other" }),
     );
@@ -77,7 +77,7 @@ Deno.test("listTraces() filters by trace id through the secondary index", async 
 
 Deno.test("listTraces() reads index entries that still hold a copy of the record", async () => {
   await withKv(async (kv) => {
-    await recordTrace(kv, traceAt(3_000, { traceId: "agent-run-1" }));
+    await storeTrace(kv, traceAt(3_000, { traceId: "agent-run-1" }));
     // As the index was written before it held only the key.
     const old = traceAt(1_000, { traceId: "agent-run-1" });
     await kv.set(
@@ -94,8 +94,8 @@ Deno.test("listTraces() reads index entries that still hold a copy of the record
 
 Deno.test("tracesResponse() answers only the caller's traces and rejects a bad limit", async () => {
   await withKv(async (kv) => {
-    await recordTrace(kv, traceAt(1_000, { traceId: "x" }));
-    await recordTrace(kv, traceAt(2_000, { traceId: "y" }));
+    await storeTrace(kv, traceAt(1_000, { traceId: "x" }));
+    await storeTrace(kv, traceAt(2_000, { traceId: "y" }));
     const caller = { id: "ck_a", name: "a" };
     const all = await tracesResponse(kv, caller, new URLSearchParams());
     assert.equal(all.object, "list");

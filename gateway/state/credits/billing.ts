@@ -72,7 +72,7 @@ import {
 import { aheadMicros, type LeaseSizing } from "./lease.ts";
 import { readBalance } from "./ledger.ts";
 import { assertMicros } from "./money.ts";
-import type { ProviderName } from "../../upstream/providers/provider.ts";
+import type { ProviderName } from "../../upstream/providers/mod.ts";
 import type { Usage } from "../../upstream/usage.ts";
 
 /** Options of {@linkcode createBilling}. */
@@ -226,7 +226,7 @@ class KvBilling implements Billing {
     await this.#idle();
   }
 
-  recordTrace(trace: TraceRecord): Promise<void> {
+  storeUnreservedTrace(trace: TraceRecord): Promise<void> {
     return commitWithRetry(`trace "${trace.requestId}"`, async () => {
       const op = addTraceWrites(this.#kv.atomic(), trace, {
         retentionMs: this.#traceRetentionMs,
@@ -535,8 +535,8 @@ export interface Billing {
   settleSoon(settlement: Settlement): { availableMicros: number };
   /** Resolves once every queued settlement has committed or finally failed, and unused credit keys went back. */
   flush(): Promise<void>;
-  /** Stores a trace of a call that never reserved (rejected before forwarding). */
-  recordTrace(trace: TraceRecord): Promise<void>;
+  /** Stores the trace (and its usage aggregates) of a call that never reserved (refused before forwarding), in its own commit. */
+  storeUnreservedTrace(trace: TraceRecord): Promise<void>;
   /** The caller's balance, micro-USD, once this process's queued settlements for them have committed. */
   balance(callerId: string): Promise<number>;
 }

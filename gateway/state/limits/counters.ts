@@ -47,7 +47,7 @@ interface MinuteUsage {
   tokens: number;
 }
 
-type Job =
+type LimitJob =
   | {
     kind: "reserve";
     limits: CallerLimits;
@@ -66,7 +66,7 @@ type Job =
 export class LimitCounters {
   readonly #kv: Deno.Kv;
   readonly #now: () => number;
-  readonly #engine: GroupCommit<Job> = new GroupCommit<Job>({
+  readonly #engine: GroupCommit<LimitJob> = new GroupCommit<LimitJob>({
     takeBatch: (jobs) => jobs.splice(0, 64),
     run: (callerId, batch) => this.#commit(callerId, batch),
   });
@@ -132,12 +132,12 @@ export class LimitCounters {
     return this.#engine.idle();
   }
 
-  #submit(callerId: string, job: Job): void {
+  #submit(callerId: string, job: LimitJob): void {
     this.#engine.submit(callerId, job);
   }
 
   /** Commits one batch of a caller's jobs (retrying conflicts) and answers each. */
-  async #commit(callerId: string, batch: Job[]): Promise<void> {
+  async #commit(callerId: string, batch: LimitJob[]): Promise<void> {
     try {
       const results = await commitWithRetry(
         `limits of caller "${callerId}"`,
@@ -154,7 +154,7 @@ export class LimitCounters {
   /** One read-check-commit round for a batch of one caller's jobs; `null` when the commit lost. */
   async #attempt(
     callerId: string,
-    batch: readonly Job[],
+    batch: readonly LimitJob[],
   ): Promise<(LimitTicket | GatewayError | undefined)[] | null> {
     const now = this.#now();
     const minute = windowOf("minute", now);
