@@ -17,7 +17,8 @@ import { join } from "node:path";
 import { createCaller } from "../gateway/state/callers.ts";
 import { createBilling } from "../gateway/state/credits/billing.ts";
 import { listLedger, readBalance } from "../gateway/state/credits/ledger.ts";
-import type { Billing, Settlement } from "../gateway/state/credits/billing.ts";
+import type { Billing } from "../gateway/state/credits/billing.ts";
+import type { Settlement } from "../gateway/state/credits/reservation.ts";
 
 const seconds = Number(Deno.args[0] ?? 5);
 const concurrency = Number(Deno.args[1] ?? 64);

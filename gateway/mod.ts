@@ -78,12 +78,12 @@ export type {
 } from "./state/catalog.ts";
 export type { Usage } from "./upstream/usage.ts";
 export type { Caller, CallerAuthenticator } from "./state/callers.ts";
+export type { Billing } from "./state/credits/billing.ts";
 export type {
-  Billing,
   Reservation,
   ReserveResult,
   Settlement,
-} from "./state/credits/billing.ts";
+} from "./state/credits/reservation.ts";
 export type { CallAttempt, TraceRecord } from "./state/traces.ts";
 export type {
   AcquireResult,

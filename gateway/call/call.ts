@@ -29,7 +29,7 @@ import { lifecycleHeaders } from "../state/catalog.ts";
 import { errorResponse, GatewayError, toGatewayError } from "../errors.ts";
 import type { CallInput, Exchange } from "../upstream/providers/provider.ts";
 import { NO_USAGE } from "../upstream/providers/provider.ts";
-import type { Reservation, Settlement } from "../state/credits/billing.ts";
+import type { Reservation, Settlement } from "../state/credits/reservation.ts";
 import type { CatalogEntry } from "../state/catalog.ts";
 import type { CallAttempt, TraceRecord } from "../state/traces.ts";
 import type { Usage } from "../upstream/usage.ts";

@@ -5,7 +5,8 @@
  * @module
  */
 import { GatewayError } from "../errors.ts";
-import type { Billing, Reservation } from "../state/credits/billing.ts";
+import type { Billing } from "../state/credits/billing.ts";
+import type { Reservation } from "../state/credits/reservation.ts";
 import type { Caller } from "../state/callers.ts";
 import type { CatalogEntry } from "../state/catalog.ts";
 import {

@@ -11,7 +11,7 @@ import { commitWithRetry, isBusy } from "../_kv_retry.ts";
 import { leaseKey, ledgerKey, unleasedKey } from "../kv_keys.ts";
 import { addTraceWrites } from "../traces.ts";
 import { UsageSums } from "../usage_buckets.ts";
-import type { Reservation, ReserveResult } from "./billing.ts";
+import type { Reservation, ReserveResult } from "./reservation.ts";
 import {
   availableMicros,
   type HeldLease,

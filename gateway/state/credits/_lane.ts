@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { ReserveResult, Settlement } from "./billing.ts";
+import type { ReserveResult, Settlement } from "./reservation.ts";
 import type { TraceRecord } from "../traces.ts";
 import type { TraceBodies } from "../traces.ts";
 import type { LeaseRecord } from "./ledger.ts";

@@ -72,8 +72,7 @@ import {
 import { aheadMicros, type LeaseSizing } from "./lease.ts";
 import { readBalance } from "./ledger.ts";
 import { assertMicros } from "./money.ts";
-import type { ProviderName } from "../../upstream/providers/mod.ts";
-import type { Usage } from "../../upstream/usage.ts";
+import type { Reservation, ReserveResult, Settlement } from "./reservation.ts";
 
 /** Options of {@linkcode createBilling}. */
 export interface BillingOptions {
@@ -482,37 +481,6 @@ export function createBilling(
   options: BillingOptions = {},
 ): Billing {
   return new KvBilling(kv, options);
-}
-
-/** Money held back for one call until it settles. Amounts are integer micro-USD. */
-export interface Reservation {
-  /** Unique id of the reservation. */
-  id: string;
-  /** The caller it was taken from. */
-  callerId: string;
-  /** Amount held, micro-USD. */
-  amountMicros: number;
-}
-
-/**
- * The result of trying to reserve. `availableMicros` is what this process
- * could still reserve for the caller: their balance less the reservations
- * and queued charges it knows of.
- */
-export type ReserveResult =
-  | { ok: true; reservation: Reservation; availableMicros: number }
-  | { ok: false; availableMicros: number };
-
-/** What settles one reserved call: its real cost and its trace, committed together. */
-export interface Settlement {
-  /** The reservation to close. */
-  reservation: Reservation;
-  /** Real cost, micro-USD (0 when nothing was generated). */
-  costMicros: number;
-  /** Usage behind the cost. */
-  usage: Usage;
-  /** The call's trace record. */
-  trace: TraceRecord;
 }
 
 /**

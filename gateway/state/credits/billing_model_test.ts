@@ -7,7 +7,8 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { createCaller } from "../callers.ts";
-import type { Billing, Reservation } from "./billing.ts";
+import type { Billing } from "./billing.ts";
+import type { Reservation } from "./reservation.ts";
 import { createBilling } from "./billing.ts";
 import { listLeases, listLedger, readBalance, topUp } from "./ledger.ts";
 import { sweepExpiredLeases } from "./sweep.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createCaller } from "../callers.ts";
 import { listTraces } from "../traces.ts";
-import type { Reservation, Settlement } from "./billing.ts";
+import type { Reservation, Settlement } from "./reservation.ts";
 import type { TraceRecord } from "../traces.ts";
 import { createBilling } from "./billing.ts";
 import {
