@@ -2,13 +2,15 @@ import assert from "node:assert/strict";
 import { encodePng, pngHeader, toBase64 } from "../../tests/fixtures/png.ts";
 import {
   estimateInputTokens,
-  MEDIA_TOKENS,
   outputTextTokens,
+  textTokens,
+} from "./estimate.ts";
+import {
+  MEDIA_TOKENS,
   PDF_PAGE_TOKENS,
   pdfTokens,
   REFERENCED_CONTEXT_TOKENS,
-  textTokens,
-} from "./estimate.ts";
+} from "./estimate_media.ts";
 
 Deno.test("textTokens() holds a third of a token per ASCII character and more than one per CJK character or emoji", () => {
   assert.equal(textTokens("hello world!"), 4);
