@@ -19,6 +19,7 @@ import { parseArgs } from "node:util";
 import { readCpuMicros, readMemory } from "../_process.ts";
 import { percentile } from "../_stats.ts";
 import {
+  type SimulatorProcess,
   startFloorProcess,
   startGatewayProcess,
   startSimulatorProcess,
@@ -47,17 +48,43 @@ export interface StreamsRow {
   addedGapP99: number;
 }
 
-interface Target {
+/** A process that relays streams, and the call to open on it. */
+export interface StreamTarget {
+  /** Its name in the tables. */
   name: string;
+  /** The process whose CPU and memory are read. */
   pid: number;
+  /** Its base URL (it takes the gateway's paths). */
   url: string;
+  /** The bearer key to present. */
   key: string;
+  /** The model to ask for (it picks the route). */
   model: string;
+  /** More request headers (Portkey's routing headers). */
+  headers?: Record<string, string>;
+}
+
+/** What one round of concurrent streams measured on one target. */
+export interface StreamRound {
+  /** Streams that delivered every chunk. */
+  completed: number;
+  /** The target process's CPU over the round, µs. */
+  cpuMicros: number;
+  /** The target's CPU per relayed chunk, µs (NaN when no stream completed). */
+  cpuPerChunkUs: number;
+  /** Its RSS just before the round, MiB. */
+  rssBeforeMiB: number;
+  /** The highest RSS sampled during the round (every 100 ms, and at its end), MiB. */
+  rssPeakMiB: number;
+  /** Its peak RSS since it started (VmHWM) at the end of the round, MiB. */
+  hwmMiB: number;
+  /** Each delay between two events minus the simulator's 50 ms, sorted, ms. */
+  addedGaps: number[];
 }
 
 /** One stream: its status and the gaps between its events, ms. */
 async function stream(
-  target: Target,
+  target: StreamTarget,
 ): Promise<{ ok: boolean; gaps: number[] }> {
   try {
     const response = await fetch(`${target.url}/v1/chat/completions`, {
@@ -65,6 +92,7 @@ async function stream(
       headers: {
         authorization: `Bearer ${target.key}`,
         "content-type": "application/json",
+        ...target.headers,
       },
       body: JSON.stringify({
         model: target.model,
@@ -98,6 +126,81 @@ async function stream(
 }
 
 /**
+ * Opens `n` streams on a target at once and reads each to its end, reading
+ * the target's CPU (`/proc/<pid>/stat`) around the round and its RSS
+ * (`/proc/<pid>/status`) before, during (every 100 ms) and after it.
+ *
+ * @param target The process and the call to open.
+ * @param n Streams open at once.
+ * @returns What the round measured.
+ */
+export async function streamRound(
+  target: StreamTarget,
+  n: number,
+): Promise<StreamRound> {
+  const cpuBefore = await readCpuMicros(target.pid);
+  const rssBefore = (await readMemory(target.pid)).rssMiB;
+  let rssPeak = rssBefore;
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      rssPeak = Math.max(rssPeak, (await readMemory(target.pid)).rssMiB);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  })();
+  const results = await Promise.all(
+    Array.from({ length: n }, () => stream(target)),
+  );
+  sampling = false;
+  await sampler;
+  const cpuMicros = await readCpuMicros(target.pid) - cpuBefore;
+  const end = await readMemory(target.pid);
+  const completed = results.filter((r) => r.ok).length;
+  return {
+    completed,
+    cpuMicros,
+    cpuPerChunkUs: completed > 0 ? cpuMicros / (completed * CHUNKS) : NaN,
+    rssBeforeMiB: rssBefore,
+    rssPeakMiB: Math.max(rssPeak, end.rssMiB),
+    hwmMiB: end.peakMiB,
+    addedGaps: results.flatMap((r) => r.gaps).map((gap) => gap - CHUNK_MS)
+      .sort((a, b) => a - b),
+  };
+}
+
+/**
+ * Starts the simulator the stream benchmarks use: 40 content chunks of three
+ * words each, 50 ms apart, then the finish and usage chunks.
+ *
+ * @returns The simulator process.
+ */
+export function startStreamSimulator(): Promise<SimulatorProcess> {
+  const reply = Array.from({ length: CHUNKS * 3 }, (_, i) => `w${i}`).join(" ");
+  return startSimulatorProcess(0, [
+    "--chunk-delay-ms",
+    String(CHUNK_MS),
+    "--reply",
+    reply,
+    "--max-records",
+    "100",
+  ]);
+}
+
+/**
+ * The gateway environment that sends Anthropic models to the simulator,
+ * for the translated route (an Anthropic model on `/chat/completions`).
+ *
+ * @param sim The simulator.
+ * @returns `ANTHROPIC_BASE_URL` and a pool of four Anthropic keys.
+ */
+export function anthropicEnv(sim: SimulatorProcess): Record<string, string> {
+  return {
+    ANTHROPIC_BASE_URL: sim.openaiBase.replace(/\/openai\/v1$/, "/anthropic"),
+    ANTHROPIC_API_KEYS: "sk-bench-a0,sk-bench-a1,sk-bench-a2,sk-bench-a3",
+  };
+}
+
+/**
  * Runs the concurrent-streams benchmark: for each count, every target in
  * turn with that many streams open at once.
  *
@@ -109,16 +212,7 @@ export async function benchStreams(
   options: { counts: number[]; cpuProfDir?: string },
   log: (line: string) => void = () => {},
 ): Promise<StreamsRow[]> {
-  // 40 deltas of three words, then the finish and usage chunks.
-  const reply = Array.from({ length: CHUNKS * 3 }, (_, i) => `w${i}`).join(" ");
-  const sim = await startSimulatorProcess(0, [
-    "--chunk-delay-ms",
-    String(CHUNK_MS),
-    "--reply",
-    reply,
-    "--max-records",
-    "100",
-  ]);
+  const sim = await startStreamSimulator();
   const simBase = sim.openaiBase.replace(/\/openai\/v1$/, "");
   const dir = await Deno.makeTempDir();
   const gateway = await startGatewayProcess(
@@ -127,10 +221,7 @@ export async function benchStreams(
     options.cpuProfDir
       ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfDir}`]
       : [],
-    {
-      ANTHROPIC_BASE_URL: `${simBase}/anthropic`,
-      ANTHROPIC_API_KEYS: "sk-bench-a0,sk-bench-a1,sk-bench-a2,sk-bench-a3",
-    },
+    anthropicEnv(sim),
   );
   const floor = await startFloorProcess(`${simBase}/openai/v1`);
   // The same relay with each chunk passed through JavaScript, unparsed.
@@ -138,7 +229,7 @@ export async function benchStreams(
     bodiesThroughJs: true,
   });
   try {
-    const targets: Target[] = [
+    const targets: StreamTarget[] = [
       {
         name: "floor (relay)",
         pid: floor.child.pid,
@@ -179,38 +270,20 @@ export async function benchStreams(
       }
       for (const target of targets) {
         await new Promise((resolve) => setTimeout(resolve, 1_000));
-        const cpuBefore = await readCpuMicros(target.pid);
-        const rssBefore = (await readMemory(target.pid)).rssMiB;
-        let rssPeak = rssBefore;
-        let sampling = true;
-        const sampler = (async () => {
-          while (sampling) {
-            rssPeak = Math.max(rssPeak, (await readMemory(target.pid)).rssMiB);
-            await new Promise((resolve) => setTimeout(resolve, 100));
-          }
-        })();
-        const results = await Promise.all(
-          Array.from({ length: n }, () => stream(target)),
-        );
-        sampling = false;
-        await sampler;
-        const cpu = await readCpuMicros(target.pid) - cpuBefore;
-        const completed = results.filter((r) => r.ok).length;
-        const gaps = results.flatMap((r) => r.gaps)
-          .map((gap) => gap - CHUNK_MS)
-          .sort((a, b) => a - b);
+        const round = await streamRound(target, n);
         const row: StreamsRow = {
           streams: n,
           target: target.name,
-          completed,
-          errors: n - completed,
-          cpuPerChunkUs: completed > 0 ? cpu / (completed * CHUNKS) : NaN,
-          rssPerStreamKiB: ((rssPeak - rssBefore) * 1024) / n,
-          addedGapP50: percentile(gaps, 50),
-          addedGapP99: percentile(gaps, 99),
+          completed: round.completed,
+          errors: n - round.completed,
+          cpuPerChunkUs: round.cpuPerChunkUs,
+          rssPerStreamKiB: ((round.rssPeakMiB - round.rssBeforeMiB) * 1024) /
+            n,
+          addedGapP50: percentile(round.addedGaps, 50),
+          addedGapP99: percentile(round.addedGaps, 99),
         };
         log(
-          `  ${n} streams, ${row.target}: ${completed} completed, ${
+          `  ${n} streams, ${row.target}: ${row.completed} completed, ${
             row.cpuPerChunkUs.toFixed(1)
           } µs CPU/chunk, ${row.rssPerStreamKiB.toFixed(0)} KiB/stream`,
         );

@@ -7,6 +7,7 @@
  */
 import { createCaller } from "../../gateway/state/callers.ts";
 import { usdToMicros } from "../../gateway/state/credits/money.ts";
+import { closeStore, openStore } from "../../gateway/state/store/mod.ts";
 import { type Child, spawnChild } from "../_process.ts";
 import type { WrkRequest } from "./wrk.ts";
 
@@ -121,14 +122,15 @@ export async function startTaskFlags(): Promise<string[]> {
 }
 
 /**
- * Creates a funded caller in a fresh KV file, then starts `gateway/main.ts`
- * on that file in front of the simulator, with a pool of four OpenAI keys
- * under per-key limits.
+ * Creates a funded caller in a fresh store, then starts `gateway/main.ts`
+ * on that store in front of the simulator, with a pool of four OpenAI keys
+ * under per-key limits. The store is the KV file at `kvPath`, or the
+ * PostgreSQL database `extraEnv.GATEWAY_STORE` names (an empty one).
  *
  * @param openaiBase The simulator's OpenAI base URL.
  * @param kvPath A KV file path that does not exist yet.
  * @param extraDenoFlags Flags for `deno run` (e.g. `--cpu-prof`).
- * @param extraEnv More environment variables (e.g. `MALLOC_ARENA_MAX`).
+ * @param extraEnv More environment variables (e.g. `MALLOC_ARENA_MAX`, `GATEWAY_STORE`).
  * @returns The process, URL and caller key.
  */
 export async function startGatewayProcess(
@@ -137,12 +139,12 @@ export async function startGatewayProcess(
   extraDenoFlags: string[] = [],
   extraEnv: Record<string, string> = {},
 ): Promise<GatewayProcess> {
-  const kv = await Deno.openKv(kvPath);
+  const { kv } = await openStore({ store: extraEnv.GATEWAY_STORE, kvPath });
   const caller = await createCaller(kv, {
     name: "bench",
     creditsMicros: usdToMicros(1_000_000),
   });
-  kv.close();
+  await closeStore(kv);
   const { child, match } = await spawnChild(Deno.execPath(), {
     args: [
       "run",

@@ -46,16 +46,19 @@ async function timeToFirstToken(request: WrkRequest): Promise<number> {
  * Measures time to first token of each target, taking turns.
  *
  * @param requests Streamed requests by target name.
- * @param rounds Calls per target (after ten warm-up rounds).
+ * @param rounds Calls per target that are timed.
+ * @param warmupRounds Untimed calls per target before them (0: the first
+ *   calls a target answers are timed, a cold figure).
  * @returns Percentiles by target name.
  */
 export async function measureTtft(
   requests: Record<string, WrkRequest>,
   rounds: number,
+  warmupRounds = 10,
 ): Promise<Record<string, Percentiles>> {
   const samples: Record<string, number[]> = {};
   for (const name of Object.keys(requests)) samples[name] = [];
-  for (let round = -10; round < rounds; round++) {
+  for (let round = -warmupRounds; round < rounds; round++) {
     for (const [name, request] of Object.entries(requests)) {
       const ms = await timeToFirstToken(request);
       if (round >= 0) samples[name].push(ms);
