@@ -1,14 +1,18 @@
 /**
- * Caller keys from the command line, straight on the gateway's KV
- * (`GATEWAY_KV_PATH`, default `./data/gateway.kv`): the admin API without a
+ * Caller keys and the live catalog from the command line, straight on the
+ * gateway's store: PostgreSQL when `GATEWAY_STORE` is set, else the KV at
+ * `GATEWAY_KV_PATH` (default `./data/gateway.kv`). The admin API without a
  * running gateway.
  *
  * ```sh
  * deno task keys create --name alice --credits 10
  * deno task keys list
  * deno task keys show ck_…
+ * deno task keys limits ck_… '{"rpm":60}'
  * deno task keys topup ck_… --amount 5
  * deno task keys revoke ck_…
+ * deno task keys model-set '{"id":"m",…}'
+ * deno task keys model-remove m
  * ```
  *
  * Output is JSON on stdout; a bad input prints one line on stderr and exits 1.
