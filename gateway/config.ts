@@ -1,33 +1,22 @@
 /**
  * The gateway's configuration: one typed object, validated by zod, built
  * from an optional JSON file (`GATEWAY_CONFIG=path`) with environment
- * variables on top.
+ * variables on top. Its providers are the registry's
+ * (`upstream/providers/mod.ts`): each one's settings, defaults and
+ * `<NAME>_*` variables come from there.
  *
  * @module
  */
 import { z } from "zod";
-import type { ProviderName } from "./upstream/providers/provider.ts";
+import {
+  PROVIDER_NAMES,
+  type ProviderName,
+  PROVIDERS,
+} from "./upstream/providers/mod.ts";
 import { firstIssue } from "./_zod.ts";
 
 /** What a provider key may hold: visible ASCII, as an HTTP header value allows. */
 const HEADER_SAFE = /^[\x21-\x7e]+$/;
-
-/** Every provider, in the order they are listed and configured. */
-export const PROVIDERS: readonly ProviderName[] = [
-  "openai",
-  "anthropic",
-  "gemini",
-  "xai",
-  "openrouter",
-];
-
-const DEFAULT_BASE_URLS: Record<ProviderName, string> = {
-  openai: "https://api.openai.com/v1",
-  anthropic: "https://api.anthropic.com",
-  gemini: "https://generativelanguage.googleapis.com",
-  xai: "https://api.x.ai/v1",
-  openrouter: "https://openrouter.ai/api/v1",
-};
 
 const positiveInt = z.coerce.number().int().positive();
 
@@ -76,13 +65,11 @@ const configSchema = z.object({
   traceBodies: z.enum(["on", "off"]).default("off"),
   traceBodyBytes: positiveInt.max(16_384).default(4_096),
   // parseConfig fills every provider with its defaults before validation.
-  providers: z.object({
-    openai: providerSchema,
-    anthropic: providerSchema,
-    gemini: providerSchema,
-    xai: providerSchema,
-    openrouter: providerSchema,
-  }),
+  providers: z.object(
+    Object.fromEntries(
+      PROVIDER_NAMES.map((name) => [name, providerSchema]),
+    ) as Record<ProviderName, typeof providerSchema>,
+  ),
 });
 
 /** The validated configuration of a gateway. */
@@ -197,11 +184,11 @@ export function parseConfig(sources: ConfigSources = {}): GatewayConfig {
       | Record<string, Record<string, unknown>>
       | undefined),
   };
-  for (const name of PROVIDERS) {
+  for (const name of PROVIDER_NAMES) {
     const prefix = name.toUpperCase();
     const fromFile = providers[name] ?? {};
     const provider: Record<string, unknown> = {
-      baseUrl: DEFAULT_BASE_URLS[name],
+      baseUrl: PROVIDERS[name].defaultBaseUrl,
       ...fromFile,
     };
     const variable = env[`${prefix}_API_KEYS`] !== undefined
@@ -282,7 +269,7 @@ export async function loadConfig(
  * ```
  */
 export function providerKeyWarnings(config: GatewayConfig): string[] {
-  return PROVIDERS.filter((provider) =>
+  return PROVIDER_NAMES.filter((provider) =>
     config.providers[provider].apiKeys.length === 0
   ).map((provider) => {
     const variable = `${provider.toUpperCase()}_API_KEYS`;

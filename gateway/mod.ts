@@ -33,7 +33,6 @@ export {
   loadConfig,
   parseConfig,
   type ProviderConfig,
-  PROVIDERS,
 } from "./config.ts";
 export {
   type RunningGateway,
@@ -70,7 +69,7 @@ export {
 } from "./upstream/key_pool.ts";
 export type { CallerLimits, SpendPeriod } from "./state/limits/limits.ts";
 export type { RouteName } from "./conventions.ts";
-export type { ProviderName } from "./upstream/providers/provider.ts";
+export { PROVIDER_NAMES, type ProviderName } from "./upstream/providers/mod.ts";
 export type {
   CatalogEntry,
   ModelLifecycle,

@@ -3,7 +3,8 @@
  * tests: nothing of the gateway is mocked.
  */
 import { createCaller, type NewCaller } from "../gateway/state/callers.ts";
-import { parseConfig, PROVIDERS } from "../gateway/config.ts";
+import { parseConfig } from "../gateway/config.ts";
+import { PROVIDER_NAMES } from "../gateway/upstream/providers/mod.ts";
 import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { type RunningGateway, startGateway } from "../gateway/http/server.ts";
 import {
@@ -67,7 +68,7 @@ export async function startHarness(
     GATEWAY_KV_PATH: options.kvPath ?? ":memory:",
     ...options.env,
   };
-  for (const provider of PROVIDERS) {
+  for (const provider of PROVIDER_NAMES) {
     const keys = Array.from(
       { length: options.keysPerProvider ?? 2 },
       (_, i) => `sk-${provider}-secret-${i}-${crypto.randomUUID()}`,

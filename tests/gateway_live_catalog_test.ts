@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import { createGateway } from "../gateway/http/app.ts";
 import { createCaller } from "../gateway/state/callers.ts";
-import { parseConfig, PROVIDERS } from "../gateway/config.ts";
+import { parseConfig } from "../gateway/config.ts";
+import { PROVIDER_NAMES } from "../gateway/upstream/providers/mod.ts";
 import { listLedger } from "../gateway/state/credits/ledger.ts";
 import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
@@ -36,7 +37,7 @@ Deno.test("a model added, repriced and removed on one process reaches another on
       ...sim.env(),
       GATEWAY_ADMIN_TOKEN: TOKEN,
     };
-    for (const provider of PROVIDERS) {
+    for (const provider of PROVIDER_NAMES) {
       env[`${provider.toUpperCase()}_API_KEYS`] = `sk-${provider}`;
     }
     const config = parseConfig({ env });

@@ -10,7 +10,8 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { createGateway, type GatewayApp } from "../gateway/http/app.ts";
 import { createCaller, type NewCaller } from "../gateway/state/callers.ts";
-import { parseConfig, PROVIDERS } from "../gateway/config.ts";
+import { parseConfig } from "../gateway/config.ts";
+import { PROVIDER_NAMES } from "../gateway/upstream/providers/mod.ts";
 import { listLedger, readBalance } from "../gateway/state/credits/ledger.ts";
 import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { type Simulator, startSimulator } from "../gateway/simulator/mod.ts";
@@ -38,7 +39,7 @@ async function rig(): Promise<Rig> {
     GATEWAY_UPSTREAM_TIMEOUT_MS: "5000",
     GATEWAY_ADMIN_TOKEN: "admin-token-for-hostile-tests",
   };
-  for (const provider of PROVIDERS) {
+  for (const provider of PROVIDER_NAMES) {
     env[`${provider.toUpperCase()}_API_KEYS`] = `sk-${provider}-hostile`;
   }
   const kv = await Deno.openKv(":memory:");

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createCaller, type NewCaller } from "../gateway/state/callers.ts";
-import { PROVIDERS } from "../gateway/config.ts";
+import { PROVIDER_NAMES } from "../gateway/upstream/providers/mod.ts";
 import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { type Simulator, startSimulator } from "../gateway/simulator/mod.ts";
 import { assertLedgerExact } from "./fixtures/reliability_ledger.ts";
@@ -34,7 +34,7 @@ async function spawnGateway(
     GATEWAY_KV_PATH: kvPath,
     GATEWAY_DRAIN_TIMEOUT_MS: "5000",
   };
-  for (const provider of PROVIDERS) {
+  for (const provider of PROVIDER_NAMES) {
     env[`${provider.toUpperCase()}_API_KEYS`] = `sk-${provider}-term-a`;
   }
   const child = new Deno.Command(Deno.execPath(), {

@@ -14,7 +14,8 @@
 import { parseArgs } from "node:util";
 import { createGateway } from "../../gateway/http/app.ts";
 import { createCaller } from "../../gateway/state/callers.ts";
-import { parseConfig, PROVIDERS } from "../../gateway/config.ts";
+import { parseConfig } from "../../gateway/config.ts";
+import { PROVIDER_NAMES } from "../../gateway/upstream/providers/mod.ts";
 import { usdToMicros } from "../../gateway/state/credits/money.ts";
 import { startSimulator } from "../../gateway/simulator/mod.ts";
 
@@ -62,7 +63,7 @@ const kv = new Proxy(raw, {
 
 await using sim = await startSimulator();
 const env: Record<string, string> = { ...sim.env() };
-for (const provider of PROVIDERS) {
+for (const provider of PROVIDER_NAMES) {
   env[`${provider.toUpperCase()}_API_KEYS`] = `sk-${provider}`;
 }
 const app = createGateway({ config: parseConfig({ env }), kv });

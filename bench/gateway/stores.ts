@@ -19,7 +19,8 @@
 import process from "node:process";
 import { createGateway } from "../../gateway/http/app.ts";
 import { createCaller } from "../../gateway/state/callers.ts";
-import { parseConfig, PROVIDERS } from "../../gateway/config.ts";
+import { parseConfig } from "../../gateway/config.ts";
+import { PROVIDER_NAMES } from "../../gateway/upstream/providers/mod.ts";
 import { startSimulator } from "../../gateway/simulator/mod.ts";
 import { closeStore, openStore } from "../../gateway/state/store/mod.ts";
 import { POSTGRES_MISSING, startPostgres } from "../../tests/_postgres.ts";
@@ -90,7 +91,7 @@ export async function benchStores(
   const rounds = options.rounds ?? 4;
   const sim = await startSimulator();
   const env: Record<string, string> = { ...sim.env() };
-  for (const provider of PROVIDERS) {
+  for (const provider of PROVIDER_NAMES) {
     env[`${provider.toUpperCase()}_API_KEYS`] = `sk-${provider}`;
   }
   const pg = POSTGRES_MISSING ? undefined : await startPostgres();

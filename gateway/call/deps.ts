@@ -12,7 +12,8 @@ import type { Caller } from "../state/callers.ts";
 import type { CatalogEntry } from "../state/catalog.ts";
 import type { GatewayMetrics } from "../observe/metrics.ts";
 import type { LimitCounters } from "../state/limits/counters.ts";
-import type { Provider, ProviderName } from "../upstream/providers/provider.ts";
+import type { Provider } from "../upstream/providers/provider.ts";
+import type { ProviderName } from "../upstream/providers/mod.ts";
 import type { RouteName } from "../conventions.ts";
 import type { UpstreamSettings } from "../upstream/send.ts";
 
@@ -29,7 +30,7 @@ export interface CallDeps extends UpstreamSettings {
   /** The ids of the models a route serves, for the message of a model on the wrong route. */
   modelsOn(route: RouteName): string[];
   /** Provider implementations by name. */
-  providers: Record<ProviderName, Provider>;
+  providers: Record<ProviderName, Provider<ProviderName>>;
   /** Structured log sink (errors, key revocations). */
   log(record: Record<string, unknown>): void;
   /** When set, the most bytes of a call's request and (non-streamed) answer its trace keeps, scrubbed; absent: none. */

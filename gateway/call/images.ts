@@ -32,6 +32,9 @@
  * - xAI and OpenRouter publish no per-image rule for the models served (an
  *   OpenRouter id names another provider's model): the highest of the three.
  *
+ * Which rule a provider's models take is the provider's `imageRule`, in its
+ * file under `upstream/providers/`.
+ *
  * An image whose size cannot be read (a URL, a file id, an unknown format)
  * holds the most one image can bill on the model: the formula at its dearest
  * shape within {@linkcode MAX_IMAGE_SIDE} px a side (the largest image
@@ -39,7 +42,7 @@
  *
  * @module
  */
-import type { ProviderName } from "../upstream/providers/provider.ts";
+import { type ProviderName, PROVIDERS } from "../upstream/providers/mod.ts";
 
 /** An image's size in pixels. */
 export interface ImageSize {
@@ -491,15 +494,14 @@ function priced(
   sized: ImageSize,
   detail: ImageDetail | undefined,
 ): number {
-  switch (target.provider) {
+  switch (PROVIDERS[target.provider].imageRule) {
     case "anthropic":
       return anthropicImageTokens(sized);
     case "openai":
       return openaiImageTokens(target.upstream, sized, detail);
     case "gemini":
       return geminiImageTokens(target.upstream, sized);
-    case "xai":
-    case "openrouter": {
+    case "dearest": {
       const model = bareModel(target.upstream);
       return Math.max(
         anthropicImageTokens(sized),

@@ -11,7 +11,8 @@
  * @module
  */
 import { createCaller } from "../state/callers.ts";
-import { ConfigError, parseConfig, PROVIDERS } from "../config.ts";
+import { ConfigError, parseConfig } from "../config.ts";
+import { PROVIDER_NAMES } from "../upstream/providers/mod.ts";
 import { usdToMicros } from "../state/credits/money.ts";
 import { type RunningGateway, startGateway } from "../http/server.ts";
 import { startSimulator } from "../simulator/mod.ts";
@@ -59,7 +60,7 @@ export async function startDemo(
     ...sim.env(),
     ...(options.port !== undefined && { PORT: String(options.port) }),
   };
-  for (const provider of PROVIDERS) {
+  for (const provider of PROVIDER_NAMES) {
     env[`${provider.toUpperCase()}_API_KEYS`] =
       `demo-${provider}-key-1,demo-${provider}-key-2`;
   }

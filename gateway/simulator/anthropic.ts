@@ -26,10 +26,10 @@ import { planComputerUse } from "./computer_use.ts";
 import {
   BadRequestError,
   type Dialect,
-  type Exchange,
-  type SseEvent,
+  type ParsedRequest,
+  type SimulatedEvent,
   type Wire,
-} from "./exchange.ts";
+} from "./request_flow.ts";
 import { imageSizeFromBase64 } from "./image.ts";
 import {
   type OutputFormat,
@@ -292,7 +292,7 @@ function fullUsage(reply: Reply): Json {
   };
 }
 
-function messagesExchange(body: Json): Exchange {
+function messagesRequest(body: Json): ParsedRequest {
   const { prompt, model, computerName } = parseMessages(body);
   const message = (
     id: string,
@@ -325,7 +325,7 @@ function messagesExchange(body: Json): Exchange {
       return message(id, [block], reply, true);
     },
     events(reply, id) {
-      const events: SseEvent[] = [];
+      const events: SimulatedEvent[] = [];
       const push = (type: string, fields: Json = {}) => {
         events.push({ event: type, data: JSON.stringify({ type, ...fields }) });
       };
@@ -375,5 +375,5 @@ function messagesExchange(body: Json): Exchange {
 /** The Messages endpoint (`POST /v1/messages`). */
 export const messages: Dialect = {
   wire: anthropicWire,
-  parse: (body) => messagesExchange(body as Json),
+  parse: (body) => messagesRequest(body as Json),
 };

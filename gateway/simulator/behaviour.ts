@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { ProviderName } from "../upstream/providers/provider.ts";
+import type { ProviderName } from "../upstream/providers/mod.ts";
 
 /** Overrides of the usage the simulator reports. */
 export interface UsageOverride {

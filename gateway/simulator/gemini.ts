@@ -23,10 +23,10 @@ import { planComputerUse } from "./computer_use.ts";
 import {
   BadRequestError,
   type Dialect,
-  type Exchange,
-  type SseEvent,
+  type ParsedRequest,
+  type SimulatedEvent,
   type Wire,
-} from "./exchange.ts";
+} from "./request_flow.ts";
 import {
   checkGeminiAcknowledgement,
   geminiComputerHistory,
@@ -342,7 +342,7 @@ function callPart(content: ReplyContent): Json | undefined {
   return undefined;
 }
 
-function generateExchange(body: Json, url: URL): Exchange {
+function generateRequest(body: Json, url: URL): ParsedRequest {
   const { prompt, model, stream, sse } = parseGenerate(body, url);
   const chunk = (
     id: string,
@@ -380,7 +380,7 @@ function generateExchange(body: Json, url: URL): Exchange {
         { text: content.kind === "text" ? content.text : "" };
       return chunk(id, [part], reply, true);
     },
-    events: (reply, id): SseEvent[] =>
+    events: (reply, id): SimulatedEvent[] =>
       chunks(reply, id).map((data) => ({ data: JSON.stringify(data) })),
   };
 }
@@ -388,5 +388,5 @@ function generateExchange(body: Json, url: URL): Exchange {
 /** The generateContent / streamGenerateContent endpoint. */
 export const generateContent: Dialect = {
   wire: geminiWire,
-  parse: (body, url) => generateExchange(body as Json, url),
+  parse: (body, url) => generateRequest(body as Json, url),
 };

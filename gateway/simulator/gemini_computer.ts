@@ -18,7 +18,7 @@ import {
   SAFETY_MESSAGE,
   spellKey,
 } from "./computer_use.ts";
-import { BadRequestError } from "./exchange.ts";
+import { BadRequestError } from "./request_flow.ts";
 import type { ComputerCall } from "./reply.ts";
 
 /** The functions the `computerUse` tool predefines. */

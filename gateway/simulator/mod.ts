@@ -1,17 +1,18 @@
 /**
  * A provider simulator: one loopback HTTP server that speaks the wire formats
- * of all five upstream providers, deterministically and without network, so
+ * of every provider in the gateway's registry
+ * (`upstream/providers/mod.ts`), deterministically and without network, so
  * the gateway can be demonstrated, tested and benchmarked against it.
  *
- * Paths, each in the official SDK's own base-URL convention:
+ * Each provider is served under `/<name>` followed by the path of its
+ * default base URL (so each base URL keeps the official SDK's own
+ * convention), with the endpoints of the API family its `wire` names:
  *
- * | Provider | Base URL | Endpoints |
- * |---|---|---|
- * | openai | `${baseUrl}/openai/v1` | `POST /chat/completions`, `POST /responses` |
- * | xai | `${baseUrl}/xai/v1` | the same |
- * | openrouter | `${baseUrl}/openrouter/api/v1` | the same |
- * | anthropic | `${baseUrl}/anthropic` | `POST /v1/messages` |
- * | gemini | `${baseUrl}/gemini` | `POST /v1beta/models/{model}:generateContent`, `:streamGenerateContent?alt=sse`, and the OpenAI-compatible `POST /v1beta/openai/chat/completions` |
+ * | Wire | Providers | Base URL | Endpoints |
+ * |---|---|---|---|
+ * | openai | openai, xai, openrouter | `${baseUrl}/openai/v1`, `/xai/v1`, `/openrouter/api/v1` | `POST /chat/completions`, `POST /responses` |
+ * | anthropic | anthropic | `${baseUrl}/anthropic` | `POST /v1/messages`, `POST /v1/messages/count_tokens` |
+ * | gemini | gemini | `${baseUrl}/gemini` | `POST /v1beta/models/{model}:generateContent`, `:streamGenerateContent?alt=sse`, `:countTokens`, and the OpenAI-compatible `POST /v1beta/openai/chat/completions` |
  *
  * Replies are `Echo: <last user text>` unless configured; tool calls follow
  * the rules in `reply.ts` (a forcing `tool_choice`, `call tool <name>` in the
@@ -69,7 +70,12 @@
  */
 
 import { Hono } from "hono";
-import type { ProviderName } from "../upstream/providers/provider.ts";
+import {
+  PROVIDER_NAMES,
+  type ProviderName,
+  PROVIDERS,
+} from "../upstream/providers/mod.ts";
+import type { UpstreamWire } from "../upstream/providers/provider.ts";
 import { anthropicWire, messages } from "./anthropic.ts";
 import {
   type Behaviour,
@@ -77,15 +83,15 @@ import {
   type ScriptedStep,
 } from "./behaviour.ts";
 import {
+  answerCountTokens,
+  answerRequest,
   ConnectionCutError,
-  countTokensExchange,
   type Dialect,
-  handleExchange,
   notFound,
   type SimulatedRequest,
   type SimulatorState,
   type Wire,
-} from "./exchange.ts";
+} from "./request_flow.ts";
 import { geminiWire, generateContent } from "./gemini.ts";
 import { openaiWire } from "./openai.ts";
 import { chatCompletions, geminiChatCompletions } from "./openai_chat.ts";
@@ -97,8 +103,8 @@ export type {
   ScriptedStep,
   UsageOverride,
 } from "./behaviour.ts";
-export type { SimulatedRequest } from "./exchange.ts";
-export type { ProviderName } from "../upstream/providers/provider.ts";
+export type { SimulatedRequest } from "./request_flow.ts";
+export type { ProviderName } from "../upstream/providers/mod.ts";
 
 /** Options of {@linkcode startSimulator}. */
 export interface SimulatorOptions {
@@ -173,18 +179,22 @@ export interface Simulator extends AsyncDisposable {
   close(): Promise<void>;
 }
 
-const PROVIDER_PATHS: Record<ProviderName, string> = {
-  openai: "/openai/v1",
-  anthropic: "/anthropic",
-  gemini: "/gemini",
-  xai: "/xai/v1",
-  openrouter: "/openrouter/api/v1",
-};
+/**
+ * Where the simulator serves a provider: `/<name>` and the path of its
+ * default base URL (`/openai/v1`, `/anthropic`, `/openrouter/api/v1`).
+ */
+function mountPath(provider: ProviderName): string {
+  const { pathname } = new URL(PROVIDERS[provider].defaultBaseUrl);
+  return `/${provider}${pathname.replace(/\/+$/, "")}`;
+}
 
-const FAMILY_WIRE: Record<ProviderName, Wire> = {
+const MOUNT_PATHS: Readonly<Record<ProviderName, string>> = Object.fromEntries(
+  PROVIDER_NAMES.map((provider) => [provider, mountPath(provider)]),
+) as Record<ProviderName, string>;
+
+/** Each API family's key, error and stream conventions. */
+const WIRES: Readonly<Record<UpstreamWire, Wire>> = {
   openai: openaiWire,
-  xai: openaiWire,
-  openrouter: openaiWire,
   anthropic: anthropicWire,
   gemini: geminiWire,
 };
@@ -198,50 +208,59 @@ function quietOnCut(error: unknown): Response {
 function buildApp(state: SimulatorState): Hono {
   const app = new Hono();
   const serve = (path: string, provider: ProviderName, dialect: Dialect) => {
-    app.post(path, (c) => handleExchange(state, c.req.raw, provider, dialect));
+    app.post(path, (c) => answerRequest(state, c.req.raw, provider, dialect));
   };
-  for (const provider of ["openai", "xai", "openrouter"] as const) {
-    serve(
-      `${PROVIDER_PATHS[provider]}/chat/completions`,
-      provider,
-      chatCompletions,
-    );
-    serve(`${PROVIDER_PATHS[provider]}/responses`, provider, responses);
+  // Each family's endpoints, mounted at a provider's path.
+  const mount: Record<
+    UpstreamWire,
+    (path: string, provider: ProviderName) => void
+  > = {
+    openai(path, provider) {
+      serve(`${path}/chat/completions`, provider, chatCompletions);
+      serve(`${path}/responses`, provider, responses);
+    },
+    anthropic(path, provider) {
+      serve(`${path}/v1/messages`, provider, messages);
+      app.post(
+        `${path}/v1/messages/count_tokens`,
+        (c) =>
+          answerCountTokens(
+            state,
+            c.req.raw,
+            provider,
+            anthropicWire,
+            (tokens) => ({ input_tokens: tokens }),
+          ),
+      );
+    },
+    gemini(path, provider) {
+      app.post(`${path}/:version/models/*`, async (c, next) => {
+        if (!c.req.path.endsWith(":countTokens")) return await next();
+        return answerCountTokens(
+          state,
+          c.req.raw,
+          provider,
+          geminiWire,
+          (tokens) => ({ totalTokens: tokens }),
+        );
+      });
+      serve(
+        `${path}/:version/openai/chat/completions`,
+        provider,
+        geminiChatCompletions,
+      );
+      serve(`${path}/:version/models/*`, provider, generateContent);
+    },
+  };
+  for (const provider of PROVIDER_NAMES) {
+    mount[PROVIDERS[provider].wire](MOUNT_PATHS[provider], provider);
   }
-  serve("/anthropic/v1/messages", "anthropic", messages);
-  app.post(
-    "/anthropic/v1/messages/count_tokens",
-    (c) =>
-      countTokensExchange(
-        state,
-        c.req.raw,
-        "anthropic",
-        anthropicWire,
-        (tokens) => ({ input_tokens: tokens }),
-      ),
-  );
-  app.post("/gemini/:version/models/*", async (c, next) => {
-    if (!c.req.path.endsWith(":countTokens")) return await next();
-    return countTokensExchange(
-      state,
-      c.req.raw,
-      "gemini",
-      geminiWire,
-      (tokens) => ({ totalTokens: tokens }),
-    );
-  });
-  serve(
-    "/gemini/:version/openai/chat/completions",
-    "gemini",
-    geminiChatCompletions,
-  );
-  serve("/gemini/:version/models/*", "gemini", generateContent);
   app.get("/health", (c) => c.json({ ok: true }));
-  for (const provider of Object.keys(PROVIDER_PATHS) as ProviderName[]) {
-    const prefix = PROVIDER_PATHS[provider].split("/").slice(0, 2).join("/");
+  for (const provider of PROVIDER_NAMES) {
+    const wire = WIRES[PROVIDERS[provider].wire];
     app.all(
-      `${prefix}/*`,
-      (c) => notFound(state, c.req.raw, provider, FAMILY_WIRE[provider]),
+      `/${provider}/*`,
+      (c) => notFound(state, c.req.raw, provider, wire),
     );
   }
   return app;
@@ -287,7 +306,7 @@ export function startSimulator(
         hostname.includes(":") ? `[${hostname}]` : hostname
       }:${port}`;
       const baseUrls = Object.fromEntries(
-        Object.entries(PROVIDER_PATHS).map((
+        Object.entries(MOUNT_PATHS).map((
           [provider, path],
         ) => [provider, `${baseUrl}${path}`]),
       ) as Record<ProviderName, string>;

@@ -11,7 +11,7 @@
  */
 
 import { asArray, isObject, type Json } from "./_json.ts";
-import { BadRequestError, type Wire } from "./exchange.ts";
+import { BadRequestError, type Wire } from "./request_flow.ts";
 import { imageSizeFromUrl } from "./image.ts";
 import type { OutputFormat, PromptMeter, Reply } from "./reply.ts";
 

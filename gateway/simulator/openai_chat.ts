@@ -21,9 +21,9 @@ import {
 import {
   BadRequestError,
   type Dialect,
-  type Exchange,
-  type SseEvent,
-} from "./exchange.ts";
+  type ParsedRequest,
+  type SimulatedEvent,
+} from "./request_flow.ts";
 import type { ImageBilling } from "./image.ts";
 import {
   contentText,
@@ -214,7 +214,7 @@ const CHAT_FINISH: Record<Reply["stop"], string> = {
   tool: "tool_calls",
 };
 
-function chatExchange(body: Json, billing: ImageBilling): Exchange {
+function chatRequest(body: Json, billing: ImageBilling): ParsedRequest {
   const { prompt, includeUsage, model } = parseChat(body, billing);
   const created = Math.floor(Date.now() / 1000);
   return {
@@ -265,14 +265,17 @@ function chatExchange(body: Json, billing: ImageBilling): Exchange {
         service_tier: "default",
         system_fingerprint: "fp_simulator",
       };
-      const chunk = (delta: Json, finish: string | null = null): SseEvent => ({
+      const chunk = (
+        delta: Json,
+        finish: string | null = null,
+      ): SimulatedEvent => ({
         data: JSON.stringify({
           ...base,
           choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
           ...(includeUsage ? { usage: null } : {}),
         }),
       });
-      const events: SseEvent[] = [];
+      const events: SimulatedEvent[] = [];
       const content = asChatContent(reply.content);
       if (content.kind === "text") {
         events.push(chunk({ role: "assistant", content: "", refusal: null }));
@@ -317,11 +320,11 @@ function chatExchange(body: Json, billing: ImageBilling): Exchange {
 /** The chat completions endpoint (`POST /chat/completions`), billing images as OpenAI does. */
 export const chatCompletions: Dialect = {
   wire: openaiWire,
-  parse: (body) => chatExchange(body as Json, "openai"),
+  parse: (body) => chatRequest(body as Json, "openai"),
 };
 
 /** Gemini's OpenAI-compatible chat completions endpoint, billing images as Gemini does. */
 export const geminiChatCompletions: Dialect = {
   wire: openaiWire,
-  parse: (body) => chatExchange(body as Json, "gemini"),
+  parse: (body) => chatRequest(body as Json, "gemini"),
 };

@@ -17,9 +17,9 @@ import { planComputerUse } from "./computer_use.ts";
 import {
   BadRequestError,
   type Dialect,
-  type Exchange,
-  type SseEvent,
-} from "./exchange.ts";
+  type ParsedRequest,
+  type SimulatedEvent,
+} from "./request_flow.ts";
 import {
   contentText,
   measureContent,
@@ -172,7 +172,7 @@ function responsesUsage(reply: Reply): Json {
   };
 }
 
-function responsesExchange(body: Json): Exchange {
+function responsesRequest(body: Json): ParsedRequest {
   const { prompt, model } = parseResponses(body);
   const createdAt = Math.floor(Date.now() / 1000);
   const envelope = (
@@ -262,7 +262,7 @@ function responsesExchange(body: Json): Exchange {
         reply,
       ),
     events(reply, id) {
-      const events: SseEvent[] = [];
+      const events: SimulatedEvent[] = [];
       const push = (type: string, fields: Json) => {
         events.push({
           event: type,
@@ -352,5 +352,5 @@ function responsesExchange(body: Json): Exchange {
 /** The Responses endpoint (`POST /responses`). */
 export const responses: Dialect = {
   wire: openaiWire,
-  parse: (body) => responsesExchange(body as Json),
+  parse: (body) => responsesRequest(body as Json),
 };

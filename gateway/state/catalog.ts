@@ -1,13 +1,17 @@
 /**
  * The model catalog: which models exist, who serves them, on which routes,
- * at what price. The data lives in `catalog.json`; this file validates it.
+ * at what price. The data lives in `catalog.json`; this file validates it,
+ * against the providers the registry (`upstream/providers/mod.ts`) lists.
  *
  * @module
  */
 import { z } from "zod";
 import catalogData from "../catalog.json" with { type: "json" };
 import { firstIssue } from "../_zod.ts";
-import type { ProviderName } from "../upstream/providers/provider.ts";
+import {
+  PROVIDER_NAMES,
+  type ProviderName,
+} from "../upstream/providers/mod.ts";
 import type { RouteName } from "../conventions.ts";
 
 /**
@@ -70,7 +74,7 @@ const lifecycleSchema = z.strictObject({
 
 const entrySchema = z.object({
   id: modelId,
-  provider: z.enum(["openai", "anthropic", "gemini", "xai", "openrouter"]),
+  provider: z.enum(PROVIDER_NAMES),
   upstream: modelId,
   routes: z.array(z.enum(["chat", "messages", "responses", "gemini"])).min(1)
     .max(4),

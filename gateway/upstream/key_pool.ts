@@ -30,7 +30,7 @@ import {
   SharedKeyHealth,
   SharedKeyWindows,
 } from "../state/limits/provider_keys.ts";
-import type { ProviderName } from "./providers/provider.ts";
+import type { ProviderName } from "./providers/mod.ts";
 import { MinuteWindow } from "./key_window.ts";
 
 /** Per-provider key settings. */

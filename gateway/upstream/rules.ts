@@ -12,7 +12,7 @@
  */
 import { GatewayError } from "../errors.ts";
 import type { KeyOutcome } from "./key_pool.ts";
-import type { ProviderName } from "./providers/provider.ts";
+import type { ProviderName } from "./providers/mod.ts";
 import type { UnreadableUsageError } from "./usage.ts";
 
 /** How many more keys of one provider a call tries after a 5xx or a connection failure. */

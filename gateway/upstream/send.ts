@@ -28,7 +28,7 @@ import {
   upstreamFailure,
   type UpstreamRule,
 } from "./rules.ts";
-import type { ProviderName } from "./providers/provider.ts";
+import type { ProviderName } from "./providers/mod.ts";
 import type { Usage } from "./usage.ts";
 import { UnreadableUsageError } from "./usage.ts";
 
@@ -47,7 +47,7 @@ export interface UpstreamSettings {
 /** One request to send upstream. */
 export interface UpstreamRequest {
   /** The provider: its auth headers and error messages. */
-  provider: Pick<Provider, "name" | "headers" | "errorMessage">;
+  provider: Pick<Provider<ProviderName>, "name" | "headers" | "errorMessage">;
   /** The path after the provider's base URL. */
   path: string;
   /** The JSON body. */

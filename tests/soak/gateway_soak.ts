@@ -17,7 +17,7 @@
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createCaller } from "../../gateway/state/callers.ts";
-import { PROVIDERS } from "../../gateway/config.ts";
+import { PROVIDER_NAMES } from "../../gateway/upstream/providers/mod.ts";
 import { usdToMicros } from "../../gateway/state/credits/money.ts";
 import { startSimulator } from "../../gateway/simulator/mod.ts";
 import { readMoney } from "../fixtures/reliability_ledger.ts";
@@ -115,7 +115,7 @@ const env: Record<string, string> = {
   HOST: "127.0.0.1",
   GATEWAY_KV_PATH: kvPath,
 };
-for (const provider of PROVIDERS) {
+for (const provider of PROVIDER_NAMES) {
   env[`${provider.toUpperCase()}_API_KEYS`] =
     `sk-${provider}-soak-a,sk-${provider}-soak-b`;
 }

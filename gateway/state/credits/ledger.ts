@@ -20,7 +20,7 @@ import {
   ledgerPrefix,
   unleasedKey,
 } from "../kv_keys.ts";
-import type { ProviderName } from "../../upstream/providers/provider.ts";
+import type { ProviderName } from "../../upstream/providers/mod.ts";
 import type { RouteName } from "../../conventions.ts";
 import { assertMicros, MAX_BALANCE_MICROS } from "./money.ts";
 

@@ -253,8 +253,12 @@ function chatTranslated(call: CallInput): Exchange {
 }
 
 /** The Anthropic provider. */
-export const anthropic: Provider = {
+export const anthropic: Provider<"anthropic"> = {
   name: "anthropic",
+  defaultBaseUrl: "https://api.anthropic.com",
+  otelName: "anthropic",
+  wire: "anthropic",
+  imageRule: "anthropic",
   headers: (secret) => ({ "x-api-key": secret }),
   countTokens: (call) => ({
     path: "/v1/messages/count_tokens",

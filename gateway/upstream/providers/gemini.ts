@@ -173,8 +173,12 @@ function chatTranslated(call: CallInput): Exchange {
 }
 
 /** The Gemini provider. */
-export const gemini: Provider = {
+export const gemini: Provider<"gemini"> = {
   name: "gemini",
+  defaultBaseUrl: "https://generativelanguage.googleapis.com",
+  otelName: "gcp.gemini",
+  wire: "gemini",
+  imageRule: "gemini",
   headers: (secret) => ({ "x-goog-api-key": secret }),
   countTokens: (call) => ({
     path: `/v1beta/models/${

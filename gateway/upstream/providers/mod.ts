@@ -1,10 +1,26 @@
 /**
- * Every provider the gateway can call, by name. Adding a provider is adding
- * its file here and its models to `catalog.json`.
+ * The provider registry: every provider the gateway can call, in the order
+ * they are listed and configured. Each provider's file declares everything
+ * about it (name, default base URL, telemetry name, upstream wire, image
+ * rule, headers, exchange, error message); everything else that knows the
+ * providers derives from the list below: {@linkcode ProviderName}, the
+ * configuration's schema and environment variables, the catalog's provider
+ * names, the telemetry names, the simulator's mounts and the image rules.
+ *
+ * Adding a provider is writing its file (for an OpenAI-compatible one, a
+ * call to `openAICompatible()` in `openai_compatible.ts`), adding it to the
+ * list below, and adding its models to `catalog.json`.
+ *
+ * @example
+ * ```ts
+ * import { PROVIDER_NAMES, PROVIDERS } from "./mod.ts";
+ *
+ * PROVIDER_NAMES; // ["openai", "anthropic", "gemini", "xai", "openrouter"]
+ * PROVIDERS.xai.defaultBaseUrl; // "https://api.x.ai/v1"
+ * ```
  *
  * @module
  */
-import type { ProviderName } from "./provider.ts";
 import { anthropic } from "./anthropic.ts";
 import { gemini } from "./gemini.ts";
 import { openai } from "./openai.ts";
@@ -12,11 +28,69 @@ import { openrouter } from "./openrouter.ts";
 import type { Provider } from "./provider.ts";
 import { xai } from "./xai.ts";
 
-/** The providers, by the name the catalog uses. */
-export const PROVIDERS: Readonly<Record<ProviderName, Provider>> = {
+/** The registered providers, in order: the one list a new provider is added to. */
+const REGISTERED = [
   openai,
   anthropic,
   gemini,
   xai,
   openrouter,
-};
+] as const;
+
+/** The name of a registered provider (`"openai"`, `"anthropic"`, …). */
+export type ProviderName = (typeof REGISTERED)[number]["name"];
+
+/**
+ * The registered providers' names, in order: the order the configuration
+ * lists them and warns about missing keys in.
+ */
+export const PROVIDER_NAMES: readonly [ProviderName, ...ProviderName[]] =
+  REGISTERED.map((provider) => provider.name) as [
+    ProviderName,
+    ...ProviderName[],
+  ];
+
+/** The providers by name. */
+export const PROVIDERS: Readonly<Record<ProviderName, Provider<ProviderName>>> =
+  Object.freeze(
+    Object.fromEntries(
+      REGISTERED.map((provider) => [provider.name, provider]),
+    ) as Record<ProviderName, Provider<ProviderName>>,
+  );
+
+/**
+ * Whether a string names a registered provider.
+ *
+ * @example
+ * ```ts
+ * import { isProviderName } from "./mod.ts";
+ *
+ * isProviderName("gemini"); // true
+ * isProviderName("toString"); // false
+ * ```
+ *
+ * @param name The string.
+ * @returns Whether it is a {@linkcode ProviderName}.
+ */
+export function isProviderName(name: string): name is ProviderName {
+  return (PROVIDER_NAMES as readonly string[]).includes(name);
+}
+
+/**
+ * A provider's `gen_ai.provider.name` in OpenTelemetry's GenAI semantic
+ * conventions, for the spans of calls it served.
+ *
+ * @example
+ * ```ts
+ * import { otelProviderName } from "./mod.ts";
+ *
+ * otelProviderName("gemini"); // "gcp.gemini"
+ * otelProviderName("xai"); // "x_ai"
+ * ```
+ *
+ * @param name The provider.
+ * @returns The attribute's value.
+ */
+export function otelProviderName(name: ProviderName): string {
+  return PROVIDERS[name].otelName;
+}

@@ -1,6 +1,7 @@
 /**
- * OpenAI: Chat Completions and Responses, both passed through. xAI and
- * OpenRouter speak the same chat convention and reuse {@linkcode chatPassthrough}.
+ * OpenAI: Chat Completions and Responses, both passed through. Providers
+ * that speak the same chat convention (xAI, OpenRouter) are built by
+ * `openAICompatible()` in `openai_compatible.ts` on {@linkcode chatPassthrough}.
  *
  * Usage: `prompt_tokens` / `input_tokens` hold the cache reads
  * (`*_tokens_details.cached_tokens`) and OpenRouter's cache writes
@@ -12,7 +13,6 @@
  * @module
  */
 import { type ChatUsage, usageFromChat } from "../translate/chat_types.ts";
-import type { ProviderName } from "./provider.ts";
 import type { Usage } from "../usage.ts";
 import { coveringTotal, normalUsage, tokenCount } from "../usage.ts";
 import { type CacheTtl, unsplitCacheTtl } from "./anthropic.ts";
@@ -155,12 +155,12 @@ class ChatRelay implements StreamRelay {
   contentDone = false;
   #complete = false;
   readonly #callerWantsUsage: boolean;
-  readonly #provider: ProviderName;
+  readonly #provider: string;
   readonly #usage: StreamUsage;
 
   constructor(
     callerWantsUsage: boolean,
-    provider: ProviderName,
+    provider: string,
     options: ChatUsageOptions,
   ) {
     this.#callerWantsUsage = callerWantsUsage;
@@ -341,8 +341,12 @@ class ResponsesRelay implements StreamRelay {
 }
 
 /** The OpenAI provider. */
-export const openai: Provider = {
+export const openai: Provider<"openai"> = {
   name: "openai",
+  defaultBaseUrl: "https://api.openai.com/v1",
+  otelName: "openai",
+  wire: "openai",
+  imageRule: "openai",
   headers: (secret) => ({ authorization: `Bearer ${secret}` }),
   exchange: (call) =>
     call.route === "responses"

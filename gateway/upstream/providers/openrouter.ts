@@ -1,21 +1,20 @@
 /**
  * OpenRouter: the OpenAI chat-completions convention, passed through. The
  * `HTTP-Referer` and `X-Title` headers identify the gateway in OpenRouter's
- * app rankings.
+ * app rankings. OpenTelemetry's GenAI conventions list no value for it, so
+ * its telemetry name is its own.
  *
  * @module
  */
-import { chatPassthrough } from "./openai.ts";
-import { nestedErrorMessage, type Provider } from "./provider.ts";
+import { openAICompatible } from "./openai_compatible.ts";
+import type { Provider } from "./provider.ts";
 
 /** The OpenRouter provider. */
-export const openrouter: Provider = {
+export const openrouter: Provider<"openrouter"> = openAICompatible({
   name: "openrouter",
-  headers: (secret) => ({
-    authorization: `Bearer ${secret}`,
+  defaultBaseUrl: "https://openrouter.ai/api/v1",
+  headers: {
     "http-referer": "https://jsr.io/@org/mcpkit",
     "x-title": "mcpkit gateway",
-  }),
-  exchange: chatPassthrough,
-  errorMessage: nestedErrorMessage,
-};
+  },
+});

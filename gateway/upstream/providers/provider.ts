@@ -1,14 +1,16 @@
 /**
- * What a provider is to the gateway: how to authenticate to it, how to turn a
- * caller's call into an upstream request, and how to turn the upstream's
- * answer (whole or streamed) back into the caller's convention with its usage.
+ * What a provider is to the gateway: its name and where it lives, how the
+ * world names it (telemetry, the simulator, image billing), how to
+ * authenticate to it, how to turn a caller's call into an upstream request,
+ * and how to turn the upstream's answer (whole or streamed) back into the
+ * caller's convention with its usage. The providers themselves are listed in
+ * `mod.ts`, the registry every other table derives from.
  *
  * @module
  */
 import { GatewayError, streamErrorFrame } from "../../errors.ts";
 import type { ChatStreamBase } from "../translate/_shared.ts";
 import { type ChatRequest, chatUsage } from "../translate/chat_types.ts";
-import type { CatalogEntry } from "../../state/catalog.ts";
 import type { RouteName } from "../../conventions.ts";
 import type { Usage } from "../usage.ts";
 import { mergeUsageCounts } from "../usage.ts";
@@ -21,12 +23,28 @@ export interface SseEvent {
   data: string;
 }
 
+/**
+ * What a provider reads of a model's catalog entry (a `CatalogEntry` is
+ * one): declared here so the providers do not import the catalog, which
+ * takes its provider names from them.
+ */
+export interface UpstreamModel {
+  /** The catalog's model id. */
+  readonly id: string;
+  /** The name of the provider serving it. */
+  readonly provider: string;
+  /** The model id sent upstream. */
+  readonly upstream: string;
+  /** The most output tokens one call may produce. */
+  readonly maxOutputTokens: number;
+}
+
 /** A call the route layer has authenticated, parsed and resolved to a model. */
 export interface CallInput {
   /** The route the caller used. */
   route: RouteName;
   /** The model's catalog entry. */
-  entry: CatalogEntry;
+  entry: UpstreamModel;
   /** The caller's parsed JSON body. */
   body: Record<string, unknown>;
   /** Whether the caller asked for a stream. */
@@ -73,10 +91,41 @@ export interface Exchange {
   streamContentType?: string;
 }
 
-/** A model provider: one file under `providers/` each. */
-export interface Provider {
-  /** The provider's name, as in the catalog. */
-  readonly name: ProviderName;
+/**
+ * The API family a provider's upstream speaks: how its keys, paths, bodies,
+ * errors and streams look (`openai`: Chat Completions and Responses;
+ * `anthropic`: Messages; `gemini`: `generateContent`). The simulator mounts
+ * a provider with its family's endpoints.
+ */
+export type UpstreamWire = "openai" | "anthropic" | "gemini";
+
+/**
+ * How images are billed on a provider's models (`call/images.ts` holds the
+ * rules): one of the three published rules, or `dearest`, the highest of the
+ * three, for a provider that publishes none for the models it serves.
+ */
+export type ImageRule = "anthropic" | "openai" | "gemini" | "dearest";
+
+/**
+ * A model provider, everything about it in one file under `providers/`.
+ *
+ * @typeParam Name The provider's name, a string literal (the registry derives `ProviderName` from it).
+ */
+export interface Provider<Name extends string = string> {
+  /**
+   * The provider's name, as in the catalog; in upper case it prefixes the
+   * provider's environment variables (`<NAME>_API_KEYS`, `<NAME>_BASE_URL`),
+   * and the simulator serves it under `/<name>`.
+   */
+  readonly name: Name;
+  /** The upstream base URL when the configuration sets none, in the provider SDK's own convention, without a trailing slash. */
+  readonly defaultBaseUrl: string;
+  /** The provider's `gen_ai.provider.name` in OpenTelemetry's GenAI semantic conventions (its own name where they list none). */
+  readonly otelName: string;
+  /** The API family its upstream speaks. */
+  readonly wire: UpstreamWire;
+  /** How images are billed on its models. */
+  readonly imageRule: ImageRule;
   /** Headers that carry a key (and any fixed headers the API needs). */
   headers(secret: string): Record<string, string>;
   /** Builds the upstream half of a call on one of the routes the provider serves. */
@@ -288,7 +337,7 @@ export function translatedChatRelay(
  */
 export function passthroughEnd(
   route: RouteName,
-  provider: ProviderName,
+  provider: string,
   complete: boolean,
 ): string {
   if (complete) return "";
@@ -302,10 +351,9 @@ export function passthroughEnd(
   );
 }
 
-/** The five upstream providers. */
-export type ProviderName =
-  | "openai"
-  | "anthropic"
-  | "gemini"
-  | "xai"
-  | "openrouter";
+/**
+ * @deprecated Kept only until `observe/tracing.ts` imports
+ * `ProviderName` (and `otelProviderName`) from `./mod.ts`, the registry it
+ * is derived from; nothing else may use it.
+ */
+export type ProviderName = string;

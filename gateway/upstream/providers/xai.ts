@@ -3,15 +3,14 @@
  *
  * @module
  */
-import { chatPassthrough } from "./openai.ts";
-import { nestedErrorMessage, type Provider } from "./provider.ts";
+import { openAICompatible } from "./openai_compatible.ts";
+import type { Provider } from "./provider.ts";
 
 /** The xAI provider. */
-export const xai: Provider = {
+export const xai: Provider<"xai"> = openAICompatible({
   name: "xai",
-  headers: (secret) => ({ authorization: `Bearer ${secret}` }),
+  defaultBaseUrl: "https://api.x.ai/v1",
+  otelName: "x_ai",
   // xAI reports reasoning tokens beside completion_tokens, not inside them.
-  exchange: (call) =>
-    chatPassthrough(call, { reasoningOutsideCompletion: true }),
-  errorMessage: nestedErrorMessage,
-};
+  reasoningOutsideCompletion: true,
+});

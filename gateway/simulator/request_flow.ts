@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { ProviderName } from "../upstream/providers/provider.ts";
+import type { ProviderName } from "../upstream/providers/mod.ts";
 import type { BehaviourBook } from "./behaviour.ts";
 import { decideReply, type Prompt, type Reply } from "./reply.ts";
 import { tokensForChars } from "./tokens.ts";
@@ -70,7 +70,7 @@ export class ConnectionCutError extends Error {
 }
 
 /** One server-sent event. */
-export interface SseEvent {
+export interface SimulatedEvent {
   /** The `event:` field, for formats that name events. */
   event?: string;
   /** The `data:` field (serialised JSON, or `[DONE]`). */
@@ -78,7 +78,7 @@ export interface SseEvent {
 }
 
 /** A parsed request, ready to be answered. */
-export interface Exchange {
+export interface ParsedRequest {
   /** What decides the reply. */
   prompt: Prompt;
   /** Whether to answer with SSE. */
@@ -98,7 +98,7 @@ export interface Exchange {
    * @param id A unique suffix for the response's ids.
    * @returns The events, in order.
    */
-  events(reply: Reply, id: string): SseEvent[];
+  events(reply: Reply, id: string): SimulatedEvent[];
 }
 
 /** The conventions of one provider family's HTTP API (OpenAI-style, Anthropic, Gemini). */
@@ -124,10 +124,10 @@ export interface Dialect {
    *
    * @param body The parsed JSON body.
    * @param url The request URL (Gemini reads the model and `alt` from it).
-   * @returns The exchange.
+   * @returns The parsed request.
    * @throws {BadRequestError} When the provider would reject the body.
    */
-  parse(body: unknown, url: URL): Exchange;
+  parse(body: unknown, url: URL): ParsedRequest;
 }
 
 /** Mutable state of one running simulator, shared by its handlers. */
@@ -273,7 +273,10 @@ interface StreamOptions {
 }
 
 /** Writes SSE events, with optional delays, cutting the connection when told to. */
-function sseResponse(events: SseEvent[], options: StreamOptions): Response {
+function sseResponse(
+  events: SimulatedEvent[],
+  options: StreamOptions,
+): Response {
   const { delimiter, chunkDelayMs, cutAfter, closing, tracker } = options;
   const frames = events.map((
     e,
@@ -348,7 +351,7 @@ function wantsStream(body: unknown, url: URL): boolean {
  * @param dialect The endpoint's format.
  * @returns The response.
  */
-export async function handleExchange(
+export async function answerRequest(
   state: SimulatorState,
   request: Request,
   provider: ProviderName,
@@ -436,21 +439,21 @@ export async function handleExchange(
       wire.errorBody(400, "The request body is not valid JSON"),
     );
   }
-  let exchange: Exchange;
+  let parsed: ParsedRequest;
   try {
-    exchange = dialect.parse(record.body, url);
+    parsed = dialect.parse(record.body, url);
   } catch (error) {
     if (error instanceof BadRequestError) {
       return jsonResponse(tracker, 400, wire.errorBody(400, error.message));
     }
     throw error;
   }
-  const reply = decideReply(exchange.prompt, behaviour);
+  const reply = decideReply(parsed.prompt, behaviour);
   const id = `sim${(state.nextId++).toString(36)}`;
-  if (!exchange.stream) {
-    return jsonResponse(tracker, 200, exchange.body(reply, id));
+  if (!parsed.stream) {
+    return jsonResponse(tracker, 200, parsed.body(reply, id));
   }
-  return sseResponse(exchange.events(reply, id), {
+  return sseResponse(parsed.events(reply, id), {
     delimiter: wire.eventDelimiter,
     chunkDelayMs: behaviour.chunkDelayMs ?? 0,
     cutAfter: behaviour.cutStreamAfter,
@@ -509,7 +512,7 @@ export function notFound(
  * @param answer Builds the provider's answer from the count.
  * @returns The response.
  */
-export async function countTokensExchange(
+export async function answerCountTokens(
   state: SimulatorState,
   request: Request,
   provider: ProviderName,
