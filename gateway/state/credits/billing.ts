@@ -40,6 +40,7 @@
  * @module
  */
 import { randomId } from "../../_ids.ts";
+import { retry } from "../../../_retry.ts";
 import { commitWithRetry } from "../_kv_retry.ts";
 import {
   addTraceWrites,
@@ -425,14 +426,23 @@ class KvBilling implements Billing {
     settlement: Settlement,
     open: OpenReservation,
   ): Promise<void> {
-    for (let round = 1;; round++) {
-      const outcome = await this.#submitSettle(settlement, open);
-      if (outcome.ok) return;
-      if (outcome.final || round >= SETTLE_SOON_ROUNDS) {
-        this.#abandon(open, settlement);
-        this.#logLostSettle(settlement, outcome.error);
-        return;
-      }
+    let failed: { error: unknown; final: boolean } | undefined;
+    try {
+      // Each round queues the settle again at once: the commit it joins
+      // already retried its conflicts with a backoff.
+      await retry(async () => {
+        const outcome = await this.#submitSettle(settlement, open);
+        if (outcome.ok) return;
+        failed = outcome;
+        throw outcome.error;
+      }, {
+        maxAttempts: SETTLE_SOON_ROUNDS,
+        minTimeout: 0,
+        isRetriable: () => !failed?.final,
+      });
+    } catch (error) {
+      this.#abandon(open, settlement);
+      this.#logLostSettle(settlement, failed ? failed.error : error);
     }
   }
 

@@ -40,6 +40,7 @@ import postgres from "postgres";
 import { deserialize, serialize } from "node:v8";
 import { Buffer } from "node:buffer";
 import { decodeKey, encodeKey, toHex } from "./key_codec.ts";
+import { retry, RetryError } from "../../../_retry.ts";
 
 /** The schema version this code writes and reads. */
 export const SCHEMA_VERSION = 1;
@@ -335,17 +336,23 @@ export class PostgresKv implements Deno.Kv {
   async commitOps(
     ops: { c: Check[]; m: Mutation[] },
   ): Promise<Deno.KvCommitResult | Deno.KvCommitError> {
-    for (let attempt = 1;; attempt++) {
-      try {
+    // A serialization failure or deadlock rolled the commit back: it is run
+    // again at once, and the last failure is thrown as PostgreSQL gave it.
+    try {
+      return await retry(async () => {
         const [row] = await this.#sql<{ v: string | null }[]>`
           SELECT gateway_kv_commit(${
           JSON.stringify(ops)
         }::text::jsonb, ${this.now()}) AS v`;
         if (row.v === null) return { ok: false };
         return { ok: true, versionstamp: versionstampOf(row.v) };
-      } catch (error) {
-        if (!isTransient(error) || attempt >= TRANSIENT_ATTEMPTS) throw error;
-      }
+      }, {
+        maxAttempts: TRANSIENT_ATTEMPTS,
+        minTimeout: 0,
+        isRetriable: isTransient,
+      });
+    } catch (error) {
+      throw error instanceof RetryError ? error.cause : error;
     }
   }
 
