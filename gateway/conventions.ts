@@ -170,6 +170,26 @@ export function errorTypeOf<C extends Convention>(
   return table.notAnError;
 }
 
+/**
+ * The OpenAI convention's error category of an HTTP status: what a
+ * translation into the chat convention reports when the upstream body names
+ * none it knows.
+ *
+ * @param status HTTP status.
+ * @returns The category; 5xx and unknown statuses are `server_error`.
+ *
+ * @example
+ * ```ts
+ * import { openAIErrorType } from "./conventions.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(openAIErrorType(402), "insufficient_quota");
+ * ```
+ */
+export function openAIErrorType(status: number): OpenAIErrorType {
+  return errorTypeOf("openai", status);
+}
+
 /** What an error body is written from. */
 export interface ErrorFields {
   /** HTTP status. */

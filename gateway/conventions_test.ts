@@ -3,6 +3,7 @@ import {
   ERROR_BODIES,
   errorTypeOf,
   FALLBACK_ROUTE,
+  openAIErrorType,
   ROUTE_CONVENTIONS,
 } from "./conventions.ts";
 
@@ -71,4 +72,15 @@ Deno.test("ROUTE_CONVENTIONS maps each route to its provider's convention and th
   assert.equal(ROUTE_CONVENTIONS.messages.convention, "anthropic");
   assert.equal(ROUTE_CONVENTIONS.gemini.convention, "google");
   assert.equal(ROUTE_CONVENTIONS[FALLBACK_ROUTE].convention, "openai");
+});
+
+Deno.test("openAIErrorType() maps HTTP statuses to OpenAI error types", () => {
+  assert.equal(openAIErrorType(400), "invalid_request_error");
+  assert.equal(openAIErrorType(413), "invalid_request_error");
+  assert.equal(openAIErrorType(401), "authentication_error");
+  assert.equal(openAIErrorType(402), "insufficient_quota");
+  assert.equal(openAIErrorType(403), "permission_error");
+  assert.equal(openAIErrorType(404), "not_found_error");
+  assert.equal(openAIErrorType(429), "rate_limit_error");
+  assert.equal(openAIErrorType(503), "server_error");
 });

@@ -1,14 +1,43 @@
 /**
- * Errors the gateway returns, and their shape in each caller convention:
- * OpenAI on `chat` and `responses`, Anthropic on `messages`, Google on `gemini`.
+ * Errors the gateway returns, rendered in each caller convention from the
+ * tables of `conventions.ts`: OpenAI's on `chat` and `responses`,
+ * Anthropic's on `messages`, Google's on `gemini`. The route that matched a
+ * request sets its convention on the context ({@linkcode setRoute}); a
+ * request no route matched gets OpenAI's.
+ *
+ * @example Answer a refusal in the Anthropic convention
+ * ```ts
+ * import { errorResponse, GatewayError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const response = errorResponse("messages", new GatewayError(402, "Insufficient credits"));
+ * assert.equal(response.status, 402);
+ * assert.equal((await response.json()).error.type, "billing_error");
+ * ```
  *
  * @module
  */
-import type { ErrorHandler } from "hono";
+import type { Context, ErrorHandler, MiddlewareHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
-import type { RouteName } from "./conventions.ts";
+import {
+  ERROR_BODIES,
+  FALLBACK_ROUTE,
+  ROUTE_CONVENTIONS,
+  type RouteName,
+} from "./conventions.ts";
 
-/** A failure the caller is meant to see, with the status it is sent with. */
+/**
+ * A failure the caller is meant to see, with the status it is sent with.
+ *
+ * @example
+ * ```ts
+ * import { GatewayError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const error = new GatewayError(404, 'Model "x" does not exist', { param: "model" });
+ * assert.equal(error.code, "not_found");
+ * ```
+ */
 export class GatewayError extends Error {
   /** HTTP status sent to the caller. */
   readonly status: number;
@@ -48,101 +77,22 @@ export class GatewayError extends Error {
   }
 }
 
+/** The gateway's own `code` of each status, when the thrower names none. */
+const DEFAULT_CODES: Readonly<Record<number, string>> = {
+  400: "invalid_request",
+  401: "invalid_api_key",
+  402: "insufficient_credits",
+  403: "forbidden",
+  404: "not_found",
+  413: "request_too_large",
+  429: "rate_limited",
+  502: "upstream_error",
+  503: "unavailable",
+  504: "upstream_timeout",
+};
+
 function defaultCode(status: number): string {
-  switch (status) {
-    case 400:
-      return "invalid_request";
-    case 401:
-      return "invalid_api_key";
-    case 402:
-      return "insufficient_credits";
-    case 403:
-      return "forbidden";
-    case 404:
-      return "not_found";
-    case 413:
-      return "request_too_large";
-    case 429:
-      return "rate_limited";
-    case 502:
-      return "upstream_error";
-    case 503:
-      return "unavailable";
-    case 504:
-      return "upstream_timeout";
-    default:
-      return status >= 500 ? "internal_error" : "error";
-  }
-}
-
-/** Error categories of the OpenAI convention. */
-export type OpenAIErrorType =
-  | "invalid_request_error"
-  | "authentication_error"
-  | "insufficient_quota"
-  | "permission_error"
-  | "not_found_error"
-  | "rate_limit_error"
-  | "server_error";
-
-/**
- * The OpenAI error type for an HTTP status.
- *
- * @param status HTTP status.
- * @returns The matching type; 5xx and unknown statuses are `server_error`.
- */
-export function openAIErrorType(status: number): OpenAIErrorType {
-  if (status === 401) return "authentication_error";
-  if (status === 402) return "insufficient_quota";
-  if (status === 403) return "permission_error";
-  if (status === 404) return "not_found_error";
-  if (status === 429) return "rate_limit_error";
-  if (status >= 400 && status < 500) return "invalid_request_error";
-  return "server_error";
-}
-
-function anthropicType(status: number): string {
-  switch (status) {
-    case 401:
-      return "authentication_error";
-    case 402:
-      return "billing_error";
-    case 403:
-      return "permission_error";
-    case 404:
-      return "not_found_error";
-    case 413:
-      return "request_too_large";
-    case 429:
-      return "rate_limit_error";
-    case 504:
-      return "timeout_error";
-    case 529:
-      return "overloaded_error";
-    default:
-      return status >= 500 ? "api_error" : "invalid_request_error";
-  }
-}
-
-function googleStatus(status: number): string {
-  switch (status) {
-    case 401:
-      return "UNAUTHENTICATED";
-    case 402:
-    case 429:
-      return "RESOURCE_EXHAUSTED";
-    case 403:
-      return "PERMISSION_DENIED";
-    case 404:
-      return "NOT_FOUND";
-    case 502:
-    case 503:
-      return "UNAVAILABLE";
-    case 504:
-      return "DEADLINE_EXCEEDED";
-    default:
-      return status >= 500 ? "INTERNAL" : "INVALID_ARGUMENT";
-  }
+  return DEFAULT_CODES[status] ?? (status >= 500 ? "internal_error" : "error");
 }
 
 /**
@@ -151,35 +101,22 @@ function googleStatus(status: number): string {
  * @param route The route the caller used.
  * @param error The error to describe.
  * @returns The body to send.
+ *
+ * @example
+ * ```ts
+ * import { errorBody, GatewayError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(errorBody("gemini", new GatewayError(404, "No such model")), {
+ *   error: { code: 404, message: "No such model", status: "NOT_FOUND" },
+ * });
+ * ```
  */
 export function errorBody(
   route: RouteName,
   error: GatewayError,
 ): Record<string, unknown> {
-  switch (route) {
-    case "messages":
-      return {
-        type: "error",
-        error: { type: anthropicType(error.status), message: error.message },
-      };
-    case "gemini":
-      return {
-        error: {
-          code: error.status,
-          message: error.message,
-          status: googleStatus(error.status),
-        },
-      };
-    default:
-      return {
-        error: {
-          message: error.message,
-          type: openAIErrorType(error.status),
-          param: error.param,
-          code: error.code,
-        },
-      };
-  }
+  return ERROR_BODIES[ROUTE_CONVENTIONS[route].convention](error);
 }
 
 /**
@@ -189,27 +126,35 @@ export function errorBody(
  * @param route The route the caller used.
  * @param error The error to describe.
  * @returns One SSE frame.
+ *
+ * @example
+ * ```ts
+ * import { GatewayError, streamErrorFrame } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const frame = streamErrorFrame("messages", new GatewayError(502, "Cut off"));
+ * assert.equal(
+ *   frame,
+ *   'event: error\ndata: {"type":"error","error":{"type":"api_error","message":"Cut off"}}\n\n',
+ * );
+ * ```
  */
 export function streamErrorFrame(
   route: RouteName,
   error: GatewayError,
 ): string {
-  const body = errorBody(route, error);
-  switch (route) {
-    case "messages":
-      return `event: error\ndata: ${JSON.stringify(body)}\n\n`;
-    case "responses":
-      return `event: error\ndata: ${
-        JSON.stringify({
-          type: "error",
-          code: error.code,
-          message: error.message,
-          param: error.param,
-        })
-      }\n\n`;
-    default:
-      return `data: ${JSON.stringify(body)}\n\n`;
-  }
+  const { event, data } = ROUTE_CONVENTIONS[route].streamError;
+  const payload = data === "responses_error_event"
+    ? {
+      type: "error",
+      code: error.code,
+      message: error.message,
+      param: error.param,
+    }
+    : errorBody(route, error);
+  return `${event ? `event: ${event}\n` : ""}data: ${
+    JSON.stringify(payload)
+  }\n\n`;
 }
 
 /**
@@ -220,6 +165,16 @@ export function streamErrorFrame(
  * @param error What was thrown.
  * @param requestId The request's id, quoted in the message of a 500.
  * @returns A gateway error.
+ *
+ * @example
+ * ```ts
+ * import { toGatewayError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const error = toGatewayError(new TypeError("x is undefined"), "req_1");
+ * assert.equal(error.status, 500);
+ * assert.match(error.message, /req_1/);
+ * ```
  */
 export function toGatewayError(
   error: unknown,
@@ -240,6 +195,18 @@ export function toGatewayError(
  * @param route The route the caller used.
  * @param error The error.
  * @returns A JSON response with the error's status (and `retry-after`, and the error's own headers).
+ *
+ * @example
+ * ```ts
+ * import { errorResponse, GatewayError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const response = errorResponse(
+ *   "chat",
+ *   new GatewayError(429, "Slow down", { retryAfterSeconds: 3 }),
+ * );
+ * assert.equal(response.headers.get("retry-after"), "3");
+ * ```
  */
 export function errorResponse(route: RouteName, error: GatewayError): Response {
   const headers: Record<string, string> = { ...error.headers };
@@ -252,28 +219,86 @@ export function errorResponse(route: RouteName, error: GatewayError): Response {
   });
 }
 
+/** What {@linkcode setRoute} puts on the context. */
+export type RouteEnv = { Variables: { route?: RouteName } };
+
 /**
- * The convention errors on `path` are written in: Anthropic's under
- * `/messages`, Google's under the Gemini model paths, OpenAI's elsewhere.
+ * Middleware that says which route a request is on, so its errors are
+ * rendered in that route's convention (by {@linkcode renderErrors}, or
+ * {@linkcode errorRouteOf} in a not-found handler).
  *
- * @param path The request path.
- * @returns The route whose convention applies.
+ * @param route The route of the paths it is registered on.
+ * @returns The middleware.
+ *
+ * @example
+ * ```ts
+ * import { Hono } from "hono";
+ * import { GatewayError, renderErrors, setRoute } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const app = new Hono();
+ * app.onError(renderErrors(console.error));
+ * app.use("/messages/*", setRoute("messages"));
+ * app.post("/messages", () => {
+ *   throw new GatewayError(429, "Slow down");
+ * });
+ * const response = await app.request("/messages", { method: "POST" });
+ * assert.equal((await response.json()).type, "error");
+ * ```
  */
-export function routeOf(path: string): RouteName {
-  if (/\/messages(\/|$)/.test(path)) return "messages";
-  if (path.includes("/v1beta/") || /\/models\/.+:/.test(path)) return "gemini";
-  if (/\/responses(\/|$)/.test(path)) return "responses";
-  return "chat";
+export function setRoute(route: RouteName): MiddlewareHandler<RouteEnv> {
+  return async (c, next) => {
+    c.set("route", route);
+    await next();
+  };
+}
+
+/**
+ * The route whose convention a request's errors are written in: the one
+ * {@linkcode setRoute} set, else OpenAI's `chat`.
+ *
+ * @param c The request's context.
+ * @returns The route.
+ *
+ * @example
+ * ```ts
+ * import { Hono } from "hono";
+ * import { errorRouteOf } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const app = new Hono().get("/x", (c) => c.text(errorRouteOf(c)));
+ * assert.equal(await (await app.request("/x")).text(), "chat");
+ * ```
+ */
+export function errorRouteOf(c: Context): RouteName {
+  return (c as Context<RouteEnv>).get("route") ?? FALLBACK_ROUTE;
 }
 
 /**
  * Hono's `onError` for every part of the gateway: a {@linkcode GatewayError}
- * is rendered in the path's convention, a Hono `HTTPException` answers with
- * the response it carries (the admin auth builds it with the same renderer);
- * anything else is logged and becomes a 500 naming the request id.
+ * is rendered in the convention of the request's route, a Hono
+ * `HTTPException` answers with the response it carries (the admin auth
+ * builds it with the same renderer); anything else is logged and becomes a
+ * 500 naming the request id.
  *
  * @param log Where the 500s are logged.
  * @returns The error handler.
+ *
+ * @example
+ * ```ts
+ * import { Hono } from "hono";
+ * import { renderErrors } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const app = new Hono();
+ * app.onError(renderErrors(() => {}));
+ * app.get("/boom", () => {
+ *   throw new Error("bug");
+ * });
+ * const response = await app.request("/boom");
+ * assert.equal(response.status, 500);
+ * assert.equal((await response.json()).error.type, "server_error");
+ * ```
  */
 export function renderErrors(
   log: (record: Record<string, unknown>) => void,
@@ -285,9 +310,6 @@ export function renderErrors(
     if (!(thrown instanceof GatewayError)) {
       log({ level: "error", requestId, message: String(thrown) });
     }
-    return errorResponse(
-      routeOf(c.req.path),
-      toGatewayError(thrown, requestId),
-    );
+    return errorResponse(errorRouteOf(c), toGatewayError(thrown, requestId));
   };
 }

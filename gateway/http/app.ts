@@ -19,9 +19,9 @@ import { createCallerAuthenticator } from "../state/callers.ts";
 import { createBilling } from "../state/credits/billing.ts";
 import {
   errorResponse,
+  errorRouteOf,
   GatewayError,
   renderErrors,
-  routeOf,
 } from "../errors.ts";
 import { MemoryKeyPool } from "../upstream/key_pool.ts";
 import { PROVIDERS as PROVIDER_IMPLEMENTATIONS } from "../upstream/providers/mod.ts";
@@ -33,6 +33,7 @@ import { callRoutes } from "./call_routes.ts";
 import { callerRoutes } from "./caller_routes.ts";
 import { modelRoutes } from "./model_routes.ts";
 import { metricsResponse, statusRoutes } from "./status_routes.ts";
+import { doubledPrefixRoutes, scopeRoutes } from "./route_scopes.ts";
 
 /** What {@linkcode createGateway} needs. */
 export interface GatewayOptions {
@@ -177,13 +178,8 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   app.onError(renderErrors(log));
   app.notFound((c) =>
     errorResponse(
-      routeOf(c.req.path),
-      new GatewayError(
-        404,
-        `No route "${c.req.method} ${c.req.path}"${
-          doubledPrefixHint(c.req.path)
-        }`,
-      ),
+      errorRouteOf(c),
+      new GatewayError(404, `No route "${c.req.method} ${c.req.path}"`),
     )
   );
 
@@ -201,6 +197,8 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   });
 
   const api = new Hono<GatewayEnv>();
+  // First, so every error on a route's paths speaks its convention.
+  scopeRoutes(api);
   // Models and prices changed at run time reach this process within seconds.
   api.use(async (_c, next) => {
     await liveCatalog.fresh();
@@ -227,6 +225,9 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   app.route("/", consolePages());
   app.route("/v1", api);
   app.route("/", api);
+  const doubled = doubledPrefixRoutes();
+  app.route("/v1/v1", doubled);
+  app.route("/v1beta/v1beta", doubled);
   return Object.assign(app, {
     flush: async () => {
       await limits.flush();
@@ -239,12 +240,4 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     },
     metricsResponse: () => metricsResponse(metrics),
   });
-}
-
-/** A hint for a path whose client base URL repeats a prefix the client adds itself (`/v1/v1/messages`). */
-function doubledPrefixHint(path: string): string {
-  const doubled = /^\/(v1|v1beta)\/\1(\/|$)/.exec(path)?.[1];
-  return doubled
-    ? `; the path repeats "/${doubled}": remove "/${doubled}" from the client's base URL, since the SDK adds it (the Anthropic SDK takes the gateway's root, e.g. http://localhost:8080)`
-    : "";
 }

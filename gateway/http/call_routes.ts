@@ -14,12 +14,13 @@ import { modelPathOf } from "./_path.ts";
 import { GatewayError } from "../errors.ts";
 import type { GatewayEnv } from "./_env.ts";
 import type { CallerEnv } from "./auth.ts";
-import type { RouteName } from "../conventions.ts";
+import { ROUTE_CONVENTIONS, type RouteName } from "../conventions.ts";
 
-const CALL_ROUTES: readonly [string, RouteName][] = [
-  ["/chat/completions", "chat"],
-  ["/messages", "messages"],
-  ["/responses", "responses"],
+/** The routes whose calls take the route from their path alone. */
+const PLAIN_CALL_ROUTES: readonly RouteName[] = [
+  "chat",
+  "messages",
+  "responses",
 ];
 
 /** The middleware every inference route runs before its handler. */
@@ -59,8 +60,10 @@ export function callRoutes(
       };
       return handleCall(deps, request);
     };
-  for (const [path, route] of CALL_ROUTES) {
-    api.post(path, caller, limit, (c) => run(route)(c));
+  for (const route of PLAIN_CALL_ROUTES) {
+    for (const path of ROUTE_CONVENTIONS[route].callPaths) {
+      api.post(path, caller, limit, (c) => run(route)(c));
+    }
   }
   api.post("/messages/count_tokens", caller, limit, async (c) => {
     const body = jsonObject(await c.req.text());
@@ -79,8 +82,8 @@ export function callRoutes(
       requestId: c.get("requestId"),
     });
   });
-  // Gemini SDKs call `{base}/{apiVersion}/models/{model}:{method}`; with the
-  // gateway's root or `/v1` as base, both `v1beta` and `v1` land here.
+  // The model and the method (`generateContent`, `streamGenerateContent`,
+  // `countTokens`) are in the path: `{base}/{apiVersion}/models/{model}:{method}`.
   const geminiCall = async (c: Context<GatewayEnv>) => {
     const path = c.req.path;
     const target = modelPathOf(path);
@@ -111,7 +114,8 @@ export function callRoutes(
       pathStream: method === "streamGenerateContent",
     })(c);
   };
-  api.post("/v1beta/models/*", caller, limit, geminiCall);
-  api.post("/models/*", caller, limit, geminiCall);
+  for (const path of ROUTE_CONVENTIONS.gemini.callPaths) {
+    api.post(path, caller, limit, geminiCall);
+  }
   return api;
 }

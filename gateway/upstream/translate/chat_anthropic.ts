@@ -6,7 +6,7 @@
  * @module
  */
 
-import { openAIErrorType } from "../../errors.ts";
+import { openAIErrorType } from "../../conventions.ts";
 import { checkChatFields } from "./_chat_fields.ts";
 import { targetSchema, withDescription } from "./_json_schema.ts";
 import type { Usage } from "../usage.ts";

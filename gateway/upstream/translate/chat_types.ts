@@ -8,7 +8,8 @@
  */
 
 import { z } from "zod";
-import { GatewayError, type OpenAIErrorType } from "../../errors.ts";
+import { GatewayError } from "../../errors.ts";
+import type { OpenAIErrorType } from "../../conventions.ts";
 import type { Usage } from "../usage.ts";
 import { normalUsage, tokenCount } from "../usage.ts";
 
