@@ -7,19 +7,22 @@
  *
  * @module
  */
-import type { AgentTool, PromptMessage } from "./environment.ts";
 import { runChat } from "./agents/chat.ts";
 import { runGemini } from "./agents/gemini.ts";
 import {
   type AgentOutcome,
   type Convention,
-  DEFAULT_DISPLAY,
-  type DisplaySize,
   emptyOutcome,
   type ModelEndpoint,
   type RunPlace,
-  type ToolHost,
 } from "./agents/loop.ts";
+import {
+  type AgentTool,
+  DEFAULT_DISPLAY,
+  type DisplaySize,
+  type PromptMessage,
+  type ToolHost,
+} from "./tool_host.ts";
 import { runMessages } from "./agents/messages.ts";
 import { runResponses } from "./agents/responses.ts";
 
@@ -28,14 +31,9 @@ export {
   type AgentOutcome,
   type Convention,
   CONVENTIONS,
-  DEFAULT_DISPLAY,
-  type DisplaySize,
   emptyOutcome,
   type ModelEndpoint,
   type SafetyCheck,
-  type ToolHost,
-  type ToolImage,
-  type ToolResult,
   usdToMicros,
 } from "./agents/loop.ts";
 

@@ -2,6 +2,7 @@
  * An evaluation environment seen from the runner: an MCP server (a stdio
  * command or an HTTP URL) whose scenarios are driven through their wire
  * names, `{env}:{scenario}` prompt and resource and the `_hud_submit` tool.
+ * A HUD v6 control channel (`tcp://`) is `hud_environment.ts`'s subclass.
  *
  * @module
  */
@@ -16,92 +17,28 @@ import {
   type Transport,
 } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { globMatch } from "../mcp/scenario.ts";
 import { declaresRunIsolation } from "../mcp/runs.ts";
 import {
+  type AgentTool,
+  capToolContent,
   DEFAULT_DISPLAY,
+  DEFAULT_MAX_TOOL_RESULT_BYTES,
+  DEFAULT_MAX_TOOL_RESULT_IMAGES,
   type DisplaySize,
+  type PromptMessage,
   type ToolHost,
-  type ToolImage,
   type ToolResult,
-} from "./agents/loop.ts";
+} from "./tool_host.ts";
+import {
+  EnvironmentError,
+  type EnvironmentTarget,
+  OutputTail,
+  settledTail,
+  startFailure,
+} from "./target.ts";
 
-/** Text of one tool result the model sees at most, bytes (UTF-8), by default. */
-export const DEFAULT_MAX_TOOL_RESULT_BYTES = 100_000;
-/** Images of one tool result the model sees at most, by default. */
-export const DEFAULT_MAX_TOOL_RESULT_IMAGES = 4;
-/** One image's size at most, bytes (what Anthropic accepts per image). */
-export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
 /** How long a tool call may take, ms, by default. */
 export const DEFAULT_TOOL_TIMEOUT_MS = 120_000;
-
-/**
- * The environment failed (a time-out, a closed connection, a protocol
- * error): the run is an error, not a low reward.
- */
-export class EnvironmentError extends Error {
-  /**
-   * Creates the error.
-   *
-   * @param message What failed, in one line.
-   * @param options The cause.
-   */
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = "EnvironmentError";
-  }
-}
-
-/** The end of a stdio environment's stderr kept for error messages, bytes. */
-export const STDERR_TAIL_BYTES = 4096;
-
-/**
- * The last bytes written to a stream, for an error message: a bounded ring,
- * so a chatty environment costs no more than `limit` bytes.
- */
-export class OutputTail {
-  readonly #limit: number;
-  #bytes = new Uint8Array(0);
-
-  /**
-   * Creates an empty tail.
-   *
-   * @param limit Bytes kept at most (default {@linkcode STDERR_TAIL_BYTES}).
-   */
-  constructor(limit: number = STDERR_TAIL_BYTES) {
-    this.#limit = limit;
-  }
-
-  /**
-   * Keeps a chunk, dropping the oldest bytes past the limit.
-   *
-   * @param chunk Bytes (or text) written.
-   */
-  push(chunk: Uint8Array | string): void {
-    const bytes = typeof chunk === "string"
-      ? new TextEncoder().encode(chunk)
-      : chunk;
-    const kept = Math.min(
-      this.#bytes.length,
-      this.#limit - Math.min(bytes.length, this.#limit),
-    );
-    const next = new Uint8Array(kept + Math.min(bytes.length, this.#limit));
-    next.set(this.#bytes.subarray(this.#bytes.length - kept));
-    next.set(bytes.subarray(Math.max(0, bytes.length - this.#limit)), kept);
-    this.#bytes = next;
-  }
-
-  /**
-   * The kept text: its last `lines` lines, trimmed of trailing space.
-   *
-   * @param lines Lines at most (default 20).
-   * @returns The text, or `""` when nothing was written.
-   */
-  text(lines = 20): string {
-    return new TextDecoder().decode(this.#bytes).replace(/^\uFFFD+/, "")
-      .trimEnd().split("\n").slice(-lines).join("\n");
-  }
-}
 
 /** Options of {@linkcode Environment.connect}. */
 export interface ConnectOptions {
@@ -119,15 +56,6 @@ export interface ConnectOptions {
   maxToolResultImages?: number;
 }
 
-/**
- * Where the environment is: an `http(s)://…/mcp` URL, a command to spawn,
- * or a HUD v6 control channel (`host:port`).
- */
-export type EnvironmentTarget =
-  | { url: string }
-  | { command: string; args: string[]; cwd?: string }
-  | { tcp: string };
-
 /** A scenario the environment offers. */
 export interface ScenarioInfo {
   /** Its name (without the `{env}:` prefix). */
@@ -136,24 +64,6 @@ export interface ScenarioInfo {
   description?: string;
   /** Its arguments, as the prompt lists them. */
   arguments: { name: string; description?: string; required?: boolean }[];
-}
-
-/** A tool the agent may be given. */
-export interface AgentTool {
-  /** Tool name. */
-  name: string;
-  /** What it does. */
-  description?: string;
-  /** JSON Schema of its arguments. */
-  inputSchema: Record<string, unknown>;
-}
-
-/** A prompt message, as MCP sends it. */
-export interface PromptMessage {
-  /** `user` or `assistant`. */
-  role: string;
-  /** One content item. */
-  content: Record<string, unknown>;
 }
 
 /** The result of evaluating a run. */
@@ -170,51 +80,6 @@ export interface EvaluationResult {
   isError?: boolean;
   /** Weighted parts of the reward. */
   subscores?: { name: string; weight: number; value: number }[];
-}
-
-/**
- * Reads a target from the command line: a URL, a HUD v6 control channel
- * (`tcp://host:port`), a script (run with `deno run -A <file> stdio`), or any
- * other command.
- *
- * @param spec What the user typed.
- * @param extraArgs Arguments after it.
- * @returns The target.
- */
-export function parseTarget(
-  spec: string,
-  extraArgs: string[] = [],
-): EnvironmentTarget {
-  if (/^https?:\/\//.test(spec)) return { url: spec };
-  if (spec.startsWith("tcp://")) return { tcp: spec };
-  if (/\.(ts|tsx|js|mjs|jsx)$/.test(spec)) {
-    return {
-      command: Deno.execPath(),
-      args: ["run", "-A", spec, ...(extraArgs.length ? extraArgs : ["stdio"])],
-    };
-  }
-  return { command: spec, args: extraArgs };
-}
-
-/**
- * The tools an agent gets: none whose name starts with `_` (harness tools),
- * none matching `exclude`, and only those matching `allowed` when given.
- *
- * @param tools The environment's tools.
- * @param exclude Glob patterns to leave out.
- * @param allowed Glob patterns to keep, if any.
- * @returns The agent's tools.
- */
-export function agentTools(
-  tools: AgentTool[],
-  exclude: string[] = [],
-  allowed?: string[],
-): AgentTool[] {
-  return tools.filter((tool) =>
-    !tool.name.startsWith("_") &&
-    !exclude.some((pattern) => globMatch(tool.name, pattern)) &&
-    (!allowed || allowed.some((pattern) => globMatch(tool.name, pattern)))
-  );
 }
 
 /**
@@ -238,65 +103,6 @@ function withInitializeMeta<T extends Transport>(
     return send(message, options);
   };
   return transport;
-}
-
-/**
- * A tool's MCP content as the model gets it: text joined and capped, images
- * apart and capped, each cut marked in the text.
- *
- * @param content The result's content items.
- * @param limits Text bytes and images at most.
- * @returns The text and images.
- */
-export function capToolContent(
-  content: Record<string, unknown>[],
-  limits: { maxBytes: number; maxImages: number },
-): { text: string; images: ToolImage[] } {
-  const texts: string[] = [];
-  const images: ToolImage[] = [];
-  const notes: string[] = [];
-  let dropped = 0;
-  for (const item of content) {
-    if (item.type === "text") texts.push(String(item.text ?? ""));
-    else if (
-      item.type === "image" && typeof item.data === "string" &&
-      typeof item.mimeType === "string"
-    ) {
-      const bytes = Math.floor(item.data.length * 3 / 4);
-      if (bytes > MAX_IMAGE_BYTES) {
-        notes.push(
-          `[an image of ${bytes} bytes left out: over the ${MAX_IMAGE_BYTES}-byte limit]`,
-        );
-      } else if (images.length >= limits.maxImages) dropped++;
-      else images.push({ mimeType: item.mimeType, data: item.data });
-    } else if (item.type === "resource") {
-      const resource = (item.resource ?? {}) as Record<string, unknown>;
-      texts.push(
-        typeof resource.text === "string"
-          ? resource.text
-          : `[resource ${String(resource.uri ?? "")} (${
-            String(resource.mimeType ?? "binary")
-          })]`,
-      );
-    } else if (item.type === "audio") {
-      texts.push(`[audio (${String(item.mimeType ?? "")})]`);
-    } else texts.push(JSON.stringify(item));
-  }
-  if (dropped > 0) {
-    notes.push(
-      `[${dropped} image(s) left out: at most ${limits.maxImages} per result]`,
-    );
-  }
-  let text = texts.join("\n");
-  const encoded = new TextEncoder().encode(text);
-  if (encoded.length > limits.maxBytes) {
-    text = new TextDecoder().decode(encoded.subarray(0, limits.maxBytes))
-      .replace(/\uFFFD$/, "");
-    notes.unshift(
-      `[truncated: the result has ${encoded.length} bytes of text; the first ${limits.maxBytes} are shown]`,
-    );
-  }
-  return { text: [text, ...notes].filter(Boolean).join("\n"), images };
 }
 
 /** One connection to an environment. */
@@ -627,37 +433,6 @@ export class Environment {
   async close(): Promise<void> {
     await this.client.close();
   }
-}
-
-/**
- * Why an environment did not start, in a line, then the end of its stderr.
- */
-function startFailure(
-  target: Exclude<EnvironmentTarget, { tcp: string }>,
-  error: unknown,
-  tail: string,
-): string {
-  const reason = error instanceof Error ? error.message : String(error);
-  if ("url" in target) {
-    const refused =
-      /ECONNREFUSED|Connection refused|fetch failed|error sending request/i
-        .test(reason + String((error as Error)?.cause ?? ""));
-    return refused
-      ? `Cannot reach the environment at ${target.url}: nothing answers there`
-      : `Cannot connect to the environment at ${target.url}: ${reason}`;
-  }
-  const command = [target.command, ...target.args].join(" ");
-  return tail
-    ? `The environment \`${command}\` did not start (${reason}); the end of its stderr:\n${
-      tail.replace(/^/gm, "  | ")
-    }`
-    : `The environment \`${command}\` did not start (${reason}) and wrote nothing to stderr`;
-}
-
-/** The tail once a dying child's last output has had a moment to arrive. */
-async function settledTail(tail: OutputTail): Promise<string> {
-  await new Promise((resolve) => setTimeout(resolve, 50));
-  return tail.text();
 }
 
 function displayMeta(display: DisplaySize): Record<string, unknown> {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { OutputTail } from "./environment.ts";
+import { OutputTail } from "./target.ts";
 
 Deno.test("OutputTail keeps the last bytes written, within its limit, and the last lines of them", () => {
   const tail = new OutputTail(16);

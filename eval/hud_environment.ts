@@ -34,21 +34,22 @@ import { RfbClient } from "../mcp/hud/rfb.ts";
 import { RfbExecutor } from "../mcp/hud/rfb_executor.ts";
 import { openTunnel } from "../mcp/hud/tunnel.ts";
 import { ComputerTool } from "../tools/computer.ts";
-import type { ToolResult } from "./agents/loop.ts";
 import {
   type AgentTool,
   capToolContent,
-  type ConnectOptions,
   DEFAULT_MAX_TOOL_RESULT_BYTES,
   DEFAULT_MAX_TOOL_RESULT_IMAGES,
+  type PromptMessage,
+  type ToolResult,
+} from "./tool_host.ts";
+import {
+  type ConnectOptions,
   DEFAULT_TOOL_TIMEOUT_MS,
   Environment,
-  EnvironmentError,
   type EvaluationResult,
-  OutputTail,
-  type PromptMessage,
   type ScenarioInfo,
 } from "./environment.ts";
+import { EnvironmentError, OutputTail } from "./target.ts";
 
 /** How long one control call may take, ms (setup and grading included). */
 export const CONTROL_CALL_TIMEOUT_MS = 300_000;

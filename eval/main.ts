@@ -14,18 +14,20 @@ import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigError } from "../gateway/config.ts";
 import { type Demo, startDemo } from "../gateway/cli/demo.ts";
-import { type Convention, type DisplaySize, usdToMicros } from "./agent.ts";
+import { type Convention, usdToMicros } from "./agent.ts";
+import {
+  DEFAULT_MAX_TOOL_RESULT_BYTES,
+  DEFAULT_MAX_TOOL_RESULT_IMAGES,
+  type DisplaySize,
+} from "./tool_host.ts";
 import { gatewayTransport, isObject } from "./agents/loop.ts";
 import { conventionForRoutes, parseConvention } from "./convention.ts";
 import {
   type ConnectOptions,
-  DEFAULT_MAX_TOOL_RESULT_BYTES,
-  DEFAULT_MAX_TOOL_RESULT_IMAGES,
   DEFAULT_TOOL_TIMEOUT_MS,
   Environment,
-  EnvironmentError,
-  parseTarget,
 } from "./environment.ts";
+import { EnvironmentError, parseTarget } from "./target.ts";
 import { Recorder, Replayer } from "./record.ts";
 import { imagesDirFor, storeImages, writeReport } from "./report.ts";
 import {

@@ -45,47 +45,49 @@ export type {
   EvalTask,
   RewardStats,
 } from "./runner.ts";
+export { DEFAULT_TOOL_TIMEOUT_MS, Environment } from "./environment.ts";
+export {
+  EnvironmentError,
+  OutputTail,
+  parseTarget,
+  STDERR_TAIL_BYTES,
+} from "./target.ts";
 export {
   agentTools,
   capToolContent,
   DEFAULT_MAX_TOOL_RESULT_BYTES,
   DEFAULT_MAX_TOOL_RESULT_IMAGES,
-  DEFAULT_TOOL_TIMEOUT_MS,
-  Environment,
-  EnvironmentError,
   MAX_IMAGE_BYTES,
-  OutputTail,
-  parseTarget,
-  STDERR_TAIL_BYTES,
-} from "./environment.ts";
+} from "./tool_host.ts";
 export type {
-  AgentTool,
   ConnectOptions,
-  EnvironmentTarget,
   EvaluationResult,
-  PromptMessage,
   ScenarioInfo,
 } from "./environment.ts";
+export type { EnvironmentTarget } from "./target.ts";
+export type { AgentTool, PromptMessage } from "./tool_host.ts";
 export {
   chatMessages,
   CONVENTIONS,
-  DEFAULT_DISPLAY,
   emptyOutcome,
   runAgent,
   usdToMicros,
 } from "./agent.ts";
+export { DEFAULT_DISPLAY } from "./tool_host.ts";
 export type {
   AgentOptions,
   AgentOutcome,
   ChatMessage,
   Convention,
-  DisplaySize,
   ModelEndpoint,
   SafetyCheck,
+} from "./agent.ts";
+export type {
+  DisplaySize,
   ToolHost,
   ToolImage,
   ToolResult,
-} from "./agent.ts";
+} from "./tool_host.ts";
 export {
   conventionForRoutes,
   modelConvention,

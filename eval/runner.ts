@@ -12,24 +12,22 @@
 import {
   type AgentOutcome,
   type Convention,
-  type DisplaySize,
   emptyOutcome,
   type ModelEndpoint,
   runAgent,
   type SafetyCheck,
 } from "./agent.ts";
+import { agentTools, type DisplaySize } from "./tool_host.ts";
 import type { Trajectory } from "./agents/trajectory.ts";
 import { modelConvention } from "./convention.ts";
 import { SdkError } from "@modelcontextprotocol/client";
 import { RUN_ISOLATION_CAPABILITY } from "../mcp/runs.ts";
 import {
-  agentTools,
   type ConnectOptions,
   Environment,
-  EnvironmentError,
-  type EnvironmentTarget,
   type EvaluationResult,
 } from "./environment.ts";
+import { EnvironmentError, type EnvironmentTarget } from "./target.ts";
 
 /** One task: a scenario and its arguments. */
 export interface EvalTask {

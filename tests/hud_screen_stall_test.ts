@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { MCPServer, rfbCapability } from "../mcp/mod.ts";
 import { HudEnvironment } from "../eval/hud_environment.ts";
-import { EnvironmentError } from "../eval/environment.ts";
+import { EnvironmentError } from "../eval/target.ts";
 
 /** An RFB 3.8 server that shakes hands (None security, 64×48), then goes silent. */
 function stallingVnc(options: { silentFromStart?: boolean } = {}) {

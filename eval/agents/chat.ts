@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { PromptMessage } from "../environment.ts";
+import type { PromptMessage } from "../tool_host.ts";
 import {
   addTokens,
   type AgentOutcome,

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { PromptMessage } from "../environment.ts";
+import type { DisplaySize, PromptMessage, ToolResult } from "../tool_host.ts";
 import {
   addTokens,
   type AgentOutcome,
@@ -18,7 +18,6 @@ import {
   type ComputerPlan,
   computerTool,
   count,
-  type DisplaySize,
   emptyOutcome,
   isObject,
   type JsonObject,
@@ -27,7 +26,6 @@ import {
   runComputer,
   type SafetyCheck,
   ToolGate,
-  type ToolResult,
   traceToolCall,
 } from "./loop.ts";
 import { trajectoryPrompt } from "./trajectory.ts";

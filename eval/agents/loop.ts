@@ -6,7 +6,14 @@
  *
  * @module
  */
-import type { AgentTool, PromptMessage } from "../environment.ts";
+import type {
+  AgentTool,
+  DisplaySize,
+  PromptMessage,
+  ToolHost,
+  ToolImage,
+  ToolResult,
+} from "../tool_host.ts";
 import {
   emptyTrajectory,
   type Trajectory,
@@ -189,37 +196,6 @@ export function usdToMicros(text: string | null): number {
   return Number.isFinite(value) ? Math.round(value * 1_000_000) : 0;
 }
 
-/** An image a tool answered with. */
-export interface ToolImage {
-  /** Its type, e.g. `image/png`. */
-  mimeType: string;
-  /** Its bytes, base64. */
-  data: string;
-}
-
-/** A tool's answer as an agent passes it to the model. */
-export interface ToolResult {
-  /** Its text (capped; a cut is marked in the text). */
-  text: string;
-  /** Its images (at most the cap). */
-  images: ToolImage[];
-  /** Whether the tool (or the gate) answered with an error. */
-  isError: boolean;
-}
-
-/** What runs the tools: the environment, as the agent loops see it. */
-export interface ToolHost {
-  /**
-   * Calls a tool. An error the model can act on (bad arguments) is a result
-   * with `isError`; a time-out or a broken environment throws.
-   */
-  callTool(
-    name: string,
-    args: Record<string, unknown>,
-    signal?: AbortSignal,
-  ): Promise<ToolResult>;
-}
-
 /** Everything one agent loop needs. */
 export interface AgentRun {
   /** The environment. */
@@ -241,17 +217,6 @@ export interface AgentRun {
   /** Stops the loop. */
   signal?: AbortSignal;
 }
-
-/** A screen size, pixels. */
-export interface DisplaySize {
-  /** Width. */
-  width: number;
-  /** Height. */
-  height: number;
-}
-
-/** The size the runner tells environments when none is given. */
-export const DEFAULT_DISPLAY: DisplaySize = { width: 1280, height: 800 };
 
 /** A JSON object as the providers send it. */
 export type JsonObject = Record<string, unknown>;

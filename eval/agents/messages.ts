@@ -7,7 +7,12 @@
  *
  * @module
  */
-import type { AgentTool, PromptMessage } from "../environment.ts";
+import type {
+  AgentTool,
+  PromptMessage,
+  ToolImage,
+  ToolResult,
+} from "../tool_host.ts";
 import {
   addTokens,
   type AgentOutcome,
@@ -24,8 +29,6 @@ import {
   promptPart,
   runComputer,
   ToolGate,
-  type ToolImage,
-  type ToolResult,
   traceToolCall,
 } from "./loop.ts";
 import { trajectoryPrompt } from "./trajectory.ts";

@@ -8,7 +8,12 @@
  *
  * @module
  */
-import type { PromptMessage } from "../environment.ts";
+import type {
+  DisplaySize,
+  PromptMessage,
+  ToolImage,
+  ToolResult,
+} from "../tool_host.ts";
 import {
   addTokens,
   type AgentOutcome,
@@ -18,7 +23,6 @@ import {
   computerTool,
   count,
   dataUrl,
-  type DisplaySize,
   emptyOutcome,
   isObject,
   type JsonObject,
@@ -28,8 +32,6 @@ import {
   runComputer,
   type SafetyCheck,
   ToolGate,
-  type ToolImage,
-  type ToolResult,
   traceImage,
   traceToolCall,
 } from "./loop.ts";

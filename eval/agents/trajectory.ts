@@ -8,7 +8,7 @@
  *
  * @module
  */
-import type { PromptMessage } from "../environment.ts";
+import type { PromptMessage } from "../tool_host.ts";
 
 /** An image of a trajectory: inline (base64), or stored as a file named by its SHA-256. */
 export type TrajectoryImage =
