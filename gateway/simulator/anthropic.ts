@@ -16,6 +16,7 @@
  * @module
  */
 
+import { errorTypeOf } from "../conventions.ts";
 import { asArray, isObject, type Json } from "./_json.ts";
 import {
   asAnthropicContent,
@@ -41,26 +42,21 @@ import {
 } from "./reply.ts";
 import { splitEvenly, splitText } from "./tokens.ts";
 
-const ERROR_KINDS: Record<number, { type: string; message: string }> = {
-  400: { type: "invalid_request_error", message: "Invalid request" },
-  401: { type: "authentication_error", message: "invalid x-api-key" },
-  403: {
-    type: "permission_error",
-    message:
-      "Your API key does not have permission to use the specified resource",
-  },
-  404: { type: "not_found_error", message: "Not found" },
-  413: {
-    type: "request_too_large",
-    message: "Request exceeds the maximum allowed number of bytes",
-  },
-  429: {
-    type: "rate_limit_error",
-    message: "Number of requests has exceeded your rate limit",
-  },
-  500: { type: "api_error", message: "Internal server error" },
-  503: { type: "overloaded_error", message: "Overloaded" },
-  529: { type: "overloaded_error", message: "Overloaded" },
+/**
+ * Each status's message, as Anthropic's API writes it; the error `type` is
+ * the Anthropic convention's (`conventions.ts`), but for a 503, which the
+ * API reports as `overloaded_error` like its 529.
+ */
+const ERROR_MESSAGES: Record<number, string> = {
+  400: "Invalid request",
+  401: "invalid x-api-key",
+  403: "Your API key does not have permission to use the specified resource",
+  404: "Not found",
+  413: "Request exceeds the maximum allowed number of bytes",
+  429: "Number of requests has exceeded your rate limit",
+  500: "Internal server error",
+  503: "Overloaded",
+  529: "Overloaded",
 };
 
 /** Anthropic's HTTP conventions. */
@@ -74,11 +70,14 @@ export const anthropicWire: Wire = {
     return match ? match[1].trim() : undefined;
   },
   errorBody(status, message) {
-    const kind = ERROR_KINDS[status] ??
-      (status >= 500 ? ERROR_KINDS[500] : ERROR_KINDS[400]);
+    const type = status === 503
+      ? "overloaded_error"
+      : errorTypeOf("anthropic", status);
+    const known = ERROR_MESSAGES[status] ??
+      (status >= 500 ? ERROR_MESSAGES[500] : ERROR_MESSAGES[400]);
     return {
       type: "error",
-      error: { type: kind.type, message: message ?? kind.message },
+      error: { type, message: message ?? known },
       request_id: `req_sim${
         crypto.randomUUID().replaceAll("-", "").slice(0, 20)
       }`,

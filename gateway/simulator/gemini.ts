@@ -18,6 +18,7 @@
  * @module
  */
 
+import { errorTypeOf } from "../conventions.ts";
 import { asArray, field, isObject, type Json } from "./_json.ts";
 import { planComputerUse } from "./computer_use.ts";
 import {
@@ -44,33 +45,16 @@ import {
 } from "./reply.ts";
 import { splitText } from "./tokens.ts";
 
-const STATUS_NAMES: Record<number, { status: string; message: string }> = {
-  400: {
-    status: "INVALID_ARGUMENT",
-    message: "Request contains an invalid argument.",
-  },
-  401: {
-    status: "UNAUTHENTICATED",
-    message: "Request had invalid authentication credentials.",
-  },
-  403: {
-    status: "PERMISSION_DENIED",
-    message: "The caller does not have permission",
-  },
-  404: { status: "NOT_FOUND", message: "Requested entity was not found." },
-  429: {
-    status: "RESOURCE_EXHAUSTED",
-    message: "Resource has been exhausted (e.g. check quota).",
-  },
-  500: { status: "INTERNAL", message: "An internal error has occurred." },
-  503: {
-    status: "UNAVAILABLE",
-    message: "The model is overloaded. Please try again later.",
-  },
-  504: {
-    status: "DEADLINE_EXCEEDED",
-    message: "Deadline expired before operation could complete.",
-  },
+/** Each status's message, as Google's API writes it; the error `status` is the Google convention's (`conventions.ts`). */
+const ERROR_MESSAGES: Record<number, string> = {
+  400: "Request contains an invalid argument.",
+  401: "Request had invalid authentication credentials.",
+  403: "The caller does not have permission",
+  404: "Requested entity was not found.",
+  429: "Resource has been exhausted (e.g. check quota).",
+  500: "An internal error has occurred.",
+  503: "The model is overloaded. Please try again later.",
+  504: "Deadline expired before operation could complete.",
 };
 
 /** Gemini's HTTP conventions. */
@@ -80,12 +64,12 @@ export const geminiWire: Wire = {
       url.searchParams.get("key") ?? undefined;
   },
   errorBody(status, message, retryAfter) {
-    const name = STATUS_NAMES[status] ??
-      (status >= 500 ? STATUS_NAMES[500] : STATUS_NAMES[400]);
+    const known = ERROR_MESSAGES[status] ??
+      (status >= 500 ? ERROR_MESSAGES[500] : ERROR_MESSAGES[400]);
     const error: Json = {
       code: status,
-      message: message ?? name.message,
-      status: name.status,
+      message: message ?? known,
+      status: errorTypeOf("google", status),
     };
     if (status === 429 && retryAfter !== undefined) {
       error.details = [{

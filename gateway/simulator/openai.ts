@@ -10,50 +10,53 @@
  * @module
  */
 
+import { errorTypeOf } from "../conventions.ts";
 import { asArray, isObject, type Json } from "./_json.ts";
 import { BadRequestError, type Wire } from "./request_flow.ts";
 import { imageSizeFromUrl } from "./image.ts";
 import type { OutputFormat, PromptMeter, Reply } from "./reply.ts";
 
-const ERROR_KINDS: Record<
-  number,
-  { type: string; code: string | null; message: string }
-> = {
-  400: {
-    type: "invalid_request_error",
-    code: null,
-    message: "Invalid request",
-  },
-  401: {
-    type: "invalid_request_error",
-    code: "invalid_api_key",
-    message: "Incorrect API key provided",
-  },
-  403: {
-    type: "invalid_request_error",
-    code: "unsupported_country_region_territory",
-    message: "Country, region, or territory not supported",
-  },
-  404: {
-    type: "invalid_request_error",
-    code: "model_not_found",
-    message: "The model does not exist or you do not have access to it",
-  },
-  429: {
-    type: "requests",
-    code: "rate_limit_exceeded",
-    message: "Rate limit reached for requests",
-  },
-  500: {
-    type: "server_error",
-    code: null,
-    message: "The server had an error while processing your request",
-  },
-  503: {
-    type: "server_error",
-    code: null,
-    message: "The engine is currently overloaded, please try again later",
-  },
+/**
+ * Each status's error `code` and message, as OpenAI's API writes them; the
+ * `type` is the OpenAI convention's (`conventions.ts`) except where
+ * {@linkcode UPSTREAM_TYPES} says the API types it otherwise.
+ */
+const ERROR_DETAILS: Record<number, { code: string | null; message: string }> =
+  {
+    400: { code: null, message: "Invalid request" },
+    401: { code: "invalid_api_key", message: "Incorrect API key provided" },
+    403: {
+      code: "unsupported_country_region_territory",
+      message: "Country, region, or territory not supported",
+    },
+    404: {
+      code: "model_not_found",
+      message: "The model does not exist or you do not have access to it",
+    },
+    429: {
+      code: "rate_limit_exceeded",
+      message: "Rate limit reached for requests",
+    },
+    500: {
+      code: null,
+      message: "The server had an error while processing your request",
+    },
+    503: {
+      code: null,
+      message: "The engine is currently overloaded, please try again later",
+    },
+  };
+
+/**
+ * Where OpenAI's API types an error otherwise than the convention the gateway
+ * answers in: a bad key, a refused region and an unknown model are all
+ * `invalid_request_error`, and a rate limit is typed by what ran out.
+ */
+const UPSTREAM_TYPES: Readonly<Record<number, string>> = {
+  401: "invalid_request_error",
+  403: "invalid_request_error",
+  404: "invalid_request_error",
+  429: "requests",
 };
 
 /** OpenAI's HTTP conventions (also xAI's and OpenRouter's). */
@@ -64,14 +67,14 @@ export const openaiWire: Wire = {
     return match ? match[1].trim() : undefined;
   },
   errorBody(status, message) {
-    const kind = ERROR_KINDS[status] ??
-      (status >= 500 ? ERROR_KINDS[500] : ERROR_KINDS[400]);
+    const details = ERROR_DETAILS[status] ??
+      (status >= 500 ? ERROR_DETAILS[500] : ERROR_DETAILS[400]);
     return {
       error: {
-        message: message ?? kind.message,
-        type: kind.type,
+        message: message ?? details.message,
+        type: UPSTREAM_TYPES[status] ?? errorTypeOf("openai", status),
         param: null,
-        code: kind.code,
+        code: details.code,
       },
     };
   },
