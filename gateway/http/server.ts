@@ -1,10 +1,12 @@
 /**
- * Runs a gateway on `Deno.serve`: opens its KV, returns the credit leases of crashed processes,
- * and shuts down gracefully (in-flight calls drain, new ones are refused).
+ * Runs a gateway on `Deno.serve`: opens its store (a KV file or PostgreSQL),
+ * sweeps the credit leases of crashed processes and expired usage buckets,
+ * serves `/metrics` on an address of its own when asked, and shuts down
+ * gracefully (in-flight calls drain, queued charges commit, then the store
+ * closes).
  *
  * @module
  */
-import { dirname } from "node:path";
 import { createGateway } from "./app.ts";
 import { ConfigError, type GatewayConfig } from "../config.ts";
 import { type ResilientServer, serveResilient } from "../../_serve.ts";
@@ -54,6 +56,23 @@ export interface StartOptions {
  * @param config The validated configuration.
  * @param options A KV, catalog, log sink or listen callback to use instead of the defaults.
  * @returns The running gateway.
+ *
+ * @example Serve on a free port with an in-memory store
+ * ```ts
+ * import { parseConfig } from "../config.ts";
+ * import { startGateway } from "./server.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const gateway = await startGateway(
+ *   parseConfig({ env: { PORT: "0", HOST: "127.0.0.1" } }),
+ *   { kv, log: () => {} },
+ * );
+ * const response = await fetch(`${gateway.url}/health`);
+ * assert.deepEqual(await response.json(), { ok: true });
+ * await gateway.shutdown();
+ * kv.close();
+ * ```
  */
 export async function startGateway(
   config: GatewayConfig,
@@ -168,18 +187,4 @@ export async function startGateway(
       return closing;
     },
   };
-}
-
-/**
- * Opens the gateway's KV: a file (its folder created), `:memory:`, or an
- * `http(s)://` KV Connect URL.
- *
- * @param path `GATEWAY_KV_PATH`.
- * @returns The open KV.
- */
-export async function openKv(path: string): Promise<Deno.Kv> {
-  if (path !== ":memory:" && !/^https?:\/\//.test(path)) {
-    await Deno.mkdir(dirname(path), { recursive: true });
-  }
-  return await Deno.openKv(path);
 }
