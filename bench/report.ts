@@ -6,6 +6,8 @@
  * @module
  */
 import { renderStores, type StoreBenchResults } from "./gateway/stores.ts";
+import type { CostResults } from "./gateway/cost.ts";
+import { renderCost, renderCostSummary } from "./gateway/cost_report.ts";
 import type { GatewayBenchResults, Target } from "./gateway/run.ts";
 import type { McpBenchResults } from "./mcp/run.ts";
 import type { StreamsRow } from "./gateway/streams.ts";
@@ -43,6 +45,8 @@ export interface RunResults {
   streams?: StreamsRow[];
   /** The gateway on a KV file and on PostgreSQL (absent in runs before it was part of the bench). */
   stores?: StoreBenchResults;
+  /** Issue 29's figures, cold and warm, against the relay (absent in runs before it was part of the bench). */
+  cost?: CostResults;
 }
 
 const LABELS: Record<Target, string> = {
@@ -577,6 +581,7 @@ export function renderReport(
       f.minutes.toFixed(1)
     } minutes. Every figure below comes from that one run. Raw results: \`bench/results/latest.json\` (not committed).`,
     "",
+    ...(run.cost ? renderCostSummary(run.cost) : []),
     "## Machine",
     "",
     ...f.machine.map((line) => `- ${line}`),
@@ -592,7 +597,10 @@ export function renderReport(
     "",
     ...f.settings.map((line) => `- ${line}`),
     "",
-    "## Targets",
+    ...(run.cost ? renderCost(run.cost) : []),
+    "## Other targets",
+    "",
+    "Goals of earlier issues, judged on the gateway bench below (warm: every target is warmed up first).",
     "",
     table(
       ["target", "goal", "measured", "verdict", "gateway with KV on tmpfs"],

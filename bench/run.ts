@@ -11,6 +11,7 @@
  * @module
  */
 import { benchStores } from "./gateway/stores.ts";
+import { benchCost, costOptions } from "./gateway/cost.ts";
 import { parseArgs } from "node:util";
 import { ensureDependencies, NODE_DIR, versions } from "./_deps.ts";
 import { runText } from "./_process.ts";
@@ -128,7 +129,10 @@ if (import.meta.main) {
     nodeDir: NODE_DIR,
     workDir,
   };
+  const cost = costOptions(quick, { nodeDir: NODE_DIR, workDir });
   try {
+    log("cost bench: issue 29's figures, cold and warm, against the relay");
+    const costResults = await benchCost(cost, log);
     const gateway = await benchGateway(gatewayOptions, log);
     log("streams bench: concurrent streamed calls");
     const streams = await benchStreams(
@@ -151,6 +155,7 @@ if (import.meta.main) {
         versions: await versions(),
         command: `deno task bench${quick ? " --quick" : ""}`,
         settings: [
+          `Gateway cost (\`bench/gateway/cost.ts\`, first in the run): each workload on fresh processes of the relay (\`bench/gateway/floor.ts\`), the gateway on a KV file, the gateway on PostgreSQL 15 (\`GATEWAY_STORE=postgres://…\`, a throwaway server as \`tests/_postgres.ts\` starts it, fsync off) and Portkey, cold then warm: \`wrk -t1 -c1 -d${cost.latencyS}s\` for latency at concurrency 1; ${cost.cpuCalls} non-streamed calls at concurrency 32 for CPU per call; paced wrk stepped up to p99 ≥ 10 ms (${cost.searchStepS} s a step) for the best rate; ${cost.streams} streams open at once for CPU per chunk, RSS growth and gaps; ${cost.ttftRounds.cold} then ${cost.ttftRounds.warm} sequential streamed calls for time to first token.`,
           "Upstream: the provider simulator (`deno run -A gateway/simulator/main.ts --port 0 --latency-ms 0|50`), OpenAI chat completions, non-streamed for load, a 19-character echo reply.",
           "Our gateway: as `deno task start` runs it (`deno run -A --v8-flags=--max-semi-space-size=8,--heap-growing-percent=50 gateway/main.ts`), with `GATEWAY_KV_PATH` a fresh KV file on disk (auth with a hashed caller key, credits reserved and settled, a trace per call, all in that file), `OPENAI_API_KEYS` a pool of four keys with `OPENAI_RPM`/`OPENAI_TPM` limits high enough never to bind. The same gateway a second time with its KV file on tmpfs (`/dev/shm`).",
           "Portkey: `node node_modules/@portkey-ai/gateway/build/start-server.js --port=N --headless` with `NODE_ENV=production`; requests carry `x-portkey-provider: openai` and `x-portkey-custom-host: <simulator>/openai/v1`.",
@@ -169,6 +174,7 @@ if (import.meta.main) {
       streams,
       mcp,
       stores,
+      cost: costResults,
     };
     await Deno.writeTextFile(
       `${ROOT}bench/results/latest.json`,

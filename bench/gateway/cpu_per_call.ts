@@ -18,9 +18,33 @@ import process from "node:process";
 
 const tree = Deno.args[0] ?? new URL("../../", import.meta.url).pathname;
 const calls = Number(Deno.args[1] ?? 4000);
-const { createGateway } = await import(`${tree}/gateway/app.ts`);
-const { createCaller } = await import(`${tree}/gateway/callers.ts`);
-const { parseConfig, PROVIDERS } = await import(`${tree}/gateway/config.ts`);
+// The first path that exists in the tree: the folders of issue 28, or the
+// flat layout before them, so an older checkout can be compared with this one.
+async function importFirst(paths: string[]) {
+  for (const path of paths) {
+    try {
+      await Deno.stat(`${tree}/${path}`);
+    } catch {
+      continue;
+    }
+    return await import(`${tree}/${path}`);
+  }
+  throw new Error(`None of "${paths.join('", "')}" is in tree "${tree}"`);
+}
+const { createGateway } = await importFirst([
+  "gateway/http/app.ts",
+  "gateway/app.ts",
+]);
+const { createCaller } = await importFirst([
+  "gateway/state/callers.ts",
+  "gateway/callers.ts",
+]);
+const { parseConfig } = await import(`${tree}/gateway/config.ts`);
+const providers = await importFirst([
+  "gateway/upstream/providers/mod.ts",
+  "gateway/config.ts",
+]);
+const providerNames: string[] = providers.PROVIDER_NAMES ?? providers.PROVIDERS;
 const { startSimulator } = await import(`${tree}/gateway/simulator/mod.ts`);
 
 const sim = await startSimulator();
@@ -28,7 +52,7 @@ const env: Record<string, string> = { ...sim.env() };
 // Passed through, to compare a setting on and off in one tree.
 const aggregates = Deno.env.get("GATEWAY_USAGE_AGGREGATES");
 if (aggregates) env.GATEWAY_USAGE_AGGREGATES = aggregates;
-for (const provider of PROVIDERS as string[]) {
+for (const provider of providerNames) {
   env[`${provider.toUpperCase()}_API_KEYS`] = `sk-${provider}`;
 }
 const kv = await Deno.openKv(":memory:");
