@@ -11,13 +11,13 @@
  *
  * @module
  */
+import { toAnthropicRequest } from "../translate/chat_anthropic.ts";
 import {
-  AnthropicChatStream,
   type AnthropicResponse,
   type AnthropicUsage,
   fromAnthropicResponse,
-  toAnthropicRequest,
-} from "../translate/chat_anthropic.ts";
+} from "../translate/chat_anthropic_response.ts";
+import { AnthropicChatStream } from "../translate/chat_anthropic_stream.ts";
 import { chatUsage } from "../translate/chat_types.ts";
 import type { Usage } from "../usage.ts";
 import { normalUsage, tokenCount } from "../usage.ts";

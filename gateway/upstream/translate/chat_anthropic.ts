@@ -1,24 +1,20 @@
 /**
- * Translation between the OpenAI Chat Completions convention (the gateway's
- * `chat` route) and Anthropic's Messages API: request, response, stream,
- * usage and errors. Pure functions, no I/O.
+ * Translation of an OpenAI Chat Completions request (the gateway's `chat`
+ * route) into an Anthropic Messages request, with Anthropic's request types.
+ * The answer's way back is in `chat_anthropic_response.ts` (a whole message,
+ * usage, errors) and `chat_anthropic_stream.ts` (a stream). Pure functions,
+ * no I/O.
  *
  * @module
  */
 
-import { openAIErrorType } from "../../conventions.ts";
 import { checkChatFields } from "./_chat_fields.ts";
 import { targetSchema, withDescription } from "./_json_schema.ts";
-import type { Usage } from "../usage.ts";
-import { normalUsage, tokenCount } from "../usage.ts";
 import {
-  chatId,
-  ChatStreamBase,
   type FunctionToolChoice,
   functionTools,
   isHttpUrl,
   maxOutputTokens,
-  nowSeconds,
   parseArguments,
   parseDataUrl,
   requireSingleChoice,
@@ -27,19 +23,10 @@ import {
   toolNamesById,
 } from "./_shared.ts";
 import {
-  type ChatCompletion,
-  chatError,
-  type ChatErrorBody,
-  type ChatErrorType,
-  type ChatFinishReason,
   type ChatRequest,
-  type ChatStreamPiece,
   type ChatTool,
-  type ChatToolCall,
-  chatUsage,
   type ChatUserPart,
   TranslationError,
-  type UpstreamEvent,
 } from "./chat_types.ts";
 
 /** An Anthropic text block. */
@@ -126,49 +113,6 @@ export interface AnthropicRequest {
   output_config?: {
     format: { type: "json_schema"; schema: Record<string, unknown> };
   };
-}
-
-/** Anthropic usage, as in a message and in `message_start` / `message_delta` events. */
-export interface AnthropicUsage {
-  /** Uncached input tokens (cache reads and writes excluded). */
-  input_tokens?: number | null;
-  /** Output tokens. */
-  output_tokens?: number | null;
-  /** Input tokens written to the cache. */
-  cache_creation_input_tokens?: number | null;
-  /** Input tokens read from the cache. */
-  cache_read_input_tokens?: number | null;
-  /** Cache writes by lifetime (their sum is `cache_creation_input_tokens`). */
-  cache_creation?: {
-    ephemeral_5m_input_tokens?: number | null;
-    ephemeral_1h_input_tokens?: number | null;
-  } | null;
-}
-
-/** A content block of an Anthropic response. */
-export type AnthropicResponseBlock =
-  | AnthropicTextBlock
-  | { type: "tool_use"; id: string; name: string; input: unknown }
-  | { type: string; [key: string]: unknown };
-
-/** A non-streamed Anthropic response. */
-export interface AnthropicResponse {
-  /** Message id, `msg_…`. */
-  id: string;
-  /** Always `"message"`. */
-  type: "message";
-  /** Always `"assistant"`. */
-  role: "assistant";
-  /** Upstream model id. */
-  model: string;
-  /** Generated blocks. */
-  content: AnthropicResponseBlock[];
-  /** Why generation stopped. */
-  stop_reason: string | null;
-  /** The stop sequence hit, if any. */
-  stop_sequence?: string | null;
-  /** Token usage. */
-  usage: AnthropicUsage;
 }
 
 const imageMediaTypes = new Set([
@@ -488,305 +432,4 @@ function assistantBlocks(
     });
   });
   return blocks;
-}
-
-/**
- * Maps an Anthropic stop reason to the chat convention.
- *
- * @param reason Anthropic's `stop_reason`.
- * @returns The chat `finish_reason`.
- */
-export function finishReasonFromAnthropic(
-  reason: string | null | undefined,
-): ChatFinishReason {
-  switch (reason) {
-    case "max_tokens":
-    case "model_context_window_exceeded":
-      return "length";
-    case "tool_use":
-      return "tool_calls";
-    case "refusal":
-      return "content_filter";
-    default:
-      // end_turn, stop_sequence, pause_turn.
-      return "stop";
-  }
-}
-
-/**
- * Normalises Anthropic usage. Anthropic's `input_tokens` excludes cache reads
- * and cache writes, so all three are summed. Cache reads are the cached part;
- * cache writes are split by lifetime (`cache_creation`, else all 5-minute),
- * each billed at its cache-write price.
- *
- * @param usage Anthropic's `usage`.
- * @returns The gateway's {@link Usage}.
- * @throws {UnreadableUsageError} For a count that cannot be read.
- */
-export function usageFromAnthropic(
-  usage: AnthropicUsage | null | undefined,
-): Usage {
-  const read = tokenCount(
-    usage?.cache_read_input_tokens,
-    "usage.cache_read_input_tokens",
-  );
-  const written = tokenCount(
-    usage?.cache_creation_input_tokens,
-    "usage.cache_creation_input_tokens",
-  );
-  const write1h = tokenCount(
-    usage?.cache_creation?.ephemeral_1h_input_tokens,
-    "usage.cache_creation.ephemeral_1h_input_tokens",
-  );
-  const write5m = usage?.cache_creation
-    ? tokenCount(
-      usage.cache_creation.ephemeral_5m_input_tokens,
-      "usage.cache_creation.ephemeral_5m_input_tokens",
-    )
-    : written;
-  return normalUsage({
-    inputTokens: tokenCount(usage?.input_tokens, "usage.input_tokens") +
-      read + Math.max(written, write5m + write1h),
-    outputTokens: tokenCount(usage?.output_tokens, "usage.output_tokens"),
-    cachedInputTokens: read,
-    cacheWriteTokens: write5m,
-    cacheWrite1hTokens: write1h,
-  });
-}
-
-/**
- * Translates a non-streamed Anthropic response into a chat completion.
- *
- * @param message The Messages response body.
- * @param model The model id as the caller sent it.
- * @returns The chat completion.
- */
-export function fromAnthropicResponse(
-  message: AnthropicResponse,
-  model: string,
-): ChatCompletion {
-  const texts: string[] = [];
-  const toolCalls: ChatToolCall[] = [];
-  for (const block of message.content) {
-    if (block.type === "text") texts.push((block as AnthropicTextBlock).text);
-    if (block.type === "tool_use") {
-      const use = block as { id: string; name: string; input: unknown };
-      toolCalls.push({
-        id: use.id,
-        type: "function",
-        function: {
-          name: use.name,
-          arguments: JSON.stringify(use.input ?? {}),
-        },
-      });
-    }
-  }
-  return {
-    id: chatId(message.id),
-    object: "chat.completion",
-    created: nowSeconds(),
-    model,
-    choices: [{
-      index: 0,
-      message: {
-        role: "assistant",
-        content: texts.length > 0 ? texts.join("") : null,
-        refusal: null,
-        ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
-      },
-      finish_reason: finishReasonFromAnthropic(message.stop_reason),
-      logprobs: null,
-    }],
-    usage: chatUsage(usageFromAnthropic(message.usage)),
-  };
-}
-
-const anthropicErrorTypes = new Map<string, ChatErrorType>([
-  ["invalid_request_error", "invalid_request_error"],
-  ["request_too_large", "invalid_request_error"],
-  ["authentication_error", "authentication_error"],
-  ["permission_error", "permission_error"],
-  ["billing_error", "permission_error"],
-  ["not_found_error", "not_found_error"],
-  ["rate_limit_error", "rate_limit_error"],
-  ["api_error", "server_error"],
-  ["overloaded_error", "server_error"],
-  ["timeout_error", "server_error"],
-]);
-
-/**
- * Translates an Anthropic error body (`{type:"error", error:{type, message}}`)
- * into the chat convention, keeping Anthropic's type as `code`.
- *
- * @param status The upstream HTTP status (used when the body says nothing).
- * @param body The parsed upstream body, or anything unreadable.
- * @returns The chat error body.
- */
-function errorFromAnthropic(
-  status: number,
-  body: unknown,
-): ChatErrorBody {
-  const error =
-    (body as { error?: { type?: unknown; message?: unknown } } | null)?.error;
-  const upstreamType = typeof error?.type === "string" ? error.type : undefined;
-  const message = typeof error?.message === "string"
-    ? error.message
-    : `Upstream answered status "${status}"`;
-  return chatError(
-    message,
-    anthropicErrorTypes.get(upstreamType ?? "") ?? openAIErrorType(status),
-    upstreamType ?? null,
-  );
-}
-
-interface StreamEvent {
-  type: string;
-  index?: number;
-  message?: { id?: string; usage?: AnthropicUsage };
-  content_block?: { type: string; id?: string; name?: string };
-  delta?: {
-    type?: string;
-    text?: string;
-    partial_json?: string;
-    stop_reason?: string | null;
-  };
-  usage?: AnthropicUsage;
-  error?: { type?: string; message?: string };
-}
-
-/**
- * Translates one Anthropic Messages stream into chat chunks: the first chunk
- * carries the role, text deltas become `content`, each `tool_use` block becomes
- * a tool call whose first fragment holds `index`, `id`, `type` and name and
- * whose `input_json_delta`s follow as `arguments` fragments, and `message_delta`
- * gives the finish reason. `event: error` becomes the OpenAI in-stream error.
- *
- * @example Feed a recorded stream
- * ```ts
- * import { AnthropicChatStream } from "./chat_anthropic.ts";
- * const stream = new AnthropicChatStream({ model: "claude-haiku-4-5", includeUsage: true });
- * stream.push({ event: "message_start", data: '{"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":5,"output_tokens":1}}}' });
- * console.log(stream.usage.inputTokens); // 5
- * ```
- */
-export class AnthropicChatStream extends ChatStreamBase {
-  #usage: AnthropicUsage = {};
-  // Read when the counts arrive, so an unreadable count fails the stream there.
-  #parsedUsage: Usage = usageFromAnthropic(undefined);
-  /** Anthropic content block index → chat tool call index and arguments seen so far. */
-  #toolCalls = new Map<number, { index: number; arguments: string }>();
-  #started = false;
-
-  /** Tokens Anthropic reported so far. */
-  get usage(): Usage {
-    return this.#parsedUsage;
-  }
-
-  /**
-   * Translates one parsed Anthropic event.
-   *
-   * @param parsed The event's data.
-   * @param event The event, for its name.
-   * @returns The chat pieces to send, possibly none.
-   */
-  protected translate(
-    parsed: unknown,
-    event: UpstreamEvent,
-  ): ChatStreamPiece[] {
-    const data = parsed as StreamEvent;
-    switch (data.type ?? event.event) {
-      case "message_start":
-        return this.#start(data);
-      case "content_block_start":
-        return this.#blockStart(data);
-      case "content_block_delta":
-        return this.#blockDelta(data);
-      case "content_block_stop":
-        return this.#blockStop(data);
-      case "message_delta":
-        Object.assign(this.#usage, definedFields(data.usage));
-        this.#parsedUsage = usageFromAnthropic(this.#usage);
-        this.finished = true;
-        return [
-          this.chunks.delta(
-            {},
-            finishReasonFromAnthropic(data.delta?.stop_reason),
-          ),
-        ];
-      case "error":
-        return this.fail(errorFromAnthropic(500, data));
-      default:
-        // ping, message_stop and event types added after this was written.
-        return [];
-    }
-  }
-
-  #start(data: StreamEvent): ChatStreamPiece[] {
-    if (this.#started) return [];
-    this.#started = true;
-    this.chunks.id = chatId(data.message?.id);
-    Object.assign(this.#usage, definedFields(data.message?.usage));
-    this.#parsedUsage = usageFromAnthropic(this.#usage);
-    return [
-      this.chunks.delta({ role: "assistant", content: "", refusal: null }),
-    ];
-  }
-
-  #blockStart(data: StreamEvent): ChatStreamPiece[] {
-    const block = data.content_block;
-    if (block?.type !== "tool_use" || data.index === undefined) return [];
-    const index = this.#toolCalls.size;
-    this.#toolCalls.set(data.index, { index, arguments: "" });
-    return [this.chunks.delta({
-      tool_calls: [{
-        index,
-        id: block.id,
-        type: "function",
-        function: { name: block.name, arguments: "" },
-      }],
-    })];
-  }
-
-  #blockDelta(data: StreamEvent): ChatStreamPiece[] {
-    const delta = data.delta;
-    if (delta?.type === "text_delta" && delta.text) {
-      return [this.chunks.delta({ content: delta.text })];
-    }
-    if (delta?.type === "input_json_delta" && delta.partial_json) {
-      const call = this.#toolCalls.get(data.index ?? -1);
-      if (!call) return [];
-      call.arguments += delta.partial_json;
-      return [
-        this.chunks.delta({
-          tool_calls: [{
-            index: call.index,
-            function: { arguments: delta.partial_json },
-          }],
-        }),
-      ];
-    }
-    // thinking, signature and citation deltas have no chat counterpart.
-    return [];
-  }
-
-  #blockStop(data: StreamEvent): ChatStreamPiece[] {
-    const call = this.#toolCalls.get(data.index ?? -1);
-    // A tool called without input streams no JSON at all; "{}" keeps the joined arguments valid.
-    if (!call || call.arguments !== "") return [];
-    call.arguments = "{}";
-    return [
-      this.chunks.delta({
-        tool_calls: [{ index: call.index, function: { arguments: "{}" } }],
-      }),
-    ];
-  }
-}
-
-/** The fields of an Anthropic usage object that are set (message_delta sends nulls). */
-function definedFields(usage: AnthropicUsage | undefined): AnthropicUsage {
-  return Object.fromEntries(
-    Object.entries(usage ?? {}).filter(([, value]) =>
-      value !== null && value !== undefined
-    ),
-  );
 }

@@ -1,14 +1,14 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { chat, chunksOf, replay } from "../../../tests/_chat_streams.ts";
+import { toAnthropicRequest } from "./chat_anthropic.ts";
 import {
-  AnthropicChatStream,
   type AnthropicResponse,
   finishReasonFromAnthropic,
   fromAnthropicResponse,
-  toAnthropicRequest,
   usageFromAnthropic,
-} from "./chat_anthropic.ts";
+} from "./chat_anthropic_response.ts";
+import { AnthropicChatStream } from "./chat_anthropic_stream.ts";
 import {
   type ChatCompletionChunk,
   isChatStreamError,

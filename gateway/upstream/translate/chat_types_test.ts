@@ -1,9 +1,7 @@
 import assert from "node:assert/strict";
 import type OpenAI from "openai";
-import {
-  AnthropicChatStream,
-  fromAnthropicResponse,
-} from "./chat_anthropic.ts";
+import { fromAnthropicResponse } from "./chat_anthropic_response.ts";
+import { AnthropicChatStream } from "./chat_anthropic_stream.ts";
 import { fromGeminiResponse } from "./chat_gemini.ts";
 import {
   chatError,
