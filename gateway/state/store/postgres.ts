@@ -37,93 +37,27 @@
  * @module
  */
 import postgres from "postgres";
-import { deserialize, serialize } from "node:v8";
 import { Buffer } from "node:buffer";
 import { decodeKey, encodeKey, toHex } from "./key_codec.ts";
+import { migrate } from "./_postgres_schema.ts";
+import {
+  type Check,
+  concat,
+  entryOf,
+  type Mutation,
+  PostgresAtomic,
+  PostgresListIterator,
+  type Row,
+  versionstampOf,
+} from "./_postgres_atomic.ts";
 import { retry, RetryError } from "../../../_retry.ts";
 
-/** The schema version this code writes and reads. */
-export const SCHEMA_VERSION = 1;
-
-// An arbitrary constant naming the migration lock among advisory locks.
-const MIGRATION_LOCK = 7_240_024;
 /** Expired rows are deleted this often (reads ignore them meanwhile). */
 const EXPIRY_SWEEP_MS = 60_000;
 /** Rows a list reads per round trip. */
 const LIST_PAGE = 500;
 /** Attempts of a commit that failed for a transient database reason. */
 const TRANSIENT_ATTEMPTS = 5;
-
-const MIGRATIONS: readonly string[] = [
-  `CREATE TABLE gateway_kv (
-     key bytea PRIMARY KEY,
-     value bytea,
-     u64 numeric(20, 0),
-     version bigint NOT NULL,
-     expires_at bigint
-   );
-   CREATE INDEX gateway_kv_expires ON gateway_kv (expires_at)
-     WHERE expires_at IS NOT NULL;
-   CREATE SEQUENCE gateway_kv_version;
-   CREATE FUNCTION gateway_kv_commit(ops jsonb, now_ms bigint) RETURNS bigint
-   LANGUAGE plpgsql AS $fn$
-   DECLARE
-     h bigint;
-     c jsonb;
-     m jsonb;
-     cur bigint;
-     v bigint;
-     k bytea;
-     operand numeric;
-     prior numeric;
-     is_u64 boolean;
-   BEGIN
-     FOR h IN SELECT DISTINCT hashtextextended(x->>'k', 0)
-       FROM jsonb_array_elements((ops->'c') || (ops->'m')) x ORDER BY 1 LOOP
-       PERFORM pg_advisory_xact_lock(h);
-     END LOOP;
-     FOR c IN SELECT * FROM jsonb_array_elements(ops->'c') LOOP
-       cur := NULL;
-       SELECT version INTO cur FROM gateway_kv
-         WHERE key = decode(c->>'k', 'hex')
-           AND (expires_at IS NULL OR expires_at > now_ms);
-       IF cur IS DISTINCT FROM (c->>'v')::bigint THEN RETURN NULL; END IF;
-     END LOOP;
-     v := nextval('gateway_kv_version');
-     FOR m IN SELECT * FROM jsonb_array_elements(ops->'m') LOOP
-       k := decode(m->>'k', 'hex');
-       IF m->>'t' = 'set' THEN
-         INSERT INTO gateway_kv (key, value, u64, version, expires_at)
-           VALUES (k, decode(m->>'v', 'hex'), (m->>'u')::numeric, v,
-                   (m->>'x')::bigint)
-           ON CONFLICT (key) DO UPDATE SET value = excluded.value,
-             u64 = excluded.u64, version = v, expires_at = excluded.expires_at;
-       ELSIF m->>'t' = 'delete' THEN
-         DELETE FROM gateway_kv WHERE key = k;
-       ELSE
-         operand := (m->>'u')::numeric;
-         prior := NULL;
-         is_u64 := NULL;
-         SELECT u64, u64 IS NOT NULL INTO prior, is_u64 FROM gateway_kv
-           WHERE key = k AND (expires_at IS NULL OR expires_at > now_ms);
-         IF is_u64 = false THEN
-           RAISE EXCEPTION 'Failed to perform ''%'' mutation on a non-U64 value', m->>'t';
-         END IF;
-         operand := CASE
-           WHEN prior IS NULL THEN operand
-           WHEN m->>'t' = 'sum' THEN mod(prior + operand, 18446744073709551616)
-           WHEN m->>'t' = 'min' THEN least(prior, operand)
-           ELSE greatest(prior, operand) END;
-         INSERT INTO gateway_kv (key, value, u64, version, expires_at)
-           VALUES (k, NULL, operand, v, NULL)
-           ON CONFLICT (key) DO UPDATE SET value = NULL, u64 = operand,
-             version = v, expires_at = NULL;
-       END IF;
-     END LOOP;
-     RETURN v;
-   END
-   $fn$;`,
-];
 
 /** Options of {@linkcode openPostgresStore}. */
 export interface PostgresStoreOptions {
@@ -133,176 +67,9 @@ export interface PostgresStoreOptions {
   now?: () => number;
 }
 
-interface Row {
-  key: Uint8Array;
-  value: Uint8Array | null;
-  u64: string | null;
-  version: string;
-}
-
-type Check = { k: string; v: string | null };
-type Mutation = {
-  t: "set" | "delete" | "sum" | "min" | "max";
-  k: string;
-  v?: string;
-  u?: string;
-  x?: number;
-};
-
-function versionstampOf(version: string | bigint): string {
-  return BigInt(version).toString(16).padStart(20, "0");
-}
-
-function versionOf(versionstamp: string | null): string | null {
-  if (versionstamp === null) return null;
-  if (!/^[0-9a-f]{20}$/.test(versionstamp)) {
-    throw new TypeError(`Invalid versionstamp "${versionstamp}"`);
-  }
-  return BigInt(`0x${versionstamp}`).toString();
-}
-
-function entryOf<T>(
-  key: Deno.KvKey,
-  row: Row | undefined,
-): Deno.KvEntryMaybe<T> {
-  if (!row) return { key, value: null, versionstamp: null };
-  const value = row.u64 !== null
-    ? new Deno.KvU64(BigInt(row.u64))
-    : deserialize(Buffer.from(row.value!));
-  return { key, value: value as T, versionstamp: versionstampOf(row.version) };
-}
-
 function isTransient(error: unknown): boolean {
   const code = (error as { code?: string }).code;
   return code === "40001" || code === "40P01";
-}
-
-/** An atomic operation on the PostgreSQL store, committed in one round trip. */
-class PostgresAtomic implements Deno.AtomicOperation {
-  readonly #store: PostgresKv;
-  readonly #checks: Check[] = [];
-  readonly #mutations: Mutation[] = [];
-
-  constructor(store: PostgresKv) {
-    this.#store = store;
-  }
-
-  check(...checks: Deno.AtomicCheck[]): this {
-    for (const check of checks) {
-      this.#checks.push({
-        k: toHex(encodeKey(check.key)),
-        v: versionOf(check.versionstamp),
-      });
-    }
-    return this;
-  }
-
-  mutate(...mutations: Deno.KvMutation[]): this {
-    for (const mutation of mutations) {
-      switch (mutation.type) {
-        case "set":
-          this.set(mutation.key, mutation.value, {
-            expireIn: mutation.expireIn,
-          });
-          break;
-        case "delete":
-          this.delete(mutation.key);
-          break;
-        case "sum":
-        case "min":
-        case "max":
-          this.#u64(mutation.type, mutation.key, mutation.value.value);
-          break;
-        default:
-          throw new TypeError(
-            `Mutation "${
-              (mutation as { type: string }).type
-            }" is not supported by the PostgreSQL store`,
-          );
-      }
-    }
-    return this;
-  }
-
-  sum(key: Deno.KvKey, n: bigint): this {
-    return this.#u64("sum", key, n);
-  }
-
-  min(key: Deno.KvKey, n: bigint): this {
-    return this.#u64("min", key, n);
-  }
-
-  max(key: Deno.KvKey, n: bigint): this {
-    return this.#u64("max", key, n);
-  }
-
-  #u64(t: "sum" | "min" | "max", key: Deno.KvKey, n: bigint): this {
-    if (n < 0n || n >= 2n ** 64n) {
-      throw new RangeError(`Value "${n}" is not a 64-bit unsigned integer`);
-    }
-    this.#mutations.push({ t, k: toHex(encodeKey(key)), u: n.toString() });
-    return this;
-  }
-
-  set(key: Deno.KvKey, value: unknown, options?: { expireIn?: number }): this {
-    const k = toHex(encodeKey(key));
-    const x = options?.expireIn === undefined
-      ? undefined
-      : this.#store.now() + options.expireIn;
-    if (value instanceof Deno.KvU64) {
-      this.#mutations.push({ t: "set", k, u: value.value.toString(), x });
-    } else {
-      this.#mutations.push({
-        t: "set",
-        k,
-        v: toHex(new Uint8Array(serialize(value))),
-        x,
-      });
-    }
-    return this;
-  }
-
-  delete(key: Deno.KvKey): this {
-    this.#mutations.push({ t: "delete", k: toHex(encodeKey(key)) });
-    return this;
-  }
-
-  enqueue(): this {
-    throw new TypeError("Queues are not supported by the PostgreSQL store");
-  }
-
-  commit(): Promise<Deno.KvCommitResult | Deno.KvCommitError> {
-    return this.#store.commitOps({ c: this.#checks, m: this.#mutations });
-  }
-}
-
-/** The list iterator of the PostgreSQL store: pages of rows in key order. */
-class PostgresListIterator<T> implements Deno.KvListIterator<T> {
-  readonly #pages: AsyncGenerator<Deno.KvEntry<T>, undefined>;
-  #cursor = "";
-
-  constructor(
-    pages: (setCursor: (key: Uint8Array) => void) => AsyncGenerator<
-      Deno.KvEntry<T>,
-      undefined
-    >,
-  ) {
-    this.#pages = pages((key) => {
-      this.#cursor = btoa(String.fromCharCode(...key));
-    });
-  }
-
-  get cursor(): string {
-    return this.#cursor;
-  }
-
-  next(): Promise<IteratorResult<Deno.KvEntry<T>, undefined>> {
-    return this.#pages.next();
-  }
-
-  [Symbol.asyncIterator](): AsyncIterableIterator<Deno.KvEntry<T>> {
-    return this;
-  }
 }
 
 /**
@@ -585,13 +352,6 @@ export class PostgresKv implements Deno.Kv {
   }
 }
 
-function concat(bytes: Uint8Array, tail: number[]): Uint8Array {
-  const out = new Uint8Array(bytes.length + tail.length);
-  out.set(bytes);
-  out.set(tail, bytes.length);
-  return out;
-}
-
 /**
  * Connects to PostgreSQL, creates or migrates the schema (once, even when
  * several gateways start together), and returns the store.
@@ -619,23 +379,4 @@ export async function openPostgresStore(
     throw error;
   }
   return new PostgresKv(sql, options.now ?? Date.now);
-}
-
-async function migrate(sql: postgres.Sql): Promise<void> {
-  await sql.begin(async (tx) => {
-    await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`;
-    await tx`CREATE TABLE IF NOT EXISTS gateway_schema (version integer NOT NULL)`;
-    const [row] = await tx<{ version: number }[]>`
-      SELECT max(version) AS version FROM gateway_schema`;
-    const current = row?.version ?? 0;
-    if (current > SCHEMA_VERSION) {
-      throw new Error(
-        `The PostgreSQL store's schema is version ${current}, newer than this gateway's ${SCHEMA_VERSION}: upgrade the gateway`,
-      );
-    }
-    for (let version = current + 1; version <= SCHEMA_VERSION; version++) {
-      await tx.unsafe(MIGRATIONS[version - 1]);
-      await tx`INSERT INTO gateway_schema (version) VALUES (${version})`;
-    }
-  });
 }
