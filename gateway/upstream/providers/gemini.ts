@@ -13,14 +13,14 @@
  *
  * @module
  */
+import { toGeminiRequest } from "../translate/chat_gemini.ts";
 import {
   fromGeminiResponse,
-  GeminiChatStream,
   type GeminiResponse,
   type GeminiUsageMetadata,
-  toGeminiRequest,
   usageFromGemini,
-} from "../translate/chat_gemini.ts";
+} from "../translate/chat_gemini_response.ts";
+import { GeminiChatStream } from "../translate/chat_gemini_stream.ts";
 import { chatUsage } from "../translate/chat_types.ts";
 import type { Usage } from "../usage.ts";
 import { coveringTotal, tokenCount } from "../usage.ts";

@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { chat, chunksOf, replay } from "../../../tests/_chat_streams.ts";
+import { toGeminiRequest } from "./chat_gemini.ts";
 import {
   finishReasonFromGemini,
   fromGeminiResponse,
-  GeminiChatStream,
   type GeminiResponse,
-  toGeminiRequest,
   usageFromGemini,
-} from "./chat_gemini.ts";
+} from "./chat_gemini_response.ts";
+import { GeminiChatStream } from "./chat_gemini_stream.ts";
 import { isChatStreamError, TranslationError } from "./chat_types.ts";
 
 function runStream(text: string, includeUsage: boolean) {

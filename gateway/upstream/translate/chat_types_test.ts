@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import type OpenAI from "openai";
 import { fromAnthropicResponse } from "./chat_anthropic_response.ts";
 import { AnthropicChatStream } from "./chat_anthropic_stream.ts";
-import { fromGeminiResponse } from "./chat_gemini.ts";
+import { fromGeminiResponse } from "./chat_gemini_response.ts";
 import {
   chatError,
   chatRequestSchema,
