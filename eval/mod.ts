@@ -27,24 +27,13 @@
  *
  * @module
  */
-export {
-  concurrencyRefusal,
-  parseTasks,
-  passAtK,
-  rewardStats,
-  runEval,
-  runIdentity,
-  summaryTable,
-} from "./runner.ts";
-export type {
-  EarlierAttempt,
-  EvalErrorKind,
-  EvalOptions,
-  EvalResult,
-  EvalSummary,
-  EvalTask,
-  RewardStats,
-} from "./runner.ts";
+export { concurrencyRefusal, runEval } from "./runner.ts";
+export { passAtK, rewardStats, summaryTable } from "./stats.ts";
+export { parseTasks, runIdentity } from "./tasks.ts";
+export type { EvalOptions, EvalSummary } from "./runner.ts";
+export type { RewardStats } from "./stats.ts";
+export type { EvalTask } from "./tasks.ts";
+export type { EarlierAttempt, EvalErrorKind, EvalResult } from "./result.ts";
 export { DEFAULT_TOOL_TIMEOUT_MS, Environment } from "./environment.ts";
 export {
   EnvironmentError,

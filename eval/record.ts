@@ -31,7 +31,8 @@ import type {
   ModelTransport,
 } from "./agents/loop.ts";
 import type { Convention } from "./agents/loop.ts";
-import type { EvalResult, EvalTask } from "./runner.ts";
+import type { EvalTask } from "./tasks.ts";
+import type { EvalResult } from "./result.ts";
 
 /** The recording's format version. */
 const VERSION = 1;

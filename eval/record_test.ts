@@ -11,7 +11,7 @@ import {
   ReplayDivergence,
   Replayer,
 } from "./record.ts";
-import type { EvalResult } from "./runner.ts";
+import type { EvalResult } from "./result.ts";
 
 const IMAGE = "iVBORw0KGgo".padEnd(2000, "A");
 

@@ -25,7 +25,8 @@ import type {
   TrajectoryStep,
   TrajectoryToolCall,
 } from "./agents/trajectory.ts";
-import { type EvalResult, rewardStats } from "./runner.ts";
+import { rewardStats } from "./stats.ts";
+import type { EvalResult } from "./result.ts";
 import { REPORT_CSS } from "./report/_style.ts";
 
 /** The page's Content-Security-Policy: nothing is fetched, no script runs. */

@@ -7,7 +7,7 @@ import {
   REPORT_CSP,
   storeImages,
 } from "./report.ts";
-import type { EvalResult } from "./runner.ts";
+import type { EvalResult } from "./result.ts";
 
 /** A 1×1 PNG. */
 const PIXEL =

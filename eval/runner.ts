@@ -4,8 +4,9 @@
  * own process over stdio: one environment per process), an agent loop per
  * run, the answer submitted, the reward read, one JSONL result per run as
  * it finishes. A run that fails is an error with no reward, retried when
- * its environment or the gateway failed; the summary gives the mean with
- * its spread and pass@k.
+ * its environment or the gateway failed. Tasks and their identity are
+ * `tasks.ts`, a result's shape `result.ts`, the summary (mean with its
+ * spread, pass@k) `stats.ts`.
  *
  * @module
  */
@@ -15,10 +16,8 @@ import {
   emptyOutcome,
   type ModelEndpoint,
   runAgent,
-  type SafetyCheck,
 } from "./agent.ts";
 import { agentTools, type DisplaySize } from "./tool_host.ts";
-import type { Trajectory } from "./agents/trajectory.ts";
 import { modelConvention } from "./convention.ts";
 import { SdkError } from "@modelcontextprotocol/client";
 import { RUN_ISOLATION_CAPABILITY } from "../mcp/runs.ts";
@@ -28,94 +27,8 @@ import {
   type EvaluationResult,
 } from "./environment.ts";
 import { EnvironmentError, type EnvironmentTarget } from "./target.ts";
-
-/** One task: a scenario and its arguments. */
-export interface EvalTask {
-  /** The scenario's name. */
-  scenario: string;
-  /** Its arguments (sent as prompt arguments, so as strings). */
-  args?: Record<string, unknown>;
-}
-
-/**
- * Why a run ended in an error: the environment or the gateway failed
- * (`environment`, `gateway`: infrastructure, retried with `retries`), the
- * task ran out of time (`timeout`), the eval was stopped (`stopped`), or
- * the scenario or the agent failed (`task`: a failure of what is measured,
- * never retried).
- */
-export type EvalErrorKind =
-  | "environment"
-  | "gateway"
-  | "timeout"
-  | "stopped"
-  | "task";
-
-/** One task's result, a line of the results file. */
-export interface EvalResult {
-  /** The task's position in the task list. */
-  task: number;
-  /** Which repetition of the task this is, from 0 (see `repeat`). */
-  repeat: number;
-  /** The scenario. */
-  scenario: string;
-  /** Its arguments. */
-  args: Record<string, unknown>;
-  /** The reward; `null` when the run ended in an error (not a score). */
-  reward: number | null;
-  /** Whether the environment called the task done. */
-  done: boolean;
-  /** The reward's parts, when the scenario gives them. */
-  subscores?: EvaluationResult["subscores"];
-  /** The environment's explanation. */
-  content?: string;
-  /** Set when setup, the agent or evaluation failed. */
-  error?: string;
-  /** What kind of failure `error` is. */
-  error_kind?: EvalErrorKind;
-  /** Tries the task took (more than 1 after infrastructure failures). */
-  attempts: number;
-  /**
-   * The tries before the last, when there were any: why each failed and
-   * what its model calls cost (their cost and tokens are in `cost_usd` and
-   * `tokens` too).
-   */
-  earlier_attempts?: EarlierAttempt[];
-  /** Model calls. */
-  steps: number;
-  /** Tokens over all model calls, of every try. */
-  tokens: { input: number; output: number };
-  /** What the gateway charged for the run's calls, USD, over every try. */
-  cost_usd: number;
-  /** The `trace-id` every model call of the run carried. */
-  trace_id: string;
-  /** The wire convention the model was spoken to in. */
-  convention: Convention;
-  /** The model id (absent in results of runners before it was kept). */
-  model?: string;
-  /** Calls of tools the agent was not given, refused with an error result. */
-  refused_tool_calls: number;
-  /** Safety checks the model raised and the runner acknowledged. */
-  safety_checks: SafetyCheck[];
-  /** Wall time of the run, ms. */
-  duration_ms: number;
-  /** What the agent did, step by step (see `eval/agents/trajectory.ts`; the report shows it). */
-  trajectory?: Trajectory;
-}
-
-/** A try of a run that failed and was tried again (see `retries`). */
-export interface EarlierAttempt {
-  /** Why it failed. */
-  error: string;
-  /** What kind of failure it was. */
-  error_kind?: EvalErrorKind;
-  /** Model calls it made. */
-  steps: number;
-  /** Tokens of its model calls. */
-  tokens: { input: number; output: number };
-  /** What its model calls cost, USD. */
-  cost_usd: number;
-}
+import type { EarlierAttempt, EvalErrorKind, EvalResult } from "./result.ts";
+import { type EvalTask, runIdentity } from "./tasks.ts";
 
 /** Options of {@linkcode runEval}. */
 export interface EvalOptions {
@@ -181,43 +94,6 @@ interface PlannedRun {
   task: EvalTask;
   index: number;
   repeat: number;
-}
-
-/**
- * The identity of a run across files: task position, scenario, arguments
- * and repetition. A result of an earlier eval with the same key is the
- * same run.
- *
- * @param run A result, or a task with its position and repetition.
- * @returns The key.
- */
-export function runIdentity(
-  run: {
-    task: number;
-    repeat?: number;
-    scenario: string;
-    args?: Record<string, unknown>;
-  },
-): string {
-  return JSON.stringify([
-    run.task,
-    run.repeat ?? 0,
-    run.scenario,
-    canonical(run.args ?? {}),
-  ]);
-}
-
-/** A value with its object keys sorted, so equal arguments key equally. */
-function canonical(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(canonical);
-  if (value && typeof value === "object") {
-    return Object.fromEntries(
-      Object.keys(value).sort().map((
-        key,
-      ) => [key, canonical((value as Record<string, unknown>)[key])]),
-    );
-  }
-  return value;
 }
 
 /**
@@ -608,197 +484,4 @@ function untilAborted<T>(work: Promise<T>, signal?: AbortSignal): Promise<T> {
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-/**
- * Reads a task file: one JSON object `{ "scenario": …, "args": {…} }` per
- * line; blank lines and lines starting with `#` are skipped.
- *
- * @param text The file's text.
- * @returns The tasks.
- * @throws {Error} Naming the line that is not a task.
- */
-export function parseTasks(text: string): EvalTask[] {
-  const tasks: EvalTask[] = [];
-  text.split("\n").forEach((line, i) => {
-    const trimmed = line.trim();
-    if (trimmed === "" || trimmed.startsWith("#")) return;
-    let value: unknown;
-    try {
-      value = JSON.parse(trimmed);
-    } catch {
-      throw new Error(
-        `Task line ${i + 1} is not JSON: ${trimmed.slice(0, 80)}`,
-      );
-    }
-    const task = value as EvalTask;
-    if (
-      typeof task !== "object" || task === null ||
-      typeof task.scenario !== "string" ||
-      (task.args !== undefined &&
-        (typeof task.args !== "object" || Array.isArray(task.args)))
-    ) {
-      throw new Error(
-        `Task line ${i + 1} needs {"scenario": "<name>", "args": {...}}`,
-      );
-    }
-    tasks.push({ scenario: task.scenario, args: task.args ?? {} });
-  });
-  return tasks;
-}
-
-/**
- * The unbiased estimator of pass@k (Chen et al. 2021, "Evaluating Large
- * Language Models Trained on Code"): the chance that at least one of `k`
- * runs drawn from `n`, of which `c` passed, passes: 1 − C(n−c, k) / C(n, k).
- *
- * @example
- * ```ts
- * import { passAtK } from "./runner.ts";
- *
- * passAtK(4, 1, 1); // 0.25
- * passAtK(4, 1, 4); // 1
- * ```
- *
- * @param n Runs of the task.
- * @param c Runs that passed.
- * @param k Runs drawn.
- * @returns The estimate, 0 to 1.
- * @throws {RangeError} When not 0 ≤ c ≤ n and 1 ≤ k ≤ n.
- */
-export function passAtK(n: number, c: number, k: number): number {
-  if (!(c >= 0 && c <= n && k >= 1 && k <= n)) {
-    throw new RangeError(
-      `Cannot estimate pass@${k} from ${c} of ${n} runs: need 0 <= c <= n and 1 <= k <= n`,
-    );
-  }
-  if (n - c < k) return 1;
-  // C(n−c, k) / C(n, k) as a product, which stays within floating point.
-  let fail = 1;
-  for (let i = n - c + 1; i <= n; i++) fail *= 1 - k / i;
-  return 1 - fail;
-}
-
-/** The rewards of a group of runs, summed up. */
-export interface RewardStats {
-  /** Runs. */
-  runs: number;
-  /** Runs that ended in an error (no reward). */
-  errors: number;
-  /** Mean reward over the runs that have one; `NaN` when none has. */
-  mean: number;
-  /** Sample standard deviation of the rewards (0 for fewer than two). */
-  stdDev: number;
-  /** Half-width of the normal-approximation 95% interval of the mean. */
-  ci95: number;
-  /** pass@1 and pass@k per k, averaged over tasks with at least k rewarded runs. */
-  passAt: Map<number, number>;
-}
-
-/**
- * Sums up rewards: the mean over runs that have one (errors are counted
- * apart), its spread, and pass@k for `k` from 1 to the repetitions, where a
- * run passes with a reward of at least `threshold`.
- *
- * @param results The results.
- * @param threshold The reward a run needs to pass (default 1).
- * @returns The statistics.
- */
-export function rewardStats(results: EvalResult[], threshold = 1): RewardStats {
-  const rewards = results.flatMap((r) => r.reward === null ? [] : [r.reward]);
-  const n = rewards.length;
-  const mean = n === 0 ? NaN : rewards.reduce((a, b) => a + b, 0) / n;
-  const stdDev = n < 2
-    ? 0
-    : Math.sqrt(rewards.reduce((a, r) => a + (r - mean) ** 2, 0) / (n - 1));
-  const byTask = new Map<number, number[]>();
-  for (const result of results) {
-    if (result.reward === null) continue;
-    byTask.set(result.task, [...byTask.get(result.task) ?? [], result.reward]);
-  }
-  const passAt = new Map<number, number>();
-  const most = Math.max(0, ...[...byTask.values()].map((list) => list.length));
-  for (const k of new Set([1, most])) {
-    const estimates = [...byTask.values()].filter((list) => list.length >= k)
-      .map((list) =>
-        passAtK(list.length, list.filter((r) => r >= threshold).length, k)
-      );
-    if (estimates.length > 0) {
-      passAt.set(k, estimates.reduce((a, b) => a + b, 0) / estimates.length);
-    }
-  }
-  return {
-    runs: results.length,
-    errors: results.length - n,
-    mean,
-    stdDev,
-    ci95: n < 2 ? 0 : 1.96 * stdDev / Math.sqrt(n),
-    passAt,
-  };
-}
-
-/**
- * The summary table: per scenario, runs, the mean reward with its 95%
- * interval and standard deviation, pass@1 and pass@k (with repetitions),
- * errors (runs without a reward, not counted in the mean), mean steps,
- * tokens and cost, then the totals.
- *
- * @param results The results.
- * @param threshold The reward a run needs to pass (default 1).
- * @returns The table, as lines of text.
- */
-export function summaryTable(results: EvalResult[], threshold = 1): string {
-  const groups = new Map<string, EvalResult[]>();
-  for (const result of results) {
-    groups.set(result.scenario, [
-      ...(groups.get(result.scenario) ?? []),
-      result,
-    ]);
-  }
-  const repeats = Math.max(1, ...results.map((r) => (r.repeat ?? 0) + 1));
-  const fixed = (value: number | undefined, digits = 3) =>
-    value === undefined || Number.isNaN(value) ? "-" : value.toFixed(digits);
-  const row = (name: string, list: EvalResult[]) => {
-    const stats = rewardStats(list, threshold);
-    return [
-      name,
-      String(list.length),
-      fixed(stats.mean),
-      `±${fixed(stats.ci95)}`,
-      fixed(stats.stdDev),
-      fixed(stats.passAt.get(1)),
-      ...(repeats > 1 ? [fixed(stats.passAt.get(repeats))] : []),
-      String(stats.errors),
-      fixed(
-        list.reduce((sum, r) => sum + r.steps, 0) / Math.max(1, list.length),
-        1,
-      ),
-      String(
-        list.reduce((sum, r) => sum + r.tokens.input + r.tokens.output, 0),
-      ),
-      `$${list.reduce((sum, r) => sum + r.cost_usd, 0).toFixed(6)}`,
-    ];
-  };
-  const rows = [
-    [
-      "scenario",
-      "runs",
-      "mean reward",
-      "95% ci",
-      "std dev",
-      "pass@1",
-      ...(repeats > 1 ? [`pass@${repeats}`] : []),
-      "errors",
-      "steps",
-      "tokens",
-      "cost",
-    ],
-    ...[...groups].map(([name, list]) => row(name, list)),
-    row("total", results),
-  ];
-  const widths = rows[0].map((_, i) =>
-    Math.max(...rows.map((r) => r[i].length))
-  );
-  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i])).join("  "))
-    .join("\n");
 }

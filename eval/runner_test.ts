@@ -1,11 +1,7 @@
 import assert from "node:assert/strict";
-import {
-  type EvalResult,
-  passAtK,
-  rewardStats,
-  runIdentity,
-  summaryTable,
-} from "./runner.ts";
+import { passAtK, rewardStats, summaryTable } from "./stats.ts";
+import { runIdentity } from "./tasks.ts";
+import type { EvalResult } from "./result.ts";
 
 /** A result with only what the statistics read set. */
 function result(
