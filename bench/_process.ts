@@ -161,6 +161,24 @@ export async function readMemory(pid: number): Promise<Memory> {
 }
 
 /**
+ * Resets a process's peak resident set (VmHWM) to its current one, by
+ * writing `5` to `/proc/<pid>/clear_refs` (Linux 4.0+; needs the right to
+ * write there: the same user, or root), so the next peak read is the peak
+ * since now.
+ *
+ * @param pid The process id.
+ * @returns Whether the peak was reset.
+ */
+export async function resetPeakMemory(pid: number): Promise<boolean> {
+  try {
+    await Deno.writeTextFile(`/proc/${pid}/clear_refs`, "5");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Runs a command to completion and returns its stdout.
  *
  * @param command The executable.

@@ -402,7 +402,7 @@ function streamsTable(cost: CostResults): string[] {
     "RSS before MiB",
     "RSS growth MiB",
     "/ relay",
-    "peak RSS (VmHWM) MiB",
+    "peak RSS over the round MiB",
     "added gap p50 / p99 ms",
     "/ relay's",
   ], rows);
@@ -490,7 +490,7 @@ export function renderCost(cost: CostResults): string[] {
     "",
     "### Streams: CPU per chunk, RSS growth, gaps",
     "",
-    `${o.streams} streamed chat calls open at once, 40 chunks 50 ms apart from the simulator. Cold RSS growth is the process's peak since start (VmHWM) after the round minus its RSS just before: what the first burst a fresh process meets costs it. Warm growth is the highest RSS sampled every 100 ms over the second round minus its RSS before it. The added gap is each delay between two events minus the simulator's 50 ms.`,
+    `${o.streams} streamed chat calls open at once, 40 chunks 50 ms apart from the simulator. RSS growth is the process's peak RSS over the round (VmHWM, reset as the round begins by writing \`5\` to \`/proc/<pid>/clear_refs\`) minus its RSS just before the round; cold, that is what the first burst a fresh process meets costs it. The added gap is each delay between two events minus the simulator's 50 ms.`,
     "",
     ...streamsTable(cost),
     "",

@@ -36,9 +36,9 @@ export interface StreamCost {
   cpuPerChunkUs: number | null;
   /** RSS just before the round, MiB. */
   rssBeforeMiB: number;
-  /** Peak RSS growth over the round, MiB (cold: VmHWM, the process's peak since start; warm: sampled). */
+  /** Peak RSS growth over the round, MiB: VmHWM (reset as the round began, or since start in a cold round) minus `rssBeforeMiB`. */
   growthMiB: number;
-  /** The process's peak RSS (VmHWM) at the end of the round, MiB. */
+  /** The process's peak RSS (VmHWM) at the end of the round, MiB: over the round, or since start where it could not be reset. */
   peakMiB: number;
   /** Delay between chunks beyond the simulator's 50 ms, p50 and p99, ms (null when none completed). */
   addedGapP50: number | null;
@@ -169,9 +169,9 @@ export function streamsPhase(
               ? measured.cpuPerChunkUs
               : null,
             rssBeforeMiB: measured.rssBeforeMiB,
-            growthMiB:
-              (round === "cold" ? measured.hwmMiB : measured.rssPeakMiB) -
-              measured.rssBeforeMiB,
+            growthMiB: (measured.peakReset || round === "cold"
+              ? measured.hwmMiB
+              : measured.rssPeakMiB) - measured.rssBeforeMiB,
             peakMiB: measured.hwmMiB,
             addedGapP50: measured.completed > 0
               ? percentile(measured.addedGaps, 50)

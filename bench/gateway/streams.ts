@@ -16,7 +16,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { readCpuMicros, readMemory } from "../_process.ts";
+import { readCpuMicros, readMemory, resetPeakMemory } from "../_process.ts";
 import { percentile } from "../_stats.ts";
 import {
   type SimulatorProcess,
@@ -74,10 +74,12 @@ export interface StreamRound {
   cpuPerChunkUs: number;
   /** Its RSS just before the round, MiB. */
   rssBeforeMiB: number;
-  /** The highest RSS sampled during the round (every 100 ms, and at its end), MiB. */
+  /** The peak RSS over the round, MiB: VmHWM when `peakReset`, else the highest RSS sampled (every 100 ms, and at its end). */
   rssPeakMiB: number;
-  /** Its peak RSS since it started (VmHWM) at the end of the round, MiB. */
+  /** Its peak RSS (VmHWM) at the end of the round, MiB: since the round began when `peakReset`, else since the process started. */
   hwmMiB: number;
+  /** Whether VmHWM was reset as the round began (`resetPeakMemory`). */
+  peakReset: boolean;
   /** Each delay between two events minus the simulator's 50 ms, sorted, ms. */
   addedGaps: number[];
 }
@@ -138,6 +140,7 @@ export async function streamRound(
   target: StreamTarget,
   n: number,
 ): Promise<StreamRound> {
+  const peakReset = await resetPeakMemory(target.pid);
   const cpuBefore = await readCpuMicros(target.pid);
   const rssBefore = (await readMemory(target.pid)).rssMiB;
   let rssPeak = rssBefore;
@@ -161,8 +164,9 @@ export async function streamRound(
     cpuMicros,
     cpuPerChunkUs: completed > 0 ? cpuMicros / (completed * CHUNKS) : NaN,
     rssBeforeMiB: rssBefore,
-    rssPeakMiB: Math.max(rssPeak, end.rssMiB),
+    rssPeakMiB: Math.max(rssPeak, end.rssMiB, peakReset ? end.peakMiB : 0),
     hwmMiB: end.peakMiB,
+    peakReset,
     addedGaps: results.flatMap((r) => r.gaps).map((gap) => gap - CHUNK_MS)
       .sort((a, b) => a - b),
   };
