@@ -39,7 +39,6 @@
  *
  * @module
  */
-import { randomId } from "../../_ids.ts";
 import { retry } from "../../../_retry.ts";
 import { commitWithRetry } from "../_kv_retry.ts";
 import {
@@ -74,6 +73,7 @@ import { aheadMicros, type LeaseSizing } from "./lease.ts";
 import { readBalance } from "./ledger.ts";
 import { assertMicros } from "./money.ts";
 import type { Reservation, ReserveResult, Settlement } from "./reservation.ts";
+import { OpenReservations } from "./_reservations.ts";
 
 /** Options of {@linkcode createBilling}. */
 export interface BillingOptions {
@@ -122,7 +122,7 @@ class KvBilling implements Billing {
   readonly #now: () => number;
   readonly #log: (record: Record<string, unknown>) => void;
   readonly #lanes = new Map<string, Lane>();
-  readonly #open = new Map<string, OpenReservation>();
+  readonly #reservations = new OpenReservations();
   readonly #behind = new Set<Promise<void>>();
   readonly #commits: CommitContext;
   readonly #engine: GroupCommit<Job>;
@@ -150,7 +150,7 @@ class KvBilling implements Billing {
       renewDue: (lease) => this.#renewDue(lease),
       openReservation: (callerId, leaseId, amountMicros) =>
         this.#openReservation(callerId, leaseId, amountMicros),
-      closeReservation: (id) => this.#open.delete(id),
+      closeReservation: (id) => this.#reservations.close(id),
       onCommit: options.onCommit,
     };
     this.#engine = new GroupCommit<Job>({
@@ -315,56 +315,29 @@ class KvBilling implements Billing {
     leaseId: string,
     amountMicros: number,
   ): Reservation {
-    const id = randomId("rs_", 16);
-    this.#open.set(id, {
-      id,
-      callerId,
-      leaseId,
-      amountMicros,
-      settling: false,
-    });
-    return { id, callerId, amountMicros };
+    return this.#reservations.open(callerId, leaseId, amountMicros);
   }
 
   /**
-   * Marks the reservation as settling and gives the unspent part of its hold
-   * back to the lease at once, so reserves can use it before the settle
-   * commits.
-   *
-   * @throws {Error} When the reservation is unknown, another caller's, or settled already.
+   * Claims the reservation for its settle (see {@linkcode OpenReservations.claim})
+   * and keeps the caller's lease from going back while it settles.
    */
   #claim(settlement: Settlement): OpenReservation {
-    const { reservation, costMicros } = settlement;
-    const cannot = `Cannot settle reservation "${reservation.id}"`;
-    const open = this.#open.get(reservation.id);
-    // Settled reservations are forgotten: settling one again finds nothing.
-    if (!open) throw new Error(`${cannot}: it is unknown or already settled`);
-    if (open.callerId !== reservation.callerId) {
-      throw new Error(
-        `${cannot}: it belongs to "${open.callerId}", not "${reservation.callerId}"`,
-      );
-    }
-    if (open.settling) throw new Error(`${cannot}: it is already settled`);
-    open.settling = true;
-    const lane = this.#lane(open.callerId);
-    this.#touch(open.callerId, lane);
-    const earmark = Math.min(costMicros, open.amountMicros);
-    if (lane.lease?.record.id === open.leaseId) {
-      lane.heldMicros -= open.amountMicros - earmark;
-    }
-    open.amountMicros = earmark;
-    lane.pendingChargeMicros += costMicros - earmark;
+    const open = this.#reservations.claim(
+      settlement,
+      (callerId) => this.#lane(callerId),
+    );
+    this.#touch(open.callerId, this.#lane(open.callerId));
     return open;
   }
 
   /** A settle that will never commit: its hold goes back to the lease, uncharged (the operator loses the charge, never the caller). */
   #abandon(open: OpenReservation, settlement: Settlement): void {
-    if (!this.#open.delete(open.id)) return;
-    const lane = this.#lane(open.callerId);
-    if (lane.lease?.record.id === open.leaseId) {
-      lane.heldMicros -= open.amountMicros;
-    }
-    lane.pendingChargeMicros -= settlement.costMicros - open.amountMicros;
+    this.#reservations.abandon(
+      open,
+      settlement,
+      (callerId) => this.#lane(callerId),
+    );
   }
 
   #touch(callerId: string, lane: Lane): void {
