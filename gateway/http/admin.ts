@@ -1,6 +1,8 @@
 /**
- * The admin API: create, list, show, top up and revoke caller keys. Mounted
- * by the gateway under `/admin` (and `/v1/admin`), guarded by
+ * The admin API: caller keys (create, list, show, set limits, top up,
+ * revoke), the provider keys' health, the models served (list, put, remove
+ * at run time) and the console's reads (usage by caller, the trace browser).
+ * Mounted by the gateway under `/admin` (and `/v1/admin`), guarded by
  * `GATEWAY_ADMIN_TOKEN`. Amounts on the wire are USD numbers.
  *
  * @example Mount it
@@ -85,16 +87,18 @@ function notFound(id: string): GatewayError {
   });
 }
 
-async function readBody<T>(c: Context, schema: z.ZodType<T>): Promise<T> {
-  let raw: unknown;
+async function readJson(c: Context): Promise<unknown> {
   try {
-    raw = await c.req.json();
+    return await c.req.json();
   } catch {
     throw new GatewayError(400, "Request body is not valid JSON", {
       code: "invalid_json",
     });
   }
-  const parsed = schema.safeParse(raw);
+}
+
+async function readBody<T>(c: Context, schema: z.ZodType<T>): Promise<T> {
+  const parsed = schema.safeParse(await readJson(c));
   if (!parsed.success) {
     const { param, message } = firstIssue(parsed.error);
     throw new GatewayError(
@@ -124,14 +128,35 @@ function wireCaller(caller: CallerInfo): {
 
 /**
  * Creates the admin routes, relative to where they are mounted:
- * `POST /keys {name, credits}` → 201 `{id, key, name, balance}`;
- * `GET /keys`; `GET /keys/{id}`; `POST /keys/{id}/credits {amount}` → `{balance}`;
- * `DELETE /keys/{id}`. Every route wants `Authorization: Bearer <admin token>`,
- * compared in constant time; caller keys are refused. Errors are
- * `{error:{message,type,param,code}}` with 400, 401, 403 or 404.
+ * `POST /keys {name, credits, limits?}` → 201 `{id, key, name, balance, limits}`;
+ * `GET /keys`; `GET /keys/{id}`; `PATCH /keys/{id} {limits}`;
+ * `POST /keys/{id}/credits {amount}` → `{balance}`; `DELETE /keys/{id}`;
+ * `GET /provider-keys`; `GET /models`; `PUT /models/{id}`;
+ * `DELETE /models/{id}`; `GET /usage?range=&caller=`; `GET /traces`. Every
+ * route wants `Authorization: Bearer <admin token>`, compared in constant
+ * time; caller keys are refused. Errors are `{error:{message,type,param,code}}`
+ * with 400, 401, 403 or 404.
  *
- * @param options The KV and the admin token.
+ * @param options The KV, the admin token, and where the key health and catalog are read.
  * @returns A Hono app to mount with `app.route("/admin", …)`.
+ *
+ * @example
+ * ```ts
+ * import { Hono } from "hono";
+ * import { createAdminRoutes } from "./admin.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const app = new Hono().route("/admin", createAdminRoutes({ kv, adminToken: "s3cret" }));
+ * const created = await app.request("/admin/keys", {
+ *   method: "POST",
+ *   headers: { authorization: "Bearer s3cret", "content-type": "application/json" },
+ *   body: JSON.stringify({ name: "Ada", credits: 5 }),
+ * });
+ * assert.equal(created.status, 201);
+ * assert.equal((await created.json()).balance, 5);
+ * kv.close();
+ * ```
  */
 export function createAdminRoutes(options: AdminRoutesOptions): Hono {
   const { kv } = options;
@@ -180,14 +205,7 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono {
 
   admin.put("/models/*", async (c) => {
     const id = modelPathOf(c.req.path);
-    let body: unknown;
-    try {
-      body = await c.req.json();
-    } catch {
-      throw new GatewayError(400, "Request body is not valid JSON", {
-        code: "invalid_json",
-      });
-    }
+    const body = await readJson(c);
     const raw = { ...(body as Record<string, unknown>), id };
     try {
       return c.json(await putModel(kv, raw));

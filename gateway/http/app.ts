@@ -1,6 +1,11 @@
 /**
- * The gateway's HTTP app: routes, caller-facing headers and error shapes.
- * The work of an inference call is in `call.ts`.
+ * The gateway's HTTP app: builds the state a call needs (catalog, key pool,
+ * callers, billing, limits, metrics), stamps each request with its request
+ * and trace ids, and mounts the route groups at the root and under `/v1`:
+ * calls (`call_routes.ts`), the models listing, the caller's account, health
+ * and metrics, the admin API and the console pages. Which convention an
+ * error is written in is set by the route that matched (`route_scopes.ts`).
+ * The work of an inference call is in `call/`.
  *
  * @module
  */
@@ -101,6 +106,19 @@ export interface GatewayApp {
  * const kv = await Deno.openKv(config.kvPath);
  * Deno.serve({ port: config.port }, createGateway({ config, kv }).fetch);
  * ```
+ *
+ * @example Ask a gateway in-process
+ * ```ts
+ * import { createGateway, parseConfig } from "@org/mcpkit/gateway";
+ * import assert from "node:assert/strict";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const app = createGateway({ config: parseConfig(), kv, log: () => {} });
+ * const response = await app.request("/v1/health");
+ * assert.deepEqual(await response.json(), { ok: true });
+ * await app.flush();
+ * kv.close();
+ * ```
  */
 export function createGateway(options: GatewayOptions): GatewayApp {
   const { config, kv } = options;
@@ -183,7 +201,7 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     )
   );
 
-  const limit = bodyLimit({
+  const bodySizeLimit = bodyLimit({
     maxSize: config.maxBodyBytes,
     onError: () => {
       throw new GatewayError(
@@ -205,12 +223,12 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     await next();
   });
   // The key is checked from the headers, before any body is read.
-  const caller = callerAuth(callers);
+  const authenticate = callerAuth(callers);
 
   api.route("/", statusRoutes(metrics, config.adminToken));
   api.route("/", modelRoutes(catalog, config.providers));
-  api.route("/", callerRoutes(kv, billing, caller));
-  api.route("/", callRoutes(deps, { caller, limit }));
+  api.route("/", callerRoutes(kv, billing, authenticate));
+  api.route("/", callRoutes(deps, { authenticate, bodySizeLimit }));
   api.route(
     "/admin",
     createAdminRoutes({

@@ -1,13 +1,14 @@
 /**
  * Who may call: caller keys on the inference and caller routes, the admin
- * token on `/admin`. Both are Hono middleware that read only the headers, so
- * a request without a valid key is refused before its body is read.
+ * token on `/admin` and `/metrics`. Both are Hono middleware that read only
+ * the headers, so a request without a valid key is refused before its body
+ * is read.
  *
  * @module
  */
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
-import { errorResponse, GatewayError } from "../errors.ts";
+import { errorResponse, errorRouteOf, GatewayError } from "../errors.ts";
 import type { Caller, CallerAuthenticator } from "../state/callers.ts";
 
 /** What the caller middleware puts on the context. */
@@ -18,6 +19,15 @@ export type CallerEnv = { Variables: { caller: Caller } };
  *
  * @param headers The request headers.
  * @returns The token, or `undefined`.
+ *
+ * @example
+ * ```ts
+ * import { bearerToken } from "./auth.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(bearerToken(new Headers({ authorization: "Bearer mk-1" })), "mk-1");
+ * assert.equal(bearerToken(new Headers({ authorization: "Basic eDp5" })), undefined);
+ * ```
  */
 export function bearerToken(headers: Headers): string | undefined {
   const match = /^Bearer\s+(.+)$/i.exec(headers.get("authorization") ?? "");
@@ -30,6 +40,14 @@ export function bearerToken(headers: Headers): string | undefined {
  *
  * @param headers The request headers.
  * @returns The key, or `undefined`.
+ *
+ * @example
+ * ```ts
+ * import { callerSecret } from "./auth.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(callerSecret(new Headers({ "x-goog-api-key": "mk-1" })), "mk-1");
+ * ```
  */
 export function callerSecret(headers: Headers): string | undefined {
   return bearerToken(headers) || headers.get("x-api-key")?.trim() ||
@@ -43,6 +61,25 @@ export function callerSecret(headers: Headers): string | undefined {
  *
  * @param callers Looks a caller up by key.
  * @returns The middleware.
+ *
+ * @example
+ * ```ts
+ * import { Hono } from "hono";
+ * import { callerAuth, type CallerEnv } from "./auth.ts";
+ * import { renderErrors } from "../errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const callers = {
+ *   authenticate: (secret: string) =>
+ *     Promise.resolve(secret === "mk-1" ? { id: "c1", name: "Ada" } : null),
+ * };
+ * const app = new Hono<CallerEnv>();
+ * app.onError(renderErrors(console.error));
+ * app.get("/me", callerAuth(callers), (c) => c.text(c.get("caller").name));
+ * const me = await app.request("/me", { headers: { "x-api-key": "mk-1" } });
+ * assert.equal(await me.text(), "Ada");
+ * assert.equal((await app.request("/me")).status, 401);
+ * ```
  */
 export function callerAuth(
   callers: CallerAuthenticator,
@@ -69,6 +106,18 @@ export function callerAuth(
  *
  * @param token `GATEWAY_ADMIN_TOKEN`.
  * @returns The middleware.
+ *
+ * @example
+ * ```ts
+ * import { Hono } from "hono";
+ * import { adminAuth } from "./auth.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const app = new Hono().get("/admin", adminAuth("s3cret"), (c) => c.text("ok"));
+ * const refused = await app.request("/admin", { headers: { authorization: "Bearer nope" } });
+ * assert.equal(refused.status, 401);
+ * assert.equal((await refused.json()).error.code, "invalid_admin_token");
+ * ```
  */
 export function adminAuth(token: string | undefined): MiddlewareHandler {
   if (!token) {
@@ -80,8 +129,8 @@ export function adminAuth(token: string | undefined): MiddlewareHandler {
       );
     };
   }
-  const refuse = (message: string, code: string) => () =>
-    errorResponse("chat", new GatewayError(401, message, { code }));
+  const refuse = (message: string, code: string) => (c: Context) =>
+    errorResponse(errorRouteOf(c), new GatewayError(401, message, { code }));
   return bearerAuth({
     token,
     noAuthenticationHeader: {

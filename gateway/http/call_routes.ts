@@ -26,9 +26,9 @@ const PLAIN_CALL_ROUTES: readonly RouteName[] = [
 /** The middleware every inference route runs before its handler. */
 export interface CallGuards {
   /** Authenticates the caller from the headers (sets `c.get("caller")`). */
-  caller: MiddlewareHandler<CallerEnv>;
+  authenticate: MiddlewareHandler<CallerEnv>;
   /** Refuses a body over the configured size. */
-  limit: MiddlewareHandler;
+  bodySizeLimit: MiddlewareHandler;
 }
 
 /**
@@ -42,7 +42,7 @@ export function callRoutes(
   deps: CallDeps,
   guards: CallGuards,
 ): Hono<GatewayEnv> {
-  const { caller, limit } = guards;
+  const { authenticate, bodySizeLimit } = guards;
   const api = new Hono<GatewayEnv>();
   const run =
     (route: RouteName, extra: Partial<CallRequest> = {}) =>
@@ -62,10 +62,10 @@ export function callRoutes(
     };
   for (const route of PLAIN_CALL_ROUTES) {
     for (const path of ROUTE_CONVENTIONS[route].callPaths) {
-      api.post(path, caller, limit, (c) => run(route)(c));
+      api.post(path, authenticate, bodySizeLimit, (c) => run(route)(c));
     }
   }
-  api.post("/messages/count_tokens", caller, limit, async (c) => {
+  api.post("/messages/count_tokens", authenticate, bodySizeLimit, async (c) => {
     const body = jsonObject(await c.req.text());
     if (typeof body.model !== "string" || body.model === "") {
       throw new GatewayError(400, 'Invalid "model": expected a model id', {
@@ -115,7 +115,7 @@ export function callRoutes(
     })(c);
   };
   for (const path of ROUTE_CONVENTIONS.gemini.callPaths) {
-    api.post(path, caller, limit, geminiCall);
+    api.post(path, authenticate, bodySizeLimit, geminiCall);
   }
   return api;
 }

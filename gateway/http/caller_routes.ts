@@ -17,29 +17,29 @@ import type { CallerEnv } from "./auth.ts";
  *
  * @param kv The gateway's state.
  * @param billing The balances, whose reads wait for the caller's queued settlements.
- * @param caller The caller check (sets `c.get("caller")`).
+ * @param authenticate The caller check (sets `c.get("caller")`).
  * @returns A Hono app to mount at the gateway's root and under `/v1`.
  */
 export function callerRoutes(
   kv: Deno.Kv,
   billing: Billing,
-  caller: MiddlewareHandler<CallerEnv>,
+  authenticate: MiddlewareHandler<CallerEnv>,
 ): Hono<GatewayEnv> {
   const api = new Hono<GatewayEnv>();
-  api.get("/credits", caller, async (c) =>
+  api.get("/credits", authenticate, async (c) =>
     c.json({
       balance: microsToUsd(await billing.balance(c.get("caller").id)),
       currency: "USD",
     }));
   // The caller's own usage over a range (the activity page reads it).
-  api.get("/usage", caller, async (c) => {
+  api.get("/usage", authenticate, async (c) => {
     const id = c.get("caller").id;
     await billing.balance(id); // after this caller's pending settlements
     return c.json(
       await usageReport(kv, c.req.query("range") ?? "24h", { callerId: id }),
     );
   });
-  api.get("/traces", caller, async (c) => {
+  api.get("/traces", authenticate, async (c) => {
     // Non-streamed calls are answered before their charge and trace commit
     // (write-behind); reading the balance queues behind the caller's pending
     // settlements, so the listing includes every call already answered.
