@@ -3,13 +3,15 @@ import assert from "node:assert/strict";
 import { createParser } from "eventsource-parser";
 import type { ChatStreamBase } from "../gateway/upstream/translate/_shared.ts";
 import {
-  type ChatCompletionChunk,
   type ChatRequest,
   chatRequestSchema,
+} from "../gateway/upstream/translate/chat_types.ts";
+import {
+  type ChatCompletionChunk,
   type ChatStreamPiece,
   isChatStreamError,
   type UpstreamEvent,
-} from "../gateway/upstream/translate/chat_types.ts";
+} from "../gateway/upstream/translate/chat_response_types.ts";
 
 /** Splits recorded SSE text into events the way the gateway reads an upstream body. */
 export function sseEvents(text: string): UpstreamEvent[] {

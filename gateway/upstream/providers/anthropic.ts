@@ -18,7 +18,7 @@ import {
   fromAnthropicResponse,
 } from "../translate/chat_anthropic_response.ts";
 import { AnthropicChatStream } from "../translate/chat_anthropic_stream.ts";
-import { chatUsage } from "../translate/chat_types.ts";
+import { chatUsage } from "../translate/chat_response_types.ts";
 import type { Usage } from "../usage.ts";
 import { normalUsage, tokenCount } from "../usage.ts";
 import {

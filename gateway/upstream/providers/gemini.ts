@@ -21,7 +21,7 @@ import {
   usageFromGemini,
 } from "../translate/chat_gemini_response.ts";
 import { GeminiChatStream } from "../translate/chat_gemini_stream.ts";
-import { chatUsage } from "../translate/chat_types.ts";
+import { chatUsage } from "../translate/chat_response_types.ts";
 import type { Usage } from "../usage.ts";
 import { coveringTotal, tokenCount } from "../usage.ts";
 import {

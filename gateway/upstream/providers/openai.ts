@@ -12,7 +12,10 @@
  *
  * @module
  */
-import { type ChatUsage, usageFromChat } from "../translate/chat_types.ts";
+import {
+  type ChatUsage,
+  usageFromChat,
+} from "../translate/chat_response_types.ts";
 import type { Usage } from "../usage.ts";
 import { coveringTotal, normalUsage, tokenCount } from "../usage.ts";
 import { type CacheTtl, unsplitCacheTtl } from "./anthropic.ts";

@@ -10,7 +10,8 @@
  */
 import { GatewayError, streamErrorFrame } from "../../errors.ts";
 import type { ChatStreamBase } from "../translate/_shared.ts";
-import { type ChatRequest, chatUsage } from "../translate/chat_types.ts";
+import type { ChatRequest } from "../translate/chat_types.ts";
+import { chatUsage } from "../translate/chat_response_types.ts";
 import type { RouteName } from "../../conventions.ts";
 import type { Usage } from "../usage.ts";
 import { mergeUsageCounts } from "../usage.ts";

@@ -7,21 +7,23 @@
 
 import type { Usage } from "../usage.ts";
 import {
+  type ChatMessage,
+  type ChatRequest,
+  type ChatTextPart,
+  type ChatTool,
+  TranslationError,
+} from "./chat_types.ts";
+import {
   type ChatCompletionChunk,
   chatError,
   type ChatErrorBody,
   type ChatFinishReason,
-  type ChatMessage,
-  type ChatRequest,
   type ChatStreamOptions,
   type ChatStreamPiece,
   type ChatStreamTranslator,
-  type ChatTextPart,
-  type ChatTool,
   chatUsage,
-  TranslationError,
   type UpstreamEvent,
-} from "./chat_types.ts";
+} from "./chat_response_types.ts";
 
 /** The text of a string-or-text-parts content, parts joined without separator. */
 export function textOf(content: string | ChatTextPart[]): string {

@@ -6,7 +6,7 @@
  */
 import type { Usage } from "../usage.ts";
 import { chatId, ChatStreamBase } from "./_shared.ts";
-import type { ChatStreamPiece, UpstreamEvent } from "./chat_types.ts";
+import type { ChatStreamPiece, UpstreamEvent } from "./chat_response_types.ts";
 import {
   type AnthropicUsage,
   errorFromAnthropic,

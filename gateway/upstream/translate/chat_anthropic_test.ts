@@ -9,11 +9,11 @@ import {
   usageFromAnthropic,
 } from "./chat_anthropic_response.ts";
 import { AnthropicChatStream } from "./chat_anthropic_stream.ts";
+import { TranslationError } from "./chat_types.ts";
 import {
   type ChatCompletionChunk,
   isChatStreamError,
-  TranslationError,
-} from "./chat_types.ts";
+} from "./chat_response_types.ts";
 
 function runStream(text: string, includeUsage: boolean) {
   return replay(

@@ -9,15 +9,15 @@ import { openAIErrorType } from "../../conventions.ts";
 import type { Usage } from "../usage.ts";
 import { normalUsage, tokenCount } from "../usage.ts";
 import { chatId, newToolCallId, nowSeconds } from "./_shared.ts";
+import type { ChatToolCall } from "./chat_types.ts";
 import {
   type ChatCompletion,
   chatError,
   type ChatErrorBody,
   type ChatErrorType,
   type ChatFinishReason,
-  type ChatToolCall,
   chatUsage,
-} from "./chat_types.ts";
+} from "./chat_response_types.ts";
 import type { GeminiPart } from "./chat_gemini.ts";
 
 /** Gemini token usage. `promptTokenCount` includes the cached tokens. */

@@ -6,7 +6,7 @@
  */
 import type { Usage } from "../usage.ts";
 import { chatId, ChatStreamBase } from "./_shared.ts";
-import type { ChatStreamPiece } from "./chat_types.ts";
+import type { ChatStreamPiece } from "./chat_response_types.ts";
 import {
   errorFromGemini,
   finishReasonFromGemini,

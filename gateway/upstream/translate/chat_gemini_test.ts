@@ -8,7 +8,8 @@ import {
   usageFromGemini,
 } from "./chat_gemini_response.ts";
 import { GeminiChatStream } from "./chat_gemini_stream.ts";
-import { isChatStreamError, TranslationError } from "./chat_types.ts";
+import { TranslationError } from "./chat_types.ts";
+import { isChatStreamError } from "./chat_response_types.ts";
 
 function runStream(text: string, includeUsage: boolean) {
   return replay(

@@ -3,14 +3,13 @@ import type OpenAI from "openai";
 import { fromAnthropicResponse } from "./chat_anthropic_response.ts";
 import { AnthropicChatStream } from "./chat_anthropic_stream.ts";
 import { fromGeminiResponse } from "./chat_gemini_response.ts";
+import { chatRequestSchema, TranslationError } from "./chat_types.ts";
 import {
   chatError,
-  chatRequestSchema,
   chatUsage,
   isChatStreamError,
-  TranslationError,
   usageFromChat,
-} from "./chat_types.ts";
+} from "./chat_response_types.ts";
 import { GatewayError } from "../../errors.ts";
 
 Deno.test("chatRequestSchema accepts a full OpenAI SDK request and keeps fields it does not know", () => {
