@@ -1,6 +1,10 @@
 /**
  * Every Deno KV key the gateway writes, built in this one file so the layout
- * can be read at a glance and no module glues key strings together.
+ * can be read at a glance and no module glues key strings together. Code
+ * that takes keys apart reads them through this file too: a usage counter's
+ * parts ({@linkcode usageKeyParts}, for the usage listing) and any key's
+ * table ({@linkcode tableOf}, for `store copy`, which also reads the time
+ * parts the table below places).
  *
  * Layout:
  *
@@ -282,4 +286,82 @@ export function usageBound(
  */
 export function providerKeyHealthKey(keyId: string): Deno.KvKey {
   return ["provider_key_health", keyId];
+}
+
+/** A key's first part: the table its record belongs to (the layout above). */
+export type KvTable =
+  | "callers"
+  | "caller_by_hash"
+  | "unleased"
+  | "leases"
+  | "ledger"
+  | "traces"
+  | "traces_by_trace_id"
+  | "catalog"
+  | "catalog_version"
+  | "limit_minute"
+  | "limit_spend"
+  | "usage"
+  | "provider_key_health"
+  | "provider_key_window";
+
+/**
+ * The table a key belongs to, for code that reads every record whatever it
+ * is (`store copy`).
+ *
+ * @example
+ * ```ts
+ * import { ledgerKey, tableOf } from "./kv_keys.ts";
+ *
+ * tableOf(ledgerKey("ck_1", "e1")); // "ledger"
+ * ```
+ *
+ * @param key A key built by this file.
+ * @returns Its table.
+ */
+export function tableOf(key: Deno.KvKey): KvTable {
+  return key[0] as KvTable;
+}
+
+/** The parts of a usage counter's key, as {@linkcode usageKey} placed them. */
+export interface UsageKeyParts {
+  /** `m`, `h` or `d`. */
+  granularity: "m" | "h" | "d";
+  /** The bucket's start, epoch ms. */
+  bucketStart: number;
+  /** The caller. */
+  callerId: string;
+  /** The model id. */
+  model: string;
+  /** The provider, or `""`. */
+  provider: string;
+  /** The counter, e.g. `in`, `lat:3`. */
+  field: string;
+}
+
+/**
+ * Takes a usage counter's key apart.
+ *
+ * @example
+ * ```ts
+ * import { usageKey, usageKeyParts } from "./kv_keys.ts";
+ *
+ * usageKeyParts(usageKey("h", 3_600_000, "ck_1", "gpt-4o", "openai", "in")).field; // "in"
+ * ```
+ *
+ * @param key A key built by {@linkcode usageKey}.
+ * @returns Its parts.
+ */
+export function usageKeyParts(key: Deno.KvKey): UsageKeyParts {
+  const [, granularity, bucketStart, callerId, model, provider, field] =
+    key as [
+      string,
+      "m" | "h" | "d",
+      number,
+      string,
+      string,
+      string,
+      string,
+    ];
+  return { granularity, bucketStart, callerId, model, provider, field };
 }

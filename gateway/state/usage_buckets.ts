@@ -19,7 +19,7 @@
  * @module
  */
 import type { TraceRecord } from "./traces.ts";
-import { usageBound, usageKey } from "./kv_keys.ts";
+import { usageBound, usageKey, usageKeyParts } from "./kv_keys.ts";
 
 /** A bucket size: minute, hour or day. */
 export type Granularity = "m" | "h" | "d";
@@ -223,15 +223,13 @@ export async function readUsage(
     end: usageBound(granularity, to),
   }, { batchSize: 500 });
   for await (const { key, value } of entries) {
-    const [, , time, caller, model, provider, field] = key as [
-      string,
-      string,
-      number,
-      string,
-      string,
-      string,
-      string,
-    ];
+    const {
+      bucketStart: time,
+      callerId: caller,
+      model,
+      provider,
+      field,
+    } = usageKeyParts(key);
     if (callerId !== undefined && caller !== callerId) continue;
     const id = `${time}\u0000${caller}\u0000${model}\u0000${provider}`;
     let row = rows.get(id);

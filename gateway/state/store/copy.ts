@@ -15,7 +15,7 @@
 import { readBalance } from "../credits/ledger.ts";
 import { listCallers } from "../callers.ts";
 import { DEFAULT_TRACE_RETENTION_MS } from "../traces.ts";
-import { leasesPrefix, unleasedKey } from "../kv_keys.ts";
+import { leasesPrefix, tableOf, unleasedKey } from "../kv_keys.ts";
 import type { LeaseRecord } from "../credits/ledger.ts";
 import type { PostgresKv } from "./postgres.ts";
 
@@ -97,7 +97,7 @@ export async function copyKvToPostgres(
     pending = 0;
   };
   for await (const entry of kv.list({ prefix: [] })) {
-    const [table] = entry.key;
+    const table = tableOf(entry.key);
     if (table === "leases") continue;
     let value = entry.value;
     if (table === "unleased") {
@@ -144,7 +144,7 @@ function expiryOf(
   value: unknown,
   traceExpiry: Map<string, number>,
 ): number | undefined {
-  const [table] = key;
+  const table = tableOf(key);
   if (table === "traces") {
     const time = (value as { time?: number } | null)?.time;
     if (typeof time !== "number") return undefined;
