@@ -13,6 +13,7 @@
  */
 
 import { TranslationError } from "./chat_types.ts";
+import { checkReferences } from "./_json_schema_refs.ts";
 
 /** The upstream a schema is carried to. */
 export type SchemaTarget = "anthropic" | "gemini";
@@ -66,8 +67,6 @@ const ANTHROPIC_FORMATS = new Set([
 
 /** Deeper schemas are refused before walking them can exhaust the stack. */
 const MAX_DEPTH = 64;
-/** The same for chains of `$ref`s, each a level of the walk. */
-const MAX_REFERENCE_DEPTH = 1000;
 
 /**
  * Carries a caller's JSON schema to `target`'s structured-output subset.
@@ -106,7 +105,7 @@ export function targetSchema(
   param: string,
 ): Schema {
   const carried = new SchemaCarrier(target, param).node(schema, param, 0);
-  checkReferences(carried, target, param);
+  checkReferences(carried, target === "anthropic", param);
   return carried;
 }
 
@@ -431,99 +430,4 @@ function isSafeIntegerBound(key: string, value: unknown): boolean {
   return key === "minimum"
     ? typeof value === "number" && value <= Number.MIN_SAFE_INTEGER
     : typeof value === "number" && value >= Number.MAX_SAFE_INTEGER;
-}
-
-/**
- * Every `$ref` must resolve inside the schema; Anthropic also refuses a
- * schema that refers to itself (Gemini unrolls such schemas a few levels,
- * which only narrows what the model may answer).
- */
-function checkReferences(
-  root: Schema,
-  target: SchemaTarget,
-  param: string,
-): void {
-  const done = new Set<Schema>();
-  const active = new Set<Schema>();
-  const visit = (node: Schema, where: string): void => {
-    if (done.has(node)) return;
-    if (active.has(node)) {
-      if (target === "anthropic") {
-        throw new TranslationError(
-          `Cannot use a recursive JSON schema with this model: Anthropic structured output does not support it ("$ref" at "${where}")`,
-          where,
-        );
-      }
-      return;
-    }
-    if (active.size >= MAX_REFERENCE_DEPTH) {
-      throw new TranslationError(
-        `JSON schema references nest deeper than ${MAX_REFERENCE_DEPTH} levels`,
-        where,
-      );
-    }
-    active.add(node);
-    for (const [key, value] of Object.entries(node)) {
-      const at = `${where}.${key}`;
-      if (key === "$ref" && typeof value === "string") {
-        visit(resolvePointer(root, value, at), at);
-      } else if (
-        key === "properties" || key === "$defs" || key === "definitions"
-      ) {
-        for (const [name, child] of Object.entries(value as Schema)) {
-          visit(child as Schema, `${at}.${name}`);
-        }
-      } else if (key === "anyOf" || key === "allOf" || key === "prefixItems") {
-        (value as Schema[]).forEach((child, i) => visit(child, `${at}[${i}]`));
-      } else if (
-        (key === "items" || key === "additionalProperties") && isSchema(value)
-      ) {
-        visit(value, at);
-      }
-    }
-    active.delete(node);
-    done.add(node);
-  };
-  visit(root, param);
-}
-
-function isSchema(value: unknown): value is Schema {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** Resolves a local JSON pointer (`#`, `#/$defs/Name`) against the root. */
-function resolvePointer(root: Schema, ref: string, param: string): Schema {
-  let node: unknown = root;
-  const path = ref.slice(1);
-  if (path !== "") {
-    if (!path.startsWith("/")) {
-      throw new TranslationError(
-        `Cannot resolve JSON schema reference "${ref.slice(0, 80)}"`,
-        param,
-      );
-    }
-    for (const raw of path.slice(1).split("/")) {
-      let segment: string;
-      try {
-        segment = decodeURIComponent(raw).replaceAll("~1", "/").replaceAll(
-          "~0",
-          "~",
-        );
-      } catch {
-        segment = raw;
-      }
-      node = isSchema(node) && Object.hasOwn(node, segment)
-        ? node[segment]
-        : Array.isArray(node) && /^\d+$/.test(segment)
-        ? node[Number(segment)]
-        : undefined;
-    }
-  }
-  if (!isSchema(node)) {
-    throw new TranslationError(
-      `Cannot resolve JSON schema reference "${ref.slice(0, 80)}"`,
-      param,
-    );
-  }
-  return node;
 }
