@@ -121,6 +121,13 @@ export async function sendUpstream(
   const met: Tried = { soonestCooledMs: Infinity, rateLimitMessage: "" };
   let transientRetries = 0;
   let waitedForClaims = false;
+  // Not /_retry.ts: this loop moves to another key, not the same request
+  // again after a delay. It runs as long as the pool lends a key not yet
+  // tried (no fixed count), waits nowhere between keys (a jittered sleep
+  // would add latency to every 429), decides each next step from the rule,
+  // the pool's blame and the transient count rather than from an error, and
+  // throws the caller's GatewayError as it is (never a RetryError, nor the
+  // abort reason when the caller leaves: that is the attempt's 499).
   for (;;) {
     const acquired = keyPool.acquire(
       provider.name,
