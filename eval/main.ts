@@ -40,7 +40,8 @@ import {
 } from "./environment.ts";
 import { EnvironmentError, parseTarget } from "./target.ts";
 import { Recorder, Replayer } from "./record.ts";
-import { imagesDirFor, storeImages, writeReport } from "./report.ts";
+import { writeReport } from "./report.ts";
+import { imagesDirFor, storeImages } from "./report_images.ts";
 import { concurrencyRefusal, runEval } from "./runner.ts";
 import { summaryTable } from "./stats.ts";
 import { type EvalTask, parseTasks, runIdentity } from "./tasks.ts";

@@ -103,16 +103,12 @@ export type {
 } from "./agents/trajectory.ts";
 export type { ClaudePointer } from "./agents/messages.ts";
 export { gatewayTransport } from "./agents/loop.ts";
-export {
-  escapeHtml,
-  imagesDirFor,
-  readResults,
-  renderReport,
-  REPORT_CSP,
-  storeImages,
-  writeReport,
-} from "./report.ts";
-export type { ReportOptions, ResultsFile } from "./report.ts";
+export { renderReport, REPORT_CSP, writeReport } from "./report.ts";
+export type { ReportOptions } from "./report.ts";
+export { escapeHtml } from "./report/html.ts";
+export { imagesDirFor, storeImages } from "./report_images.ts";
+export { readResults } from "./results_file.ts";
+export type { ResultsFile } from "./results_file.ts";
 export {
   firstDifference,
   Recorder,

@@ -1,12 +1,8 @@
 import assert from "node:assert/strict";
-import {
-  escapeHtml,
-  imagesDirFor,
-  readResults,
-  renderReport,
-  REPORT_CSP,
-  storeImages,
-} from "./report.ts";
+import { renderReport, REPORT_CSP } from "./report.ts";
+import { readResults } from "./results_file.ts";
+import { escapeHtml } from "./report/html.ts";
+import { imagesDirFor, storeImages } from "./report_images.ts";
 import type { EvalResult } from "./result.ts";
 
 /** A 1×1 PNG. */
