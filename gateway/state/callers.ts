@@ -25,7 +25,17 @@ import { addOpeningBalanceWrites, readBalance } from "./credits/ledger.ts";
 import { callerByHashKey, callerKey, callersPrefix } from "./kv_keys.ts";
 import type { CallerLimits } from "./limits/limits.ts";
 
-/** Every caller key starts with this. */
+/** Every caller key starts with this. *
+ * @example
+ * ```ts
+ * import { CALLER_KEY_PREFIX, createCaller } from "./callers.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const { key } = await createCaller(kv, { name: "a", creditsMicros: 0 });
+ * key.startsWith(CALLER_KEY_PREFIX); // true
+ * kv.close();
+ * ```
+ */
 export const CALLER_KEY_PREFIX = "mk-";
 
 /** Random bytes in a caller key. */
@@ -68,6 +78,13 @@ export interface NewCaller extends CallerInfo {
 /**
  * The lowercase hex SHA-256 of a caller key, as stored.
  *
+ * @example
+ * ```ts
+ * import { hashCallerKey } from "./callers.ts";
+ *
+ * (await hashCallerKey("mk-example")).length; // 64
+ * ```
+ *
  * @param key The secret key.
  * @returns 64 hex characters.
  */
@@ -81,6 +98,16 @@ export function hashCallerKey(key: string): Promise<string> {
 /**
  * Creates a caller with a fresh random key and opening credits, in one commit
  * (caller, hash index, balance and its ledger entry).
+ *
+ * @example
+ * ```ts
+ * import { createCaller } from "./callers.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const created = await createCaller(kv, { name: "alice", creditsMicros: 10_000_000 });
+ * console.log(created.id, created.key); // "ck_…" "mk-…": show the key once, it is not stored
+ * kv.close();
+ * ```
  *
  * @param kv The gateway's KV.
  * @param options `name` (1 to 200 characters), `creditsMicros` (opening
@@ -147,6 +174,16 @@ export async function createCaller(
  * Sets (or, with `null`, removes) a caller's limits, for every process
  * within a second (the key lookup's cache).
  *
+ * @example
+ * ```ts
+ * import { createCaller, setCallerLimits } from "./callers.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const created = await createCaller(kv, { name: "a", creditsMicros: 0 });
+ * await setCallerLimits(kv, created.id, { rpm: 60 });
+ * kv.close();
+ * ```
+ *
  * @param kv The gateway's KV.
  * @param callerId The caller's id.
  * @param limits The new limits, or `null` for none.
@@ -184,6 +221,16 @@ export async function setCallerLimits(
 /**
  * Shows one caller, without secret or hash.
  *
+ * @example
+ * ```ts
+ * import { createCaller, getCaller } from "./callers.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const created = await createCaller(kv, { name: "a", creditsMicros: 500 });
+ * (await getCaller(kv, created.id))?.name; // "a"
+ * kv.close();
+ * ```
+ *
  * @param kv The gateway's KV.
  * @param callerId The caller's id.
  * @returns The caller, or `null` when unknown or revoked.
@@ -199,6 +246,16 @@ export async function getCaller(
 
 /**
  * Lists every caller, oldest first, without secrets or hashes.
+ *
+ * @example
+ * ```ts
+ * import { createCaller, listCallers } from "./callers.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * await createCaller(kv, { name: "a", creditsMicros: 0 });
+ * (await listCallers(kv)).length; // 1
+ * kv.close();
+ * ```
  *
  * @param kv The gateway's KV.
  * @returns The callers.
@@ -221,6 +278,17 @@ export async function listCallers(kv: Deno.Kv): Promise<CallerInfo[]> {
  * Revokes a caller: its key stops authenticating (within the authenticator's
  * cache lifetime, at most one second). Its balance and ledger stay, for the
  * record and for reservations still settling.
+ *
+ * @example
+ * ```ts
+ * import { createCaller, createCallerAuthenticator, revokeCaller } from "./callers.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const created = await createCaller(kv, { name: "a", creditsMicros: 0 });
+ * await revokeCaller(kv, created.id);
+ * await createCallerAuthenticator(kv).authenticate(created.key); // null
+ * kv.close();
+ * ```
  *
  * @param kv The gateway's KV.
  * @param callerId The caller's id.
@@ -274,6 +342,18 @@ export interface CallerAuthenticatorOptions {
  * The lookup is by the key's SHA-256 hash; no secret is ever compared, and
  * how long the lookup takes can reveal at most something about a hash, which
  * gives nothing towards a key.
+ *
+ * @example
+ * ```ts
+ * import { createCaller, createCallerAuthenticator } from "./callers.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const created = await createCaller(kv, { name: "alice", creditsMicros: 0 });
+ * const auth = createCallerAuthenticator(kv, { cacheTtlMs: 500 });
+ * (await auth.authenticate(created.key))?.name; // "alice"
+ * await auth.authenticate("mk-unknown"); // null
+ * kv.close();
+ * ```
  *
  * @param kv The gateway's KV.
  * @param options Cache lifetime and size, clock.

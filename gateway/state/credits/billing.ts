@@ -95,13 +95,44 @@ export interface BillingOptions {
   onCommit?: (seconds: number) => void;
 }
 
-/** Default lifetime of a lease no commit renewed: 15 minutes. */
+/** Default lifetime of a lease no commit renewed: 15 minutes. *
+ * @example
+ * ```ts
+ * import { createBilling, DEFAULT_LEASE_TTL_MS } from "./billing.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * // Leases a crashed process held go back after half the default lifetime.
+ * const billing = createBilling(kv, { leaseTtlMs: DEFAULT_LEASE_TTL_MS / 2 });
+ * await billing.flush();
+ * kv.close();
+ * ```
+ */
 export const DEFAULT_LEASE_TTL_MS: number = 15 * 60 * 1000;
 
-/** Default time a caller's lease waits after their last reserve or settle before it is returned: 1 second. */
+/** Default time a caller's lease waits after their last reserve or settle before it is returned: 1 second. *
+ * @example
+ * ```ts
+ * import { createBilling, DEFAULT_LEASE_IDLE_MS } from "./billing.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const billing = createBilling(kv, { leaseIdleMs: 5 * DEFAULT_LEASE_IDLE_MS });
+ * await billing.flush();
+ * kv.close();
+ * ```
+ */
 export const DEFAULT_LEASE_IDLE_MS = 1_000;
 
-/** Default number of calls of the latest reservation's size a lease takes ahead of demand. */
+/** Default number of calls of the latest reservation's size a lease takes ahead of demand. *
+ * @example
+ * ```ts
+ * import { createBilling, DEFAULT_LEASE_AHEAD_CALLS } from "./billing.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const billing = createBilling(kv, { leaseAheadCalls: DEFAULT_LEASE_AHEAD_CALLS * 2 });
+ * await billing.flush();
+ * kv.close();
+ * ```
+ */
 export const DEFAULT_LEASE_AHEAD_CALLS = 32;
 
 /** Rounds a write-behind settlement gets before it is logged and dropped. */
@@ -454,6 +485,20 @@ function withChargedTokens(settlement: Settlement): Settlement {
  * Creates the KV-backed {@linkcode Billing} the gateway calls on every request.
  * Create one per process and share it. Call `flush()` before closing the KV,
  * so queued charges commit and unused leases go back.
+ *
+ * @example
+ * ```ts
+ * import { createCaller } from "../callers.ts";
+ * import { createBilling } from "./billing.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const caller = await createCaller(kv, { name: "demo", creditsMicros: 10_000 });
+ * const billing = createBilling(kv);
+ * const held = await billing.reserve(caller.id, 4_000);
+ * console.log(held.ok, held.availableMicros); // true 6_000
+ * await billing.flush();
+ * kv.close();
+ * ```
  *
  * @param kv The gateway's KV.
  * @param options Lease lifetime, idle time and sizing, trace retention, clock, log sink.

@@ -28,6 +28,21 @@ import { assertMicros, MAX_BALANCE_MICROS } from "./money.ts";
  * A top-up or opening balance that would leave the range balances are kept
  * in: below zero by a removal, or above {@linkcode MAX_BALANCE_MICROS}. The
  * admin API answers it with 400.
+ *
+ * @example
+ * ```ts
+ * import { BalanceRangeError, topUp } from "./ledger.ts";
+ * import { createCaller } from "../callers.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const caller = await createCaller(kv, { name: "a", creditsMicros: 100 });
+ * try {
+ *   await topUp(kv, caller.id, -101);
+ * } catch (error) {
+ *   console.log(error instanceof BalanceRangeError); // true
+ * }
+ * kv.close();
+ * ```
  */
 export class BalanceRangeError extends Error {
   /**
@@ -91,6 +106,17 @@ export interface LeaseRecord {
  * A caller's balance: their unleased credits plus every lease's amount, read
  * so that money moving between the two during the read is counted once.
  *
+ * @example
+ * ```ts
+ * import { readBalance } from "./ledger.ts";
+ * import { createCaller } from "../callers.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const caller = await createCaller(kv, { name: "a", creditsMicros: 5_000_000 });
+ * await readBalance(kv, caller.id); // 5_000_000
+ * kv.close();
+ * ```
+ *
  * @param kv The gateway's KV.
  * @param callerId The caller's id.
  * @returns Micro-USD (negative: a debt); 0 for an unknown caller.
@@ -115,6 +141,17 @@ export async function readBalance(
 /**
  * A caller's unleased credits: the balance less what leases hold.
  *
+ * @example
+ * ```ts
+ * import { readUnleased } from "./ledger.ts";
+ * import { createCaller } from "../callers.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const caller = await createCaller(kv, { name: "a", creditsMicros: 5_000 });
+ * await readUnleased(kv, caller.id); // 5_000: no gateway process holds a lease yet
+ * kv.close();
+ * ```
+ *
  * @param kv The gateway's KV.
  * @param callerId The caller's id.
  * @returns Micro-USD; 0 for an unknown caller.
@@ -128,6 +165,15 @@ export async function readUnleased(
 
 /**
  * A caller's leases: money gateway processes hold to take reservations from.
+ *
+ * @example
+ * ```ts
+ * import { listLeases } from "./ledger.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * await listLeases(kv, "ck_1"); // []
+ * kv.close();
+ * ```
  *
  * @param kv The gateway's KV.
  * @param callerId The caller's id.
@@ -152,6 +198,16 @@ async function leasedMicros(kv: Deno.Kv, callerId: string): Promise<number> {
  * Adds the writes that open a new caller's balance to an atomic operation:
  * the unleased credits and, for a non-zero amount, its `topup` ledger entry.
  * Used by `createCaller` so the caller and its credits appear in one commit.
+ *
+ * @example
+ * ```ts
+ * import { addOpeningBalanceWrites, readBalance } from "./ledger.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * await addOpeningBalanceWrites(kv.atomic(), "ck_1", 2_000, Date.now()).commit();
+ * await readBalance(kv, "ck_1"); // 2_000
+ * kv.close();
+ * ```
  *
  * @param op The atomic operation to extend.
  * @param callerId The new caller's id.
@@ -201,6 +257,18 @@ function assertWithinMaximum(balanceMicros: number): void {
  * way nothing half-applies and the ledger stays exact. Leases return within a
  * second of the caller's last call, so a removal refused for what they hold
  * can be tried again a moment later.
+ *
+ * @example
+ * ```ts
+ * import { topUp } from "./ledger.ts";
+ * import { createCaller } from "../callers.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const caller = await createCaller(kv, { name: "a", creditsMicros: 1_000 });
+ * await topUp(kv, caller.id, 500); // 1_500
+ * await topUp(kv, caller.id, -200); // 1_300
+ * kv.close();
+ * ```
  *
  * @param kv The gateway's KV.
  * @param callerId The caller's id.
@@ -255,6 +323,19 @@ export async function topUp(
 
 /**
  * Lists a caller's ledger entries, newest first.
+ *
+ * @example
+ * ```ts
+ * import { listLedger, topUp } from "./ledger.ts";
+ * import { createCaller } from "../callers.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const caller = await createCaller(kv, { name: "a", creditsMicros: 1_000 });
+ * await topUp(kv, caller.id, 500);
+ * const entries = await listLedger(kv, caller.id);
+ * entries.map((entry) => entry.amountMicros); // [500, 1_000]
+ * kv.close();
+ * ```
  *
  * @param kv The gateway's KV.
  * @param callerId The caller's id.

@@ -16,18 +16,40 @@
 import type { ModelPricing } from "../catalog.ts";
 import type { Usage } from "../../upstream/usage.ts";
 
-/** Micro-USD in one USD. */
+/** Micro-USD in one USD. *
+ * @example
+ * ```ts
+ * import { MICROS_PER_USD } from "./money.ts";
+ *
+ * 2.5 * MICROS_PER_USD; // 2_500_000
+ * ```
+ */
 export const MICROS_PER_USD = 1_000_000;
 
 /**
  * The largest balance, or amount moved at once, in micro-USD: one billion
  * USD. Far inside the range where doubles hold integers exactly (2^53), so a
  * sum of any two amounts is still exact.
+ *
+ * @example
+ * ```ts
+ * import { MAX_BALANCE_MICROS, usdToMicros } from "./money.ts";
+ *
+ * MAX_BALANCE_MICROS === usdToMicros(1e9); // true
+ * ```
  */
 export const MAX_BALANCE_MICROS = 1e9 * MICROS_PER_USD;
 
 /**
  * Converts USD to integer micro-USD, rounding to the nearest micro-USD.
+ *
+ * @example
+ * ```ts
+ * import { usdToMicros } from "./money.ts";
+ *
+ * usdToMicros(1.25); // 1_250_000
+ * usdToMicros(0.0000004); // 0
+ * ```
  *
  * @param usd An amount in USD.
  * @returns The amount in micro-USD.
@@ -47,6 +69,13 @@ export function usdToMicros(usd: number): number {
 /**
  * Converts integer micro-USD to USD.
  *
+ * @example
+ * ```ts
+ * import { microsToUsd } from "./money.ts";
+ *
+ * microsToUsd(1_250_000); // 1.25
+ * ```
+ *
  * @param micros An amount in micro-USD.
  * @returns The amount in USD.
  */
@@ -57,6 +86,13 @@ export function microsToUsd(micros: number): number {
 /**
  * Micro-USD as a USD decimal string with six places, for headers.
  *
+ * @example
+ * ```ts
+ * import { formatUsd } from "./money.ts";
+ *
+ * formatUsd(123); // "0.000123"
+ * ```
+ *
  * @param micros Integer micro-USD.
  * @returns E.g. `"0.000123"`.
  */
@@ -66,6 +102,18 @@ export function formatUsd(micros: number): string {
 
 /**
  * Throws unless `value` is a non-negative integer of micro-USD.
+ *
+ * @example
+ * ```ts
+ * import { assertMicros } from "./money.ts";
+ *
+ * assertMicros("cost", 1_200); // passes
+ * try {
+ *   assertMicros("cost", 1.5);
+ * } catch (error) {
+ *   console.log((error as RangeError).message); // 'Invalid cost "1.5": expected a non-negative integer of micro-USD'
+ * }
+ * ```
  *
  * @param name What the value is, for the message.
  * @param value The amount.
@@ -109,6 +157,15 @@ function tokenCount(name: string, value: number): bigint {
  * output token at the output price; the total rounded up to the next
  * micro-USD, once per call.
  *
+ * @example
+ * ```ts
+ * import { costMicros } from "./money.ts";
+ *
+ * // 800 uncached input tokens at $3, 200 cached at $0.30, 100 output at $15 per million:
+ * const usage = { inputTokens: 1_000, outputTokens: 100, cachedInputTokens: 200 };
+ * costMicros(usage, { input: 3, cachedInput: 0.3, output: 15 }); // 3_960
+ * ```
+ *
  * @param usage The call's token usage (`inputTokens` includes the cached and cache-write parts).
  * @param pricing The model's prices, USD per million tokens.
  * @returns The cost, integer micro-USD.
@@ -143,6 +200,14 @@ export function costMicros(usage: Usage, pricing: ModelPricing): number {
 /**
  * The most a call can cost: the estimated input tokens, none cached, plus the
  * most output tokens the call may produce. This is what a reservation holds.
+ *
+ * @example
+ * ```ts
+ * import { maxCostMicros } from "./money.ts";
+ *
+ * // What a reservation holds for about 1 000 prompt tokens and max_tokens 500.
+ * maxCostMicros({ input: 3, output: 15 }, 1_000, 500); // 10_500
+ * ```
  *
  * @param pricing The model's prices.
  * @param inputTokensEstimate Estimated prompt tokens.

@@ -24,6 +24,16 @@ export interface SweepResult {
  * a settle of its process arriving afterwards charges the unleased credits.
  * Run it periodically in every gateway process; concurrent sweeps are safe.
  *
+ * @example
+ * ```ts
+ * import { sweepExpiredLeases } from "./sweep.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const { released, releasedMicros } = await sweepExpiredLeases(kv, Date.now());
+ * console.log(released, releasedMicros); // 0 0: no process died holding a lease
+ * kv.close();
+ * ```
+ *
  * @param kv The gateway's KV.
  * @param now Epoch ms; leases that expired before it go back.
  * @returns What went back.
