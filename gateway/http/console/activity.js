@@ -1,28 +1,12 @@
 // A caller's own page: balance, spend and requests over time by model, and
 // the recent calls. Signed in with the caller's key; every request the page
 // makes is the caller's own (the gateway scopes them to the key).
-import {
-  api,
-  card,
-  chart,
-  count,
-  download,
-  fields,
-  groupLabel,
-  h,
-  ms,
-  percent,
-  ranges,
-  signedInPage,
-  spendChart,
-  table,
-  time,
-  traceColumns,
-  traceFields,
-  tracesCsv,
-  usageCsv,
-  usd,
-} from "./common.js";
+import { api, signedInPage } from "./session.js";
+import { card, fields, h, ranges, table } from "./dom.js";
+import { count, groupLabel, ms, percent, time, usd } from "./format.js";
+import { chart, spendChart } from "./charts.js";
+import { traceColumns, traceFields } from "./traces.js";
+import { download, tracesCsv, usageCsv } from "./csv.js";
 
 const state = { range: "24h" };
 

@@ -2,29 +2,20 @@
 // provider), callers with their limits, the model catalog, the provider key
 // pool and a trace browser, all through the admin API with the admin token of
 // this tab.
+import { api, signedInPage } from "./session.js";
+import { card, h, percentileCard, ranges, table } from "./dom.js";
 import {
-  api,
-  card,
-  chart,
   count,
-  download,
   groupLabel,
-  h,
   limitLines,
   ms,
   percent,
-  percentileCard,
-  ranges,
-  signedInPage,
-  spendChart,
-  table,
   time,
-  traceColumns,
-  traceFields,
-  tracesCsv,
-  usageCsv,
   usd,
-} from "./common.js";
+} from "./format.js";
+import { chart, spendChart } from "./charts.js";
+import { traceColumns, traceFields } from "./traces.js";
+import { download, tracesCsv, usageCsv } from "./csv.js";
 
 const TRACE_PAGE = 200;
 const state = {

@@ -10,8 +10,13 @@
 import { Hono } from "hono";
 import { UPLOT_CSS, UPLOT_JS } from "./_uplot.ts";
 import activityJs from "./activity.js" with { type: "text" };
-import commonJs from "./common.js" with { type: "text" };
+import chartsJs from "./charts.js" with { type: "text" };
 import consoleJs from "./console.js" with { type: "text" };
+import csvJs from "./csv.js" with { type: "text" };
+import domJs from "./dom.js" with { type: "text" };
+import formatJs from "./format.js" with { type: "text" };
+import sessionJs from "./session.js" with { type: "text" };
+import tracesJs from "./traces.js" with { type: "text" };
 import styleCss from "./style.css" with { type: "text" };
 
 const SECURITY_HEADERS = {
@@ -43,13 +48,21 @@ function page(title: string, script: string): string {
 `;
 }
 
+const JS = "text/javascript; charset=utf-8";
+const CSS = "text/css; charset=utf-8";
+
 const ASSETS: Record<string, { body: string; type: string }> = {
-  "uplot.js": { body: UPLOT_JS, type: "text/javascript; charset=utf-8" },
-  "uplot.css": { body: UPLOT_CSS, type: "text/css; charset=utf-8" },
-  "style.css": { body: styleCss, type: "text/css; charset=utf-8" },
-  "common.js": { body: commonJs, type: "text/javascript; charset=utf-8" },
-  "console.js": { body: consoleJs, type: "text/javascript; charset=utf-8" },
-  "activity.js": { body: activityJs, type: "text/javascript; charset=utf-8" },
+  "uplot.js": { body: UPLOT_JS, type: JS },
+  "uplot.css": { body: UPLOT_CSS, type: CSS },
+  "style.css": { body: styleCss, type: CSS },
+  "session.js": { body: sessionJs, type: JS },
+  "dom.js": { body: domJs, type: JS },
+  "format.js": { body: formatJs, type: JS },
+  "charts.js": { body: chartsJs, type: JS },
+  "traces.js": { body: tracesJs, type: JS },
+  "csv.js": { body: csvJs, type: JS },
+  "console.js": { body: consoleJs, type: JS },
+  "activity.js": { body: activityJs, type: JS },
 };
 
 /**
@@ -57,6 +70,15 @@ const ASSETS: Record<string, { body: string; type: string }> = {
  * `/console/assets/`.
  *
  * @returns A Hono app to mount at the root.
+ *
+ * @example
+ * ```ts
+ * import { consolePages } from "./pages.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const page = await consolePages().request("/console");
+ * assert.match(page.headers.get("content-security-policy") ?? "", /script-src 'self'/);
+ * ```
  */
 export function consolePages(): Hono {
   const pages = new Hono();
@@ -79,7 +101,9 @@ export function consolePages(): Hono {
   pages.get("/console", () => html(consoleHtml));
   pages.get("/activity", () => html(activityHtml));
   pages.get("/console/assets/:name", (c) => {
-    const asset = ASSETS[c.req.param("name")];
+    const name = c.req.param("name");
+    // Only the table's own names: `__proto__` or `constructor` are not assets.
+    const asset = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;
     if (!asset) return c.notFound();
     return new Response(asset.body, {
       headers: {
