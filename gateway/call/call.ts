@@ -300,7 +300,7 @@ class Call implements AsyncDisposable {
     const { models: _models, ...body } = parsed.body;
     for (const [index, entry] of candidates.entries()) {
       this.entry = entry;
-      const call: CallInput = {
+      const input: CallInput = {
         route: request.route,
         entry,
         body,
@@ -310,14 +310,14 @@ class Call implements AsyncDisposable {
         headers: request.headers,
       };
       const provider = deps.providers[entry.provider];
-      const exchange = buildExchange(provider, call);
+      const exchange = buildExchange(provider, input);
       try {
         this.#upstream = await sendUpstream(deps, {
           provider,
           path: exchange.path,
           body: exchange.body,
           headers: exchange.headers,
-          estimatedTokens: inputTokens + parsed.choices * call.maxOutputTokens,
+          estimatedTokens: inputTokens + parsed.choices * input.maxOutputTokens,
           signal: request.signal,
           requestId: request.requestId,
           keysTried: this.keysTried,
