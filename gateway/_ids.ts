@@ -26,6 +26,13 @@ function base32(bytes: Uint8Array): string {
 /**
  * A random id: `prefix` then `bytes` random bytes in lowercase Crockford base32.
  *
+ * @example
+ * ```ts
+ * import { randomId } from "./_ids.ts";
+ *
+ * randomId("ck_", 10); // "ck_" then 16 base32 characters
+ * ```
+ *
  * @param prefix Text put before the random part, e.g. `"ck_"`.
  * @param bytes How many random bytes.
  * @returns The id.
@@ -50,6 +57,13 @@ function timePart(time: number): string {
  * collide and a reverse KV list reads newest first. Ids of the same
  * millisecond sort in no particular order; see {@linkcode monotonicId}.
  *
+ * @example
+ * ```ts
+ * import { timeOrderedId } from "./_ids.ts";
+ *
+ * timeOrderedId(1_000) < timeOrderedId(2_000); // true
+ * ```
+ *
  * @param time Epoch ms the id sorts by.
  * @returns The 26-character id.
  */
@@ -65,6 +79,14 @@ const lastRandom = new Uint8Array(10);
  * before an earlier one: a second id in the same millisecond (or after the
  * clock stepped back) increments the random part instead of drawing anew.
  * For the ledger, whose entries are made at commit time.
+ *
+ * @example
+ * ```ts
+ * import { monotonicId } from "./_ids.ts";
+ *
+ * const first = monotonicId(5_000);
+ * monotonicId(5_000) > first; // true, even in the same millisecond
+ * ```
  *
  * @param time Epoch ms, normally now.
  * @returns The 26-character id.

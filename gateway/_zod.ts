@@ -18,6 +18,13 @@ export interface FirstIssue {
 /**
  * Writes a zod path as JavaScript would: `messages[0].content[1]`.
  *
+ * @example
+ * ```ts
+ * import { issuePath } from "./_zod.ts";
+ *
+ * issuePath(["messages", 0, "role"]); // "messages[0].role"
+ * ```
+ *
  * @param path The issue's path.
  * @returns The path as text; empty for the root.
  */
@@ -29,6 +36,15 @@ export function issuePath(path: readonly PropertyKey[]): string {
 
 /**
  * The first issue of a zod error.
+ *
+ * @example
+ * ```ts
+ * import { z } from "zod";
+ * import { firstIssue } from "./_zod.ts";
+ *
+ * const parsed = z.object({ limit: z.number() }).safeParse({ limit: "x" });
+ * if (!parsed.success) firstIssue(parsed.error).param; // "limit"
+ * ```
  *
  * @param error A failed parse's error.
  * @returns Its path and message.

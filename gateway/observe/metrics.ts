@@ -51,6 +51,15 @@ const LATENCY_BUCKETS = [
 /**
  * Creates the metrics of one gateway process.
  *
+ * @example
+ * ```ts
+ * import { createMetrics } from "./metrics.ts";
+ *
+ * const metrics = createMetrics(() => []);
+ * const { contentType } = await metrics.render();
+ * console.log(contentType); // the Prometheus text format
+ * ```
+ *
  * @param keyHealth Reads the provider key pool at each scrape.
  * @returns The metrics.
  */

@@ -16,7 +16,17 @@ import type { TraceRecord } from "../state/traces.ts";
 /** Extra span attributes for {@linkcode recordSpan}. */
 export type SpanAttributes = Record<string, string | number | boolean>;
 
-/** The instrumentation scope of the gateway's spans. */
+/** The instrumentation scope of the gateway's spans. *
+ * @example
+ * ```ts
+ * import { trace } from "@opentelemetry/api";
+ * import { TRACER_NAME } from "./tracing.ts";
+ *
+ * // The tracer the gateway's spans come from, to add spans of one's own beside them.
+ * const tracer = trace.getTracer(TRACER_NAME);
+ * tracer.startSpan("my-step").end();
+ * ```
+ */
 export const TRACER_NAME = "@org/mcpkit/gateway";
 
 // Values of `gen_ai.provider.name` from the GenAI semantic conventions, where
@@ -37,6 +47,18 @@ const OTEL_PROVIDER_NAMES: Record<ProviderName, string> = {
  * `OTEL_DENO=true` the OpenTelemetry API is a no-op and this costs nearly
  * nothing. Called inside a `Deno.serve` handler, the span is a child of the
  * request's server span.
+ *
+ * @example
+ * ```ts
+ * import { recordSpan } from "./tracing.ts";
+ *
+ * // A no-op unless the process runs with OTEL_DENO=true.
+ * recordSpan({
+ *   requestId: "req_1", traceId: "t1", callerId: "ck_1", model: "gpt-4o", route: "chat",
+ *   provider: "openai", status: 200, stream: false, inputTokens: 3, outputTokens: 5,
+ *   cachedTokens: 0, costMicros: 12, latencyMs: 40, time: Date.now(),
+ * }, { "mcpkit.example": true });
+ * ```
  *
  * @param trace The call's trace record.
  * @param extra More attributes to set on the span.

@@ -1,6 +1,10 @@
 /**
- * Trace records of gateway calls: stored in Deno KV (written inside the
- * settle transaction, kept for a retention period) and read back newest first.
+ * Trace records of gateway calls, the record's contract and its storage:
+ * what a record holds (the token classes its charge priced, the bodies it
+ * keeps, scrubbed and bounded), its writes to the store (added to the settle
+ * commit, or a commit of their own; kept for a retention period), and
+ * reading them back newest first, by caller or trace id, as `GET /traces`
+ * answers. The OpenTelemetry span of a call is `observe/tracing.ts`.
  *
  * @example Store and read a trace
  * ```ts
@@ -34,10 +38,26 @@ import { firstIssue } from "../_zod.ts";
 import { GatewayError } from "../errors.ts";
 import type { RouteName } from "../conventions.ts";
 
-/** Default time a trace record is kept: 30 days. */
+/** Default time a trace record is kept: 30 days. *
+ * @example
+ * ```ts
+ * import { DEFAULT_TRACE_RETENTION_MS } from "./traces.ts";
+ *
+ * DEFAULT_TRACE_RETENTION_MS / 86_400_000; // 30 days
+ * ```
+ */
 export const DEFAULT_TRACE_RETENTION_MS: number = 30 * 24 * 60 * 60 * 1000;
 
-/** The most trace records one listing returns. */
+/** The most trace records one listing returns. *
+ * @example
+ * ```ts
+ * import { listTraces, MAX_TRACE_LIMIT } from "./traces.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * await listTraces(kv, "ck_1", { limit: MAX_TRACE_LIMIT }); // at most 1 000 records
+ * kv.close();
+ * ```
+ */
 export const MAX_TRACE_LIMIT = 1000;
 
 /** Options for storing traces. */
@@ -80,7 +100,14 @@ export interface ChargedTraceRecord extends TraceRecord, TraceBodies {
   charged?: ChargedTokens;
 }
 
-/** The most bytes of one body a trace may keep (a KV value holds 64 KiB). */
+/** The most bytes of one body a trace may keep (a KV value holds 64 KiB). *
+ * @example
+ * ```ts
+ * import { keptBody, MAX_TRACE_BODY_BYTES } from "./traces.ts";
+ *
+ * keptBody("x".repeat(20_000), MAX_TRACE_BODY_BYTES).length; // 16_384 kept, then a note of what was cut
+ * ```
+ */
 export const MAX_TRACE_BODY_BYTES = 16_384;
 
 const SECRET_FIELD =
@@ -192,6 +219,21 @@ export function chargedTokens(usage: Usage): ChargedTokens {
  * commit as the money). Records sort by `trace.time`, the call's start. The record goes under the caller's traces and under
  * the trace-id index.
  *
+ * @example
+ * ```ts
+ * import { addTraceWrites, listTraces } from "./traces.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const op = kv.atomic().set(["example"], 1); // a commit of the caller's own
+ * await addTraceWrites(op, {
+ *   requestId: "req_1", traceId: "t1", callerId: "ck_1", route: "chat", status: 200,
+ *   stream: false, inputTokens: 3, outputTokens: 5, cachedTokens: 0, costMicros: 12,
+ *   latencyMs: 40, time: Date.now(),
+ * }, { retentionMs: 60_000 }).commit();
+ * (await listTraces(kv, "ck_1")).length; // 1
+ * kv.close();
+ * ```
+ *
  * @param op The atomic operation to extend.
  * @param trace The record to store.
  * @param options Retention.
@@ -218,6 +260,19 @@ export function addTraceWrites(
  * gateway stores an unreserved call's trace through
  * `Billing.storeUnreservedTrace`, which adds them).
  *
+ * @example
+ * ```ts
+ * import { storeTrace } from "./traces.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * await storeTrace(kv, {
+ *   requestId: "req_1", traceId: "t1", callerId: "ck_1", route: "chat", status: 401,
+ *   stream: false, inputTokens: 0, outputTokens: 0, cachedTokens: 0, costMicros: 0,
+ *   latencyMs: 2, time: Date.now(), error: "Unknown model",
+ * });
+ * kv.close();
+ * ```
+ *
  * @param kv The gateway's KV.
  * @param trace The record to store.
  * @param options Retention.
@@ -242,6 +297,22 @@ export interface ListTracesOptions {
 
 /**
  * Lists one caller's trace records, newest first.
+ *
+ * @example
+ * ```ts
+ * import { listTraces, storeTrace } from "./traces.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * for (const [requestId, traceId] of [["req_1", "run-a"], ["req_2", "run-b"]]) {
+ *   await storeTrace(kv, {
+ *     requestId, traceId, callerId: "ck_1", route: "chat", status: 200,
+ *     stream: false, inputTokens: 1, outputTokens: 1, cachedTokens: 0, costMicros: 1,
+ *     latencyMs: 1, time: Date.now(),
+ *   });
+ * }
+ * (await listTraces(kv, "ck_1", { traceId: "run-a" })).map((t) => t.requestId); // ["req_1"]
+ * kv.close();
+ * ```
  *
  * @param kv The gateway's KV.
  * @param callerId Whose traces.
@@ -304,6 +375,16 @@ export interface TracesResponse {
 /**
  * Builds the body of `GET /traces?trace_id=&limit=` for the authenticated
  * caller: only that caller's records, newest first.
+ *
+ * @example
+ * ```ts
+ * import { tracesResponse } from "./traces.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const body = await tracesResponse(kv, { id: "ck_1", name: "alice" }, { limit: "10" });
+ * console.log(body); // { object: "list", data: [] }
+ * kv.close();
+ * ```
  *
  * @param kv The gateway's KV.
  * @param caller The authenticated caller.

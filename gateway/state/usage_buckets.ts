@@ -69,7 +69,18 @@ export interface UsageCounters {
   ttft: number[];
 }
 
-/** An empty set of counters. */
+/**
+ * An empty set of counters.
+ *
+ * @example
+ * ```ts
+ * import { emptyCounters, LATENCY_BOUNDS_MS } from "./usage_buckets.ts";
+ *
+ * emptyCounters().latency.length === LATENCY_BOUNDS_MS.length + 1; // true: one open bucket
+ * ```
+ *
+ * @returns Zeroes.
+ */
 export function emptyCounters(): UsageCounters {
   return {
     requests: 0,
@@ -89,12 +100,39 @@ function histogramIndex(ms: number): number {
   return i === -1 ? LATENCY_BOUNDS_MS.length : i;
 }
 
-/** The start of the bucket holding `time`. */
+/**
+ * The start of the bucket holding `time`.
+ *
+ * @example
+ * ```ts
+ * import { bucketStart } from "./usage_buckets.ts";
+ *
+ * bucketStart(Date.parse("2026-11-25T13:45:12Z"), "h"); // Date.parse("2026-11-25T13:00:00Z")
+ * ```
+ *
+ * @param time Epoch ms.
+ * @param granularity The bucket size.
+ * @returns The bucket's start, epoch ms.
+ */
 export function bucketStart(time: number, granularity: Granularity): number {
   return time - (time % SIZE_MS[granularity]);
 }
 
-/** How long each bucket size is kept, ms (the day buckets: the configured retention). */
+/**
+ * How long each bucket size is kept, ms: minute buckets 48 hours, hour
+ * buckets 35 days, day buckets the configured retention.
+ *
+ * @example
+ * ```ts
+ * import { retentionMs } from "./usage_buckets.ts";
+ *
+ * retentionMs("d", 400) / 86_400_000; // 400
+ * ```
+ *
+ * @param granularity The bucket size.
+ * @param dayRetentionDays How long day buckets are kept, days.
+ * @returns Milliseconds.
+ */
 export function retentionMs(
   granularity: Granularity,
   dayRetentionDays: number,
@@ -278,7 +316,21 @@ function applyField(c: UsageCounters, field: string, n: number): void {
   if (histogram === "ttft" && c.ttft[i] !== undefined) c.ttft[i] += n;
 }
 
-/** Adds `b` into `a`. */
+/**
+ * Adds `b` into `a`.
+ *
+ * @example
+ * ```ts
+ * import { emptyCounters, mergeCounters } from "./usage_buckets.ts";
+ *
+ * const total = emptyCounters();
+ * mergeCounters(total, { ...emptyCounters(), requests: 2, inputTokens: 40 });
+ * total.inputTokens; // 40
+ * ```
+ *
+ * @param a The counters added to.
+ * @param b The counters added.
+ */
 export function mergeCounters(a: UsageCounters, b: UsageCounters): void {
   a.requests += b.requests;
   a.errors4xx += b.errors4xx;
@@ -294,6 +346,14 @@ export function mergeCounters(a: UsageCounters, b: UsageCounters): void {
 /**
  * A percentile from a histogram, interpolated within its bucket (the open
  * last bucket answers its lower bound).
+ *
+ * @example
+ * ```ts
+ * import { percentile } from "./usage_buckets.ts";
+ *
+ * // Ten calls, all in the 50-100 ms bucket.
+ * percentile([0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0], 0.5); // 75
+ * ```
  *
  * @param histogram Counts per bucket.
  * @param q The quantile, 0 to 1.

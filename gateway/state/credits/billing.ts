@@ -6,7 +6,9 @@
  * batches: the operations of one caller that waited while a commit ran share
  * the next commit (group commit). Settling is one commit: the charge to the
  * lease and the unleased credits, its ledger entry and the call's trace (with
- * the token classes the charge priced).
+ * the token classes the charge priced), and its usage aggregates unless they
+ * are turned off. The lane is `_lane.ts`, the open reservations
+ * `_reservations.ts`, one batch's commit `_commit.ts`.
  *
  * On the request path there is at most one commit before forwarding (none
  * while the lease covers the call) and one after, which `settleSoon` takes

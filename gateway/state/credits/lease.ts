@@ -1,6 +1,6 @@
 /**
  * The credit lease as a pure state machine: what one gateway process does
- * with one caller's money in one commit. No I/O; `billing.ts` reads KV,
+ * with one caller's money in one commit. No I/O; `_commit.ts` reads KV,
  * calls {@linkcode planBatch} and commits what it says.
  *
  * A caller's balance (the sum of their ledger) lives in two places in KV:

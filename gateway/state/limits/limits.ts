@@ -40,7 +40,15 @@ export const limitsSchema: z.ZodType<CallerLimits> = z.strictObject({
   expiresAt: z.iso.datetime({ offset: true }).optional(),
 });
 
-/** Whether a caller has a limit that needs counting. */
+/** Whether a caller has a limit that needs counting. *
+ * @example
+ * ```ts
+ * import { hasCountedLimits } from "./limits.ts";
+ *
+ * hasCountedLimits({ rpm: 60 }); // true
+ * hasCountedLimits({ models: ["gpt-4o"] }); // false: checked without a counter
+ * ```
+ */
 export function hasCountedLimits(limits: CallerLimits | undefined): boolean {
   return limits !== undefined &&
     (limits.rpm !== undefined || limits.tpm !== undefined ||
@@ -50,6 +58,13 @@ export function hasCountedLimits(limits: CallerLimits | undefined): boolean {
 /**
  * The calendar window containing `now`, in UTC: a minute, or a spend period
  * (days start at 00:00, weeks on Monday, months on the 1st).
+ *
+ * @example
+ * ```ts
+ * import { windowOf } from "./limits.ts";
+ *
+ * windowOf("week", Date.parse("2026-11-25T13:45:12Z")).start; // Date.parse("2026-11-23T00:00:00Z"), a Monday
+ * ```
  *
  * @param unit The window's unit.
  * @param now Epoch ms.
@@ -94,6 +109,18 @@ export function windowOf(
 /**
  * Refuses a call the key's static limits do not allow: an expired key (401),
  * a model outside the allowlist (403).
+ *
+ * @example
+ * ```ts
+ * import { checkStaticLimits } from "./limits.ts";
+ *
+ * checkStaticLimits({ models: ["gpt-4o"] }, "gpt-4o", Date.now()); // allowed
+ * try {
+ *   checkStaticLimits({ models: ["gpt-4o"] }, "o3", Date.now());
+ * } catch (error) {
+ *   console.log((error as { status: number }).status); // 403
+ * }
+ * ```
  *
  * @param limits The caller's limits.
  * @param model The model id asked for.

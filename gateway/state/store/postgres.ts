@@ -22,7 +22,9 @@
  *
  * The schema is created and migrated at start-up under a transaction-scoped
  * advisory lock, so several gateways starting at once migrate it once;
- * `gateway_schema` records the version.
+ * `gateway_schema` records the version (`_postgres_schema.ts`). The atomic
+ * operation, the list iterator and the row encoding are
+ * `_postgres_atomic.ts`.
  *
  * @example Open, write, read
  * ```ts ignore
