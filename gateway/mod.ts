@@ -69,7 +69,11 @@ export {
 } from "./upstream/key_pool.ts";
 export type { CallerLimits, SpendPeriod } from "./state/limits/limits.ts";
 export type { RouteName } from "./conventions.ts";
-export { PROVIDER_NAMES, type ProviderName } from "./upstream/providers/mod.ts";
+export {
+  PROVIDER_NAMES,
+  type ProviderName,
+  REGISTERED_PROVIDERS,
+} from "./upstream/providers/mod.ts";
 export type {
   CatalogEntry,
   ModelLifecycle,

@@ -104,7 +104,11 @@ export type {
   UsageOverride,
 } from "./behaviour.ts";
 export type { SimulatedRequest } from "./request_flow.ts";
-export type { ProviderName } from "../upstream/providers/mod.ts";
+// The providers it serves are the gateway's registered ones.
+export {
+  type ProviderName,
+  REGISTERED_PROVIDERS,
+} from "../upstream/providers/mod.ts";
 
 /** Options of {@linkcode startSimulator}. */
 export interface SimulatorOptions {

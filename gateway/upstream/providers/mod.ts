@@ -8,8 +8,8 @@
  * names, the telemetry names, the simulator's mounts and the image rules.
  *
  * Adding a provider is writing its file (for an OpenAI-compatible one, a
- * call to `openAICompatible()` in `openai_compatible.ts`), adding it to the
- * list below, and adding its models to `catalog.json`.
+ * call to `openAICompatible()` in `openai_compatible.ts`), adding it to
+ * {@linkcode REGISTERED_PROVIDERS}, and adding its models to `catalog.json`.
  *
  * @example
  * ```ts
@@ -28,8 +28,19 @@ import { openrouter } from "./openrouter.ts";
 import type { Provider } from "./provider.ts";
 import { xai } from "./xai.ts";
 
-/** The registered providers, in order: the one list a new provider is added to. */
-const REGISTERED = [
+/**
+ * The registered providers, in order: the one list a new provider is added
+ * to. Everything else derives from it.
+ *
+ * @example
+ * ```ts
+ * import { REGISTERED_PROVIDERS } from "./mod.ts";
+ *
+ * REGISTERED_PROVIDERS.map((provider) => provider.wire);
+ * // ["openai", "anthropic", "gemini", "openai", "openai"]
+ * ```
+ */
+export const REGISTERED_PROVIDERS = [
   openai,
   anthropic,
   gemini,
@@ -38,14 +49,14 @@ const REGISTERED = [
 ] as const;
 
 /** The name of a registered provider (`"openai"`, `"anthropic"`, …). */
-export type ProviderName = (typeof REGISTERED)[number]["name"];
+export type ProviderName = (typeof REGISTERED_PROVIDERS)[number]["name"];
 
 /**
  * The registered providers' names, in order: the order the configuration
  * lists them and warns about missing keys in.
  */
 export const PROVIDER_NAMES: readonly [ProviderName, ...ProviderName[]] =
-  REGISTERED.map((provider) => provider.name) as [
+  REGISTERED_PROVIDERS.map((provider) => provider.name) as [
     ProviderName,
     ...ProviderName[],
   ];
@@ -54,7 +65,7 @@ export const PROVIDER_NAMES: readonly [ProviderName, ...ProviderName[]] =
 export const PROVIDERS: Readonly<Record<ProviderName, Provider<ProviderName>>> =
   Object.freeze(
     Object.fromEntries(
-      REGISTERED.map((provider) => [provider.name, provider]),
+      REGISTERED_PROVIDERS.map((provider) => [provider.name, provider]),
     ) as Record<ProviderName, Provider<ProviderName>>,
   );
 
