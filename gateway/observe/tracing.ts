@@ -16,7 +16,9 @@ import type { TraceRecord } from "../state/traces.ts";
 /** Extra span attributes for {@linkcode recordSpan}. */
 export type SpanAttributes = Record<string, string | number | boolean>;
 
-/** The instrumentation scope of the gateway's spans. *
+/**
+ * The instrumentation scope of the gateway's spans.
+ *
  * @example
  * ```ts
  * import { trace } from "@opentelemetry/api";

@@ -25,7 +25,9 @@ import { addOpeningBalanceWrites, readBalance } from "./credits/ledger.ts";
 import { callerByHashKey, callerKey, callersPrefix } from "./kv_keys.ts";
 import type { CallerLimits } from "./limits/limits.ts";
 
-/** Every caller key starts with this. *
+/**
+ * Every caller key starts with this.
+ *
  * @example
  * ```ts
  * import { CALLER_KEY_PREFIX, createCaller } from "./callers.ts";

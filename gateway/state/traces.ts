@@ -38,7 +38,9 @@ import { firstIssue } from "../_zod.ts";
 import { GatewayError } from "../errors.ts";
 import type { RouteName } from "../conventions.ts";
 
-/** Default time a trace record is kept: 30 days. *
+/**
+ * Default time a trace record is kept: 30 days.
+ *
  * @example
  * ```ts
  * import { DEFAULT_TRACE_RETENTION_MS } from "./traces.ts";
@@ -48,7 +50,9 @@ import type { RouteName } from "../conventions.ts";
  */
 export const DEFAULT_TRACE_RETENTION_MS: number = 30 * 24 * 60 * 60 * 1000;
 
-/** The most trace records one listing returns. *
+/**
+ * The most trace records one listing returns.
+ *
  * @example
  * ```ts
  * import { listTraces, MAX_TRACE_LIMIT } from "./traces.ts";
@@ -100,7 +104,9 @@ export interface ChargedTraceRecord extends TraceRecord, TraceBodies {
   charged?: ChargedTokens;
 }
 
-/** The most bytes of one body a trace may keep (a KV value holds 64 KiB). *
+/**
+ * The most bytes of one body a trace may keep (a KV value holds 64 KiB).
+ *
  * @example
  * ```ts
  * import { keptBody, MAX_TRACE_BODY_BYTES } from "./traces.ts";

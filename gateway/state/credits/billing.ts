@@ -97,7 +97,9 @@ export interface BillingOptions {
   onCommit?: (seconds: number) => void;
 }
 
-/** Default lifetime of a lease no commit renewed: 15 minutes. *
+/**
+ * Default lifetime of a lease no commit renewed: 15 minutes.
+ *
  * @example
  * ```ts
  * import { createBilling, DEFAULT_LEASE_TTL_MS } from "./billing.ts";
@@ -111,7 +113,9 @@ export interface BillingOptions {
  */
 export const DEFAULT_LEASE_TTL_MS: number = 15 * 60 * 1000;
 
-/** Default time a caller's lease waits after their last reserve or settle before it is returned: 1 second. *
+/**
+ * Default time a caller's lease waits after their last reserve or settle before it is returned: 1 second.
+ *
  * @example
  * ```ts
  * import { createBilling, DEFAULT_LEASE_IDLE_MS } from "./billing.ts";
@@ -124,7 +128,9 @@ export const DEFAULT_LEASE_TTL_MS: number = 15 * 60 * 1000;
  */
 export const DEFAULT_LEASE_IDLE_MS = 1_000;
 
-/** Default number of calls of the latest reservation's size a lease takes ahead of demand. *
+/**
+ * Default number of calls of the latest reservation's size a lease takes ahead of demand.
+ *
  * @example
  * ```ts
  * import { createBilling, DEFAULT_LEASE_AHEAD_CALLS } from "./billing.ts";

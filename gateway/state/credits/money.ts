@@ -16,7 +16,9 @@
 import type { ModelPricing } from "../catalog.ts";
 import type { Usage } from "../../upstream/usage.ts";
 
-/** Micro-USD in one USD. *
+/**
+ * Micro-USD in one USD.
+ *
  * @example
  * ```ts
  * import { MICROS_PER_USD } from "./money.ts";

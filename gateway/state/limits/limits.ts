@@ -40,7 +40,9 @@ export const limitsSchema: z.ZodType<CallerLimits> = z.strictObject({
   expiresAt: z.iso.datetime({ offset: true }).optional(),
 });
 
-/** Whether a caller has a limit that needs counting. *
+/**
+ * Whether a caller has a limit that needs counting.
+ *
  * @example
  * ```ts
  * import { hasCountedLimits } from "./limits.ts";
