@@ -12,6 +12,12 @@ import { UPLOT_CSS, UPLOT_JS } from "./_uplot.ts";
 import activityJs from "./activity.js" with { type: "text" };
 import chartsJs from "./charts.js" with { type: "text" };
 import consoleJs from "./console.js" with { type: "text" };
+import consoleCallersJs from "./console_callers.js" with { type: "text" };
+import consoleCatalogJs from "./console_catalog.js" with { type: "text" };
+import consoleKeysJs from "./console_keys.js" with { type: "text" };
+import consoleShellJs from "./console_shell.js" with { type: "text" };
+import consoleTracesJs from "./console_traces.js" with { type: "text" };
+import consoleUsageJs from "./console_usage.js" with { type: "text" };
 import csvJs from "./csv.js" with { type: "text" };
 import domJs from "./dom.js" with { type: "text" };
 import formatJs from "./format.js" with { type: "text" };
@@ -62,6 +68,12 @@ const ASSETS: Record<string, { body: string; type: string }> = {
   "traces.js": { body: tracesJs, type: JS },
   "csv.js": { body: csvJs, type: JS },
   "console.js": { body: consoleJs, type: JS },
+  "console_shell.js": { body: consoleShellJs, type: JS },
+  "console_usage.js": { body: consoleUsageJs, type: JS },
+  "console_callers.js": { body: consoleCallersJs, type: JS },
+  "console_catalog.js": { body: consoleCatalogJs, type: JS },
+  "console_keys.js": { body: consoleKeysJs, type: JS },
+  "console_traces.js": { body: consoleTracesJs, type: JS },
   "activity.js": { body: activityJs, type: JS },
 };
 
