@@ -17,9 +17,9 @@ import { startGateway } from "../gateway/http/server.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
 import {
   type ChargedTraceRecord,
-  keptBody,
   storeTrace,
 } from "../gateway/state/traces.ts";
+import { keptBody } from "../gateway/state/trace_bodies.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ADMIN = "console-admin-token-0123456789";

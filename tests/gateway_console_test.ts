@@ -6,7 +6,10 @@
 import assert from "node:assert/strict";
 import { createCaller } from "../gateway/state/callers.ts";
 import { usdToMicros } from "../gateway/state/credits/money.ts";
-import { keptBody, MAX_TRACE_BODY_BYTES } from "../gateway/state/traces.ts";
+import {
+  keptBody,
+  MAX_TRACE_BODY_BYTES,
+} from "../gateway/state/trace_bodies.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import { callBody } from "./_gateway_routes.ts";
 

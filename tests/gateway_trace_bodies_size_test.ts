@@ -8,7 +8,10 @@ import assert from "node:assert/strict";
 import { createCaller } from "../gateway/state/callers.ts";
 import { createBilling } from "../gateway/state/credits/billing.ts";
 import { usdToMicros } from "../gateway/state/credits/money.ts";
-import { keptBody, MAX_TRACE_BODY_BYTES } from "../gateway/state/traces.ts";
+import {
+  keptBody,
+  MAX_TRACE_BODY_BYTES,
+} from "../gateway/state/trace_bodies.ts";
 
 Deno.test("a call whose trace keeps two long bodies at the largest size is still charged, its trace stored", async () => {
   using kv = await Deno.openKv(":memory:");

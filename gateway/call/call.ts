@@ -40,7 +40,8 @@ import type { LimitTicket } from "../state/limits/counters.ts";
 import { checkStaticLimits } from "../state/limits/limits.ts";
 import { type Estimated, relayStream, type StreamEnd } from "./stream.ts";
 import { recordSpan } from "../observe/tracing.ts";
-import { keptBody, type TraceBodies } from "../state/traces.ts";
+import type { TraceBodies } from "../state/traces.ts";
+import { keptBody } from "../state/trace_bodies.ts";
 import { readAnswer, sendUpstream, type Upstream } from "../upstream/send.ts";
 import type { CallDeps, CallRequest } from "./deps.ts";
 
