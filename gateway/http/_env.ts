@@ -5,8 +5,16 @@
  * @module
  */
 import type { CallerEnv } from "./auth.ts";
+import type { RouteEnv } from "../errors.ts";
 
-/** The gateway's Hono environment: the request and trace ids, and the caller once authenticated. */
+/**
+ * The gateway's Hono environment: the request and trace ids, the caller once
+ * authenticated, and the route whose convention errors take once a route
+ * matched.
+ */
 export type GatewayEnv = {
-  Variables: { requestId: string; traceId: string } & CallerEnv["Variables"];
+  Variables:
+    & { requestId: string; traceId: string }
+    & CallerEnv["Variables"]
+    & RouteEnv["Variables"];
 };
