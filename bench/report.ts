@@ -617,6 +617,8 @@ export function renderReport(
     "",
     "## Gateway",
     "",
+    "Every figure in this section and the next is warm: each target is warmed up before it is measured (the concurrent streams after an unmeasured round at the same count, the stores after 300 calls each). Cold figures are in [Gateway cost](#gateway-cost).",
+    "",
     `![Latency against offered load](${chartPath})`,
     "",
     gatewaySection(run),

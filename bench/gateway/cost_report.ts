@@ -154,7 +154,7 @@ export function costChecks(cost: CostResults): CostCheck[] {
   }
   checks.push({
     what:
-      "Peak RSS under the standard load (VmHWM after the CPU runs: 64 connections unpaced, then concurrency 32)",
+      "Peak RSS under the standard load (VmHWM after the CPU runs: cold and warm calls at concurrency 32, 2 s unpaced at 64 connections)",
     goal: "< 100 MB",
     byStore: judge((store) => {
       const memory = cost.memory[store];
