@@ -12,6 +12,7 @@
  * @module
  */
 import { monotonicId } from "../../_ids.ts";
+import { retry, RetryError } from "../../../_retry.ts";
 import { commitWithRetry } from "../_kv_retry.ts";
 import {
   callerKey,
@@ -127,15 +128,38 @@ export async function readBalance(
 ): Promise<number> {
   // A lease grows or returns only together with the unleased credits: when
   // their versionstamp did not move during the lease read, no money moved.
+  // After five reads that each saw money move, the last one's sum is kept.
   let balance = 0;
-  for (let read = 0; read < 5; read++) {
-    const before = await kv.get<number>(unleasedKey(callerId));
-    const leased = await leasedMicros(kv, callerId);
-    const after = await kv.get<number>(unleasedKey(callerId));
-    balance = (after.value ?? 0) + leased;
-    if (before.versionstamp === after.versionstamp) break;
+  try {
+    return await retry(async () => {
+      const before = await kv.get<number>(unleasedKey(callerId));
+      const leased = await leasedMicros(kv, callerId);
+      const after = await kv.get<number>(unleasedKey(callerId));
+      balance = (after.value ?? 0) + leased;
+      if (before.versionstamp !== after.versionstamp) throw new MoneyMoved();
+      return balance;
+    }, {
+      maxAttempts: BALANCE_READS,
+      minTimeout: 0,
+      isRetriable: (error) => error instanceof MoneyMoved,
+    });
+  } catch (error) {
+    if (error instanceof RetryError) return balance;
+    throw error;
   }
-  return balance;
+}
+
+/** Reads of a balance before the last one's sum is taken as it is. */
+const BALANCE_READS = 5;
+
+/** A balance read during which money moved between the unleased credits and a lease. */
+class MoneyMoved extends Error {
+  constructor() {
+    super(
+      "Money moved between the unleased credits and a lease during the read",
+    );
+    this.name = "MoneyMoved";
+  }
 }
 
 /**
