@@ -28,9 +28,9 @@ import {
   BadRequestError,
   type Dialect,
   type ParsedRequest,
-  type SimulatedEvent,
   type Wire,
 } from "./request_flow.ts";
+import type { SimulatedEvent } from "./answers.ts";
 import { imageSizeFromBase64 } from "./image.ts";
 import {
   type OutputFormat,

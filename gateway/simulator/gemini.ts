@@ -25,9 +25,9 @@ import {
   BadRequestError,
   type Dialect,
   type ParsedRequest,
-  type SimulatedEvent,
   type Wire,
 } from "./request_flow.ts";
+import type { SimulatedEvent } from "./answers.ts";
 import {
   checkGeminiAcknowledgement,
   geminiComputerHistory,

@@ -85,13 +85,13 @@ import {
 import {
   answerCountTokens,
   answerRequest,
-  ConnectionCutError,
   type Dialect,
   notFound,
   type SimulatedRequest,
   type SimulatorState,
   type Wire,
 } from "./request_flow.ts";
+import { ConnectionCutError } from "./answers.ts";
 import { geminiWire, generateContent } from "./gemini.ts";
 import { openaiWire } from "./openai.ts";
 import { chatCompletions, geminiChatCompletions } from "./openai_chat.ts";

@@ -22,8 +22,8 @@ import {
   BadRequestError,
   type Dialect,
   type ParsedRequest,
-  type SimulatedEvent,
 } from "./request_flow.ts";
+import type { SimulatedEvent } from "./answers.ts";
 import type { ImageBilling } from "./image.ts";
 import {
   contentText,

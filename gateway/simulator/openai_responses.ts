@@ -18,8 +18,8 @@ import {
   BadRequestError,
   type Dialect,
   type ParsedRequest,
-  type SimulatedEvent,
 } from "./request_flow.ts";
+import type { SimulatedEvent } from "./answers.ts";
 import {
   contentText,
   measureContent,

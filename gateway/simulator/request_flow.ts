@@ -1,11 +1,8 @@
 /**
  * The simulator's request flow, shared by every wire format: record the
  * request, check the provider key, apply the behaviour (latency, hang, error
- * status, garbage), then answer with the format's JSON body or SSE stream.
- *
- * Streams are written by a small pull-based writer rather than Hono's
- * `streamSSE`: `cutStreamAfter` must destroy the connection (error the body
- * stream) and `streamSSE` always ends its stream cleanly.
+ * status, garbage), then answer with the format's JSON body or SSE stream
+ * (written by `answers.ts`).
  *
  * @module
  */
@@ -15,6 +12,17 @@ import type { BehaviourBook } from "./behaviour.ts";
 import { decideReply, type Prompt, type Reply } from "./reply.ts";
 import { tokensForChars } from "./tokens.ts";
 import type { Json } from "./_json.ts";
+import {
+  destroyedResponse,
+  garbageResponse,
+  JSON_HEADERS,
+  jsonResponse,
+  type SimulatedEvent,
+  sleep,
+  sseResponse,
+  Tracker,
+  untilAborted,
+} from "./answers.ts";
 
 /** One request the simulator received. */
 export interface SimulatedRequest {
@@ -51,30 +59,6 @@ export class BadRequestError extends Error {
     super(message);
     this.name = "BadRequestError";
   }
-}
-
-/**
- * The error that deliberately breaks a response body (cut stream, closing
- * simulator); the server's error handler lets it pass silently.
- */
-export class ConnectionCutError extends Error {
-  /**
-   * Creates the error.
-   *
-   * @param message Why the connection was cut.
-   */
-  constructor(message: string) {
-    super(message);
-    this.name = "ConnectionCutError";
-  }
-}
-
-/** One server-sent event. */
-export interface SimulatedEvent {
-  /** The `event:` field, for formats that name events. */
-  event?: string;
-  /** The `data:` field (serialised JSON, or `[DONE]`). */
-  data: string;
 }
 
 /** A parsed request, ready to be answered. */
@@ -150,50 +134,6 @@ export interface SimulatorState {
   changed(): void;
 }
 
-const JSON_HEADERS = { "content-type": "application/json" };
-const SSE_HEADERS = {
-  "content-type": "text/event-stream; charset=utf-8",
-  "cache-control": "no-cache",
-};
-const encoder = new TextEncoder();
-
-/** Resolves `true` after `ms`, or `false` as soon as `signal` aborts; leaves no timer behind. */
-function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve(true);
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
-/** Resolves when `signal` aborts. */
-function untilAborted(signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.resolve();
-  return new Promise((resolve) =>
-    signal.addEventListener("abort", () => resolve(), { once: true })
-  );
-}
-
-/** A response whose body fails at once: the client sees the connection drop. */
-function destroyedResponse(): Response {
-  return new Response(
-    new ReadableStream({
-      start: (controller) =>
-        controller.error(
-          new ConnectionCutError("Simulator closed the connection"),
-        ),
-    }),
-    { headers: JSON_HEADERS },
-  );
-}
-
 function parseBody(text: string): unknown {
   if (text === "") return undefined;
   try {
@@ -201,137 +141,6 @@ function parseBody(text: string): unknown {
   } catch {
     return text;
   }
-}
-
-/**
- * Tracks one request from arrival to its last byte, so a client abort is only
- * counted while in flight. `request.signal` is watched only while the
- * simulator waits (latency, hang): Deno's legacy mode also aborts it after a
- * successful response and warns once when it was read, so the common 0 ms
- * path never touches it; streams learn of a departed client from `cancel()`.
- */
-class Tracker {
-  #done = false;
-  #state: SimulatorState;
-  #signal: AbortSignal | undefined;
-  readonly record: SimulatedRequest;
-
-  constructor(state: SimulatorState, record: SimulatedRequest) {
-    this.#state = state;
-    this.record = record;
-  }
-
-  /** Starts watching the client's signal; returns it. */
-  watch(signal: AbortSignal): AbortSignal {
-    this.#signal = signal;
-    if (signal.aborted) this.abort();
-    else signal.addEventListener("abort", this.abort, { once: true });
-    return signal;
-  }
-
-  /** Marks the request aborted by the client, unless it had already ended. */
-  abort = (): void => {
-    if (this.#done) return;
-    this.#done = true;
-    this.record.aborted = true;
-    this.#state.aborted += 1;
-    this.#state.changed();
-  };
-
-  answered(status: number): void {
-    this.record.status = status;
-    this.#state.changed();
-  }
-
-  finished(): void {
-    if (this.#done) return;
-    this.#done = true;
-    this.#signal?.removeEventListener("abort", this.abort);
-  }
-}
-
-function jsonResponse(
-  tracker: Tracker,
-  status: number,
-  body: unknown,
-  headers?: Record<string, string>,
-): Response {
-  tracker.answered(status);
-  tracker.finished();
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: headers ? { ...JSON_HEADERS, ...headers } : JSON_HEADERS,
-  });
-}
-
-interface StreamOptions {
-  delimiter: string;
-  chunkDelayMs: number;
-  cutAfter: number | undefined;
-  closing: AbortSignal;
-  tracker: Tracker;
-}
-
-/** Writes SSE events, with optional delays, cutting the connection when told to. */
-function sseResponse(
-  events: SimulatedEvent[],
-  options: StreamOptions,
-): Response {
-  const { delimiter, chunkDelayMs, cutAfter, closing, tracker } = options;
-  const frames = events.map((
-    e,
-  ) => (e.event
-    ? `event: ${e.event}\ndata: ${e.data}${delimiter}`
-    : `data: ${e.data}${delimiter}`)
-  );
-  tracker.answered(200);
-  if (chunkDelayMs <= 0 && cutAfter === undefined) {
-    tracker.finished();
-    return new Response(frames.join(""), { headers: SSE_HEADERS });
-  }
-  let index = 0;
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      if (cutAfter !== undefined && index >= cutAfter) {
-        tracker.finished();
-        controller.error(
-          new ConnectionCutError(
-            `Simulator cut the stream after "${cutAfter}" events`,
-          ),
-        );
-        return;
-      }
-      if (
-        index > 0 && chunkDelayMs > 0 && !(await sleep(chunkDelayMs, closing))
-      ) {
-        controller.error(
-          new ConnectionCutError("Simulator closed the connection"),
-        );
-        return;
-      }
-      controller.enqueue(encoder.encode(frames[index]));
-      index += 1;
-      if (index === frames.length) {
-        tracker.finished();
-        controller.close();
-      }
-    },
-    cancel() {
-      tracker.abort();
-    },
-  });
-  return new Response(body, { headers: SSE_HEADERS });
-}
-
-function garbageResponse(tracker: Tracker, stream: boolean): Response {
-  tracker.answered(200);
-  tracker.finished();
-  return stream
-    ? new Response("data: {not json at all\n\n", { headers: SSE_HEADERS })
-    : new Response(
-      "<html><body>502 Bad Gateway (simulated garbage)</body></html>",
-      { headers: JSON_HEADERS },
-    );
 }
 
 function wantsStream(body: unknown, url: URL): boolean {
