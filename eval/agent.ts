@@ -9,13 +9,8 @@
  */
 import { runChat } from "./agents/chat.ts";
 import { runGemini } from "./agents/gemini.ts";
-import {
-  type AgentOutcome,
-  type Convention,
-  emptyOutcome,
-  type ModelEndpoint,
-  type RunPlace,
-} from "./agents/loop.ts";
+import { type AgentOutcome, emptyOutcome } from "./agents/loop.ts";
+import type { Convention, ModelEndpoint, RunPlace } from "./agents/model.ts";
 import {
   type AgentTool,
   DEFAULT_DISPLAY,
@@ -29,13 +24,15 @@ import { runResponses } from "./agents/responses.ts";
 export { type ChatMessage, chatMessages } from "./agents/chat.ts";
 export {
   type AgentOutcome,
+  emptyOutcome,
+  type SafetyCheck,
+} from "./agents/loop.ts";
+export {
   type Convention,
   CONVENTIONS,
-  emptyOutcome,
   type ModelEndpoint,
-  type SafetyCheck,
   usdToMicros,
-} from "./agents/loop.ts";
+} from "./agents/model.ts";
 
 /** Options of {@linkcode runAgent}. */
 export interface AgentOptions {

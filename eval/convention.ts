@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { type Convention, CONVENTIONS } from "./agents/loop.ts";
+import { type Convention, CONVENTIONS } from "./agents/model.ts";
 
 /**
  * The convention for a model served on these routes.

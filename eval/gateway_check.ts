@@ -6,7 +6,8 @@
  * @module
  */
 import { usdToMicros } from "./agent.ts";
-import { type Convention, isObject } from "./agents/loop.ts";
+import { isObject } from "./agents/loop.ts";
+import type { Convention } from "./agents/model.ts";
 import { conventionForRoutes } from "./convention.ts";
 import { UsageError } from "./cli_options.ts";
 

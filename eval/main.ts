@@ -18,7 +18,8 @@ import {
   DEFAULT_MAX_TOOL_RESULT_BYTES,
   DEFAULT_MAX_TOOL_RESULT_IMAGES,
 } from "./tool_host.ts";
-import { gatewayTransport, isObject } from "./agents/loop.ts";
+import { isObject } from "./agents/loop.ts";
+import { gatewayTransport } from "./agents/model.ts";
 import { parseConvention } from "./convention.ts";
 import {
   parseCommandLine,

@@ -85,14 +85,14 @@ export {
 export { claudeComputerPlan } from "./agents/messages.ts";
 export { responsesComputerPlan } from "./agents/responses.ts";
 export { geminiComputerPlan } from "./agents/gemini.ts";
+export type { JsonObject } from "./agents/model.ts";
+export type { ComputerPlan } from "./agents/tool_gate.ts";
 export type {
-  ComputerPlan,
-  JsonObject,
   ModelRequest,
   ModelResponse,
   ModelTransport,
   RunPlace,
-} from "./agents/loop.ts";
+} from "./agents/model.ts";
 export type {
   Trajectory,
   TrajectoryImage,
@@ -102,7 +102,7 @@ export type {
   TrajectoryToolResult,
 } from "./agents/trajectory.ts";
 export type { ClaudePointer } from "./agents/messages.ts";
-export { gatewayTransport } from "./agents/loop.ts";
+export { gatewayTransport } from "./agents/model.ts";
 export { renderReport, REPORT_CSP, writeReport } from "./report.ts";
 export type { ReportOptions } from "./report.ts";
 export { escapeHtml } from "./report/html.ts";

@@ -25,12 +25,12 @@
  * @module
  */
 import type {
+  Convention,
   JsonObject,
   ModelRequest,
   ModelResponse,
   ModelTransport,
-} from "./agents/loop.ts";
-import type { Convention } from "./agents/loop.ts";
+} from "./agents/model.ts";
 import type { EvalTask } from "./tasks.ts";
 import type { EvalResult } from "./result.ts";
 
@@ -268,7 +268,8 @@ async function folderOf(traceId: string): Promise<string> {
  * @example
  * ```ts ignore
  * import { Recorder } from "./record.ts";
- * import { gatewayTransport } from "./agents/loop.ts";
+ * import { gatewayTransport } from "./agents/model.ts";
+ *
  * const recorder = await Recorder.create("runs/today");
  * const endpoint = { gatewayUrl, key, model };
  * const transport = recorder.wrap(gatewayTransport(endpoint));

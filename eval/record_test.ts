@@ -4,7 +4,7 @@ import {
   type ModelRequest,
   type ModelResponse,
   type ModelTransport,
-} from "./agents/loop.ts";
+} from "./agents/model.ts";
 import {
   firstDifference,
   Recorder,

@@ -4,7 +4,8 @@
  *
  * @module
  */
-import type { Convention, SafetyCheck } from "./agents/loop.ts";
+import type { SafetyCheck } from "./agents/loop.ts";
+import type { Convention } from "./agents/model.ts";
 import type { Trajectory } from "./agents/trajectory.ts";
 import type { EvaluationResult } from "./environment.ts";
 

@@ -17,12 +17,12 @@ import {
   dataUrl,
   emptyOutcome,
   isObject,
-  type JsonObject,
   modelSaid,
   promptPart,
-  ToolGate,
   traceToolCall,
 } from "./loop.ts";
+import type { JsonObject } from "./model.ts";
+import { ToolGate } from "./tool_gate.ts";
 import { trajectoryPrompt } from "./trajectory.ts";
 
 /** A chat-completions message (`role`, `content`, `tool_calls`, …). */

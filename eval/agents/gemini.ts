@@ -15,19 +15,21 @@ import {
   type AgentOutcome,
   type AgentRun,
   callModel,
-  type ComputerPlan,
-  computerTool,
   count,
   emptyOutcome,
   isObject,
-  type JsonObject,
   modelSaid,
   promptPart,
-  runComputer,
   type SafetyCheck,
-  ToolGate,
   traceToolCall,
 } from "./loop.ts";
+import type { JsonObject } from "./model.ts";
+import {
+  type ComputerPlan,
+  computerTool,
+  runComputer,
+  ToolGate,
+} from "./tool_gate.ts";
 import { trajectoryPrompt } from "./trajectory.ts";
 
 /** Wheel clicks a `scroll_document` turns (about a page). */

@@ -1,8 +1,9 @@
 /**
- * What every convention's agent loop shares: the endpoint, the outcome it
- * fills in, the model call (cost from `x-gateway-cost`), the gate every tool
- * call passes (only the tools the agent was given are callable), and the
- * runner of the environment's `computer` tool for native actions.
+ * What every convention's agent loop shares: the run it is given, the
+ * outcome it fills in (tokens, cost, the trajectory), the model call (cost
+ * from `x-gateway-cost`) and the helpers that read model output. The model
+ * endpoint and transport are `model.ts`; the gate every tool call passes and
+ * the `computer` tool's runner are `tool_gate.ts`.
  *
  * @module
  */
@@ -20,115 +21,13 @@ import {
   type TrajectoryStep,
   type TrajectoryToolCall,
 } from "./trajectory.ts";
-
-/** The wire conventions the runner speaks, named after the gateway's routes. */
-export type Convention = "chat" | "messages" | "responses" | "gemini";
-
-/** Every convention, in the order `--convention` lists them. */
-export const CONVENTIONS: readonly Convention[] = [
-  "chat",
-  "messages",
-  "responses",
-  "gemini",
-];
-
-/** Where the model is. */
-export interface ModelEndpoint {
-  /** Base URL of the gateway, e.g. `http://localhost:8080` (the route's path is added). */
-  gatewayUrl: string;
-  /** The caller key. */
-  key: string;
-  /** The model id. */
-  model: string;
-  /**
-   * How model calls travel (default {@linkcode gatewayTransport} of this
-   * endpoint): the one seam every loop's model calls pass, which recording
-   * and replay wrap (see `eval/record.ts`).
-   */
-  transport?: ModelTransport;
-}
-
-/** A model call as a loop sends it, before it meets the network. */
-export interface ModelRequest {
-  /** The route's path under the gateway, e.g. `/v1/messages`. */
-  path: string;
-  /** Headers the convention needs (`trace-id`, `anthropic-beta`); never the key. */
-  headers: Record<string, string>;
-  /** The request body. */
-  body: JsonObject;
-  /** The run's `trace-id`. */
-  traceId: string;
-  /** The model call's number in the run, from 1. */
-  step: number;
-  /**
-   * The planned run the call belongs to (task position and repetition),
-   * when the runner says: a replay plays that run's own recording.
-   */
-  run?: RunPlace;
-  /** Stops the call. */
-  signal?: AbortSignal;
-}
-
-/** Where a run is in the eval: its task's position and its repetition. */
-export interface RunPlace {
-  /** The task's position, from 0. */
-  task: number;
-  /** The repetition, from 0. */
-  repeat: number;
-}
-
-/** A model call's answer, read whole. */
-export interface ModelResponse {
-  /** The HTTP status. */
-  status: number;
-  /** The status text. */
-  statusText: string;
-  /** Headers, names lower case (`x-gateway-cost` is read from here). */
-  headers: Record<string, string>;
-  /** The body's text. */
-  body: string;
-  /** Set when a recording answered, not the gateway. */
-  replayed?: boolean;
-}
-
-/** Sends one model call and reads its answer whole. */
-export type ModelTransport = (request: ModelRequest) => Promise<ModelResponse>;
-
-/**
- * The transport that calls the gateway over HTTP with the endpoint's key.
- *
- * @example
- * ```ts ignore
- * import { gatewayTransport } from "./loop.ts";
- * const send = gatewayTransport({ gatewayUrl: "http://localhost:8080", key: "gk_…", model: "gpt-4o-mini" });
- * ```
- *
- * @param endpoint The gateway and key.
- * @returns The transport.
- */
-export function gatewayTransport(
-  endpoint: Pick<ModelEndpoint, "gatewayUrl" | "key">,
-): ModelTransport {
-  const base = endpoint.gatewayUrl.replace(/\/$/, "");
-  return async (request) => {
-    const response = await fetch(`${base}${request.path}`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${endpoint.key}`,
-        "content-type": "application/json",
-        ...request.headers,
-      },
-      body: JSON.stringify(request.body),
-      signal: request.signal,
-    });
-    return {
-      status: response.status,
-      statusText: response.statusText,
-      headers: Object.fromEntries(response.headers),
-      body: await response.text(),
-    };
-  };
-}
+import {
+  gatewayTransport,
+  type JsonObject,
+  type ModelEndpoint,
+  type RunPlace,
+  usdToMicros,
+} from "./model.ts";
 
 /** A safety check the model raised and the runner acknowledged. */
 export interface SafetyCheck {
@@ -178,24 +77,6 @@ export function emptyOutcome(): AgentOutcome {
   };
 }
 
-/**
- * A USD amount as the gateway prints it, in micro-USD.
- *
- * @example
- * ```ts
- * import { usdToMicros } from "./loop.ts";
- * usdToMicros("$0.000125"); // 125
- * ```
- *
- * @param text `$0.000125`, `0.5`, or nothing.
- * @returns The amount in micro-USD; 0 for nothing or a non-number.
- */
-export function usdToMicros(text: string | null): number {
-  if (!text) return 0;
-  const value = Number(text.replace(/^\$/, ""));
-  return Number.isFinite(value) ? Math.round(value * 1_000_000) : 0;
-}
-
 /** Everything one agent loop needs. */
 export interface AgentRun {
   /** The environment. */
@@ -217,9 +98,6 @@ export interface AgentRun {
   /** Stops the loop. */
   signal?: AbortSignal;
 }
-
-/** A JSON object as the providers send it. */
-export type JsonObject = Record<string, unknown>;
 
 /**
  * Calls the model through the endpoint's transport: counts the step and its
@@ -393,161 +271,6 @@ export function count(value: unknown): number {
   return typeof value === "number" && Number.isFinite(value) && value > 0
     ? value
     : 0;
-}
-
-/**
- * The gate every tool call passes: a name the agent was not given (excluded
- * by the scenario, a `_` harness tool, unknown) is answered with an error the
- * model can read and counted, never sent to the environment.
- */
-export class ToolGate {
-  readonly #env: ToolHost;
-  readonly #names: Set<string>;
-  readonly #outcome: AgentOutcome;
-  readonly #signal?: AbortSignal;
-
-  /**
-   * Creates the gate for one run.
-   *
-   * @param run The run (environment, tools, signal).
-   * @param outcome Where refusals are counted.
-   */
-  constructor(run: AgentRun, outcome: AgentOutcome) {
-    this.#env = run.env;
-    this.#names = new Set(run.tools.map((tool) => tool.name));
-    this.#outcome = outcome;
-    this.#signal = run.signal;
-  }
-
-  /**
-   * Whether the agent was given this tool.
-   *
-   * @param name The environment's tool name.
-   * @returns Whether calls of it go through.
-   */
-  offers(name: string): boolean {
-    return this.#names.has(name);
-  }
-
-  /**
-   * Calls a tool the agent was given; refuses any other.
-   *
-   * @param name The environment's tool name.
-   * @param args Its arguments.
-   * @returns The result, or the refusal.
-   */
-  async call(name: string, args: Record<string, unknown>): Promise<ToolResult> {
-    if (!this.#names.has(name)) return this.refuse(name);
-    return await this.#env.callTool(name, args, this.#signal);
-  }
-
-  /**
-   * Counts and answers a call of a tool the agent was not given.
-   *
-   * @param name What the model called.
-   * @returns The error result the model reads.
-   */
-  refuse(name: string): ToolResult {
-    this.#outcome.refusedToolCalls++;
-    const offered = [...this.#names];
-    return errorResult(
-      `There is no tool "${name.slice(0, 100)}" in this task; the tools are: ${
-        offered.length ? offered.join(", ") : "none"
-      }`,
-    );
-  }
-
-  /**
-   * Parses a model's JSON arguments, then calls the tool; arguments that are
-   * not a JSON object are an error the model reads.
-   *
-   * @param name The environment's tool name.
-   * @param json The arguments as the model wrote them.
-   * @returns The result.
-   */
-  async callJson(name: string, json: unknown): Promise<ToolResult> {
-    if (!this.#names.has(name)) return this.refuse(name);
-    let args: unknown = json;
-    if (typeof json === "string") {
-      try {
-        args = json.trim() === "" ? {} : JSON.parse(json);
-      } catch {
-        return errorResult(
-          `The arguments of "${name}" are not JSON: ${json.slice(0, 200)}`,
-        );
-      }
-    }
-    if (args === undefined || args === null) args = {};
-    if (!isObject(args)) {
-      return errorResult(`The arguments of "${name}" must be a JSON object`);
-    }
-    return await this.call(name, args);
-  }
-}
-
-/**
- * An error result the model reads.
- *
- * @param text What went wrong.
- * @returns The result.
- */
-export function errorResult(text: string): ToolResult {
-  return { text: `Error: ${text}`, images: [], isError: true };
-}
-
-/** What a native computer action becomes: calls of the `computer` tool, or an error the model reads. */
-export type ComputerPlan = { calls: JsonObject[] } | { error: string };
-
-/**
- * Runs a native action's calls of the environment's `computer` tool in order:
- * only the last answers with a screenshot; the first error stops the rest.
- *
- * @param gate The tool gate.
- * @param plan The calls, or an error to answer with.
- * @returns The texts joined, the last call's images.
- */
-export async function runComputer(
-  gate: ToolGate,
-  plan: ComputerPlan,
-): Promise<ToolResult> {
-  if ("error" in plan) return errorResult(plan.error);
-  const texts: string[] = [];
-  let last: ToolResult = { text: "", images: [], isError: false };
-  for (const [i, call] of plan.calls.entries()) {
-    const final = i === plan.calls.length - 1;
-    last = await gate.call(
-      "computer",
-      final ? call : { ...call, screenshot: false },
-    );
-    if (last.text) texts.push(last.text);
-    if (last.isError) break;
-  }
-  return { ...last, text: texts.join("\n") };
-}
-
-/**
- * The environment's `computer` tool, when the agent was given one shaped as
- * the desktop tools define it (an `action` argument).
- *
- * @param tools The agent's tools.
- * @returns The tool, or `undefined`.
- */
-export function computerTool(tools: AgentTool[]): AgentTool | undefined {
-  const tool = tools.find((t) => t.name === "computer");
-  const properties = tool?.inputSchema.properties;
-  return isObject(properties) && "action" in properties ? tool : undefined;
-}
-
-/**
- * A pixel from a model's coordinate: a finite number, rounded.
- *
- * @param value The coordinate.
- * @returns The pixel, or `undefined` when it is not a number.
- */
-export function pixel(value: unknown): number | undefined {
-  return typeof value === "number" && Number.isFinite(value)
-    ? Math.round(value)
-    : undefined;
 }
 
 /** A prompt message's content as the conventions carry it: text or an image. */

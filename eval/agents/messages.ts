@@ -18,19 +18,21 @@ import {
   type AgentOutcome,
   type AgentRun,
   callModel,
-  type ComputerPlan,
-  computerTool,
   count,
   emptyOutcome,
   isObject,
-  type JsonObject,
   modelSaid,
-  pixel,
   promptPart,
-  runComputer,
-  ToolGate,
   traceToolCall,
 } from "./loop.ts";
+import type { JsonObject } from "./model.ts";
+import {
+  type ComputerPlan,
+  computerTool,
+  pixel,
+  runComputer,
+  ToolGate,
+} from "./tool_gate.ts";
 import { trajectoryPrompt } from "./trajectory.ts";
 
 /** Output tokens a Messages call may use (the API requires a limit). */

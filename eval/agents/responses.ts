@@ -19,22 +19,24 @@ import {
   type AgentOutcome,
   type AgentRun,
   callModel,
-  type ComputerPlan,
-  computerTool,
   count,
   dataUrl,
   emptyOutcome,
   isObject,
-  type JsonObject,
   modelSaid,
-  pixel,
   promptPart,
-  runComputer,
   type SafetyCheck,
-  ToolGate,
   traceImage,
   traceToolCall,
 } from "./loop.ts";
+import type { JsonObject } from "./model.ts";
+import {
+  type ComputerPlan,
+  computerTool,
+  pixel,
+  runComputer,
+  ToolGate,
+} from "./tool_gate.ts";
 import { trajectoryPrompt } from "./trajectory.ts";
 
 /** Pixels of a Responses scroll per wheel click of the `computer` tool. */

@@ -1,0 +1,139 @@
+/**
+ * The model side of an agent loop: the conventions the runner speaks, the
+ * gateway endpoint, and the transport a model call goes through (the
+ * gateway over HTTP, or a recording when replaying), with the cost header
+ * read as µUSD.
+ *
+ * @module
+ */
+
+/** A JSON object as the providers send it. */
+export type JsonObject = Record<string, unknown>;
+
+/** The wire conventions the runner speaks, named after the gateway's routes. */
+export type Convention = "chat" | "messages" | "responses" | "gemini";
+
+/** Every convention, in the order `--convention` lists them. */
+export const CONVENTIONS: readonly Convention[] = [
+  "chat",
+  "messages",
+  "responses",
+  "gemini",
+];
+
+/** Where the model is. */
+export interface ModelEndpoint {
+  /** Base URL of the gateway, e.g. `http://localhost:8080` (the route's path is added). */
+  gatewayUrl: string;
+  /** The caller key. */
+  key: string;
+  /** The model id. */
+  model: string;
+  /**
+   * How model calls travel (default {@linkcode gatewayTransport} of this
+   * endpoint): the one seam every loop's model calls pass, which recording
+   * and replay wrap (see `eval/record.ts`).
+   */
+  transport?: ModelTransport;
+}
+
+/** A model call as a loop sends it, before it meets the network. */
+export interface ModelRequest {
+  /** The route's path under the gateway, e.g. `/v1/messages`. */
+  path: string;
+  /** Headers the convention needs (`trace-id`, `anthropic-beta`); never the key. */
+  headers: Record<string, string>;
+  /** The request body. */
+  body: JsonObject;
+  /** The run's `trace-id`. */
+  traceId: string;
+  /** The model call's number in the run, from 1. */
+  step: number;
+  /**
+   * The planned run the call belongs to (task position and repetition),
+   * when the runner says: a replay plays that run's own recording.
+   */
+  run?: RunPlace;
+  /** Stops the call. */
+  signal?: AbortSignal;
+}
+
+/** Where a run is in the eval: its task's position and its repetition. */
+export interface RunPlace {
+  /** The task's position, from 0. */
+  task: number;
+  /** The repetition, from 0. */
+  repeat: number;
+}
+
+/** A model call's answer, read whole. */
+export interface ModelResponse {
+  /** The HTTP status. */
+  status: number;
+  /** The status text. */
+  statusText: string;
+  /** Headers, names lower case (`x-gateway-cost` is read from here). */
+  headers: Record<string, string>;
+  /** The body's text. */
+  body: string;
+  /** Set when a recording answered, not the gateway. */
+  replayed?: boolean;
+}
+
+/** Sends one model call and reads its answer whole. */
+export type ModelTransport = (request: ModelRequest) => Promise<ModelResponse>;
+
+/**
+ * The transport that calls the gateway over HTTP with the endpoint's key.
+ *
+ * @example
+ * ```ts ignore
+ * import { gatewayTransport } from "./model.ts";
+ * const send = gatewayTransport({ gatewayUrl: "http://localhost:8080", key: "gk_…", model: "gpt-4o-mini" });
+ * ```
+ *
+ * @param endpoint The gateway and key.
+ * @returns The transport.
+ */
+export function gatewayTransport(
+  endpoint: Pick<ModelEndpoint, "gatewayUrl" | "key">,
+): ModelTransport {
+  const base = endpoint.gatewayUrl.replace(/\/$/, "");
+  return async (request) => {
+    const response = await fetch(`${base}${request.path}`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${endpoint.key}`,
+        "content-type": "application/json",
+        ...request.headers,
+      },
+      body: JSON.stringify(request.body),
+      signal: request.signal,
+    });
+    return {
+      status: response.status,
+      statusText: response.statusText,
+      headers: Object.fromEntries(response.headers),
+      body: await response.text(),
+    };
+  };
+}
+
+/**
+ * A USD amount as the gateway prints it, in micro-USD.
+ *
+ * @example
+ * ```ts
+ * import { usdToMicros } from "./model.ts";
+ *
+ * usdToMicros("$0.000125"); // 125
+ * ```
+ *
+ * @param text `$0.000125`, `0.5`, or nothing.
+ * @returns The amount in micro-USD; 0 for nothing or a non-number.
+ */
+export function usdToMicros(text: string | null): number {
+  if (!text) return 0;
+  const value = Number(text.replace(/^\$/, ""));
+  return Number.isFinite(value) ? Math.round(value * 1_000_000) : 0;
+}
