@@ -8,11 +8,10 @@
  *   and its minute is corrected from the estimate to the tokens used;
  * - `rateLimited` (a 429): the key cools down for the provider's
  *   `retry-after`, else the pool's default;
- * - `refused` (401, or 403s from {@linkcode FORBIDDEN_REQUESTS_TO_REFUSE}
- *   different requests, see {@linkcode refusalBlame}): the key cools down
- *   for a time that doubles with each refusal in a row
- *   ({@linkcode refusedCooldownMs}); when that ends, one call at a time
- *   probes it, and the probe's answer makes it healthy again;
+ * - `refused` (401, or 403s from several different requests: `refusalBlame`
+ *   in `key_refusals.ts`): the key cools down for a time that doubles with
+ *   each refusal in a row (`refusedCooldownMs`); when that ends, one call
+ *   at a time probes it, and the probe's answer makes it healthy again;
  * - `failed`: the key goes back as it was, its estimated tokens returned.
  *
  * The pool lives in the memory of one process: it is on the hot path. Given
@@ -32,6 +31,7 @@ import {
 } from "../state/limits/provider_keys.ts";
 import type { ProviderName } from "./providers/mod.ts";
 import { MinuteWindow } from "./key_window.ts";
+import { refusalBlame, refusedCooldownMs } from "./key_refusals.ts";
 
 /** Per-provider key settings. */
 export interface ProviderKeys {
@@ -80,53 +80,6 @@ interface KeyState {
   /** Requests that got a 403 on this key since its last success. */
   forbidden: Set<string>;
   inFlight: number;
-}
-
-/** How many different requests must get a 403 on one key before the key, not the requests, is blamed. */
-export const FORBIDDEN_REQUESTS_TO_REFUSE = 3;
-
-/**
- * Whom a provider's refusal is about. A 401 is about the key. A 403 may be
- * about the request (moderation, a model or beta the account lacks): it is
- * the key's only once 403s came from {@linkcode FORBIDDEN_REQUESTS_TO_REFUSE}
- * different requests since the key last answered, so one caller's request
- * can never take a key out of service for everyone.
- *
- * @param status The upstream status, 401 or 403.
- * @param forbiddenRequests Different requests refused with a 403 on the key since it last answered, this one included.
- * @returns `"key"` (cool the key down, try another) or `"request"` (fail the call, leave the key alone).
- *
- * @example
- * ```ts
- * import { refusalBlame } from "./key_pool.ts";
- *
- * refusalBlame(401, 0); // "key"
- * refusalBlame(403, 1); // "request"
- * ```
- */
-export function refusalBlame(
-  status: number,
-  forbiddenRequests: number,
-): "key" | "request" {
-  if (status === 401) return "key";
-  return forbiddenRequests >= FORBIDDEN_REQUESTS_TO_REFUSE ? "key" : "request";
-}
-
-/**
- * The cool-down of a key the provider refused `refusals` times in a row: the
- * first cool-down, doubled with each refusal, up to the maximum.
- *
- * @param refusals Refusals in a row, this one included (at least 1).
- * @param baseMs The first cool-down, ms.
- * @param maxMs The longest cool-down, ms.
- * @returns The cool-down, ms.
- */
-export function refusedCooldownMs(
-  refusals: number,
-  baseMs: number,
-  maxMs: number,
-): number {
-  return Math.min(maxMs, baseMs * 2 ** (refusals - 1));
 }
 
 /** A lent key: the estimate charged to the window at acquire time, corrected when it is given back. */

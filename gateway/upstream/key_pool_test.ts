@@ -1,10 +1,6 @@
 import assert from "node:assert/strict";
-import {
-  MemoryKeyPool,
-  providerKeyId,
-  refusalBlame,
-  refusedCooldownMs,
-} from "./key_pool.ts";
+import { MemoryKeyPool, providerKeyId } from "./key_pool.ts";
+import { refusalBlame, refusedCooldownMs } from "./key_refusals.ts";
 import { MIN_SCRUBBED_KEY_LENGTH, scrubKey } from "./scrub.ts";
 import type { KeyOutcome, ProviderKey } from "./key_pool.ts";
 
