@@ -10,7 +10,7 @@ import {
   SpanStatusCode,
   trace as otelTrace,
 } from "@opentelemetry/api";
-import type { ProviderName } from "../upstream/providers/provider.ts";
+import { otelProviderName } from "../upstream/providers/mod.ts";
 import type { TraceRecord } from "../state/traces.ts";
 
 /** Extra span attributes for {@linkcode recordSpan}. */
@@ -30,16 +30,6 @@ export type SpanAttributes = Record<string, string | number | boolean>;
  * ```
  */
 export const TRACER_NAME = "@org/mcpkit/gateway";
-
-// Values of `gen_ai.provider.name` from the GenAI semantic conventions, where
-// they list the provider; OpenRouter has no listed value.
-const OTEL_PROVIDER_NAMES: Record<ProviderName, string> = {
-  openai: "openai",
-  anthropic: "anthropic",
-  gemini: "gcp.gemini",
-  xai: "x_ai",
-  openrouter: "openrouter",
-};
 
 /**
  * Records one finished call as an OpenTelemetry span named `{operation} {model}`
@@ -88,9 +78,9 @@ export function recordSpan(
     attributes["gen_ai.request.model"] = trace.model;
   }
   if (trace.provider !== undefined) {
-    attributes["gen_ai.provider.name"] = OTEL_PROVIDER_NAMES[trace.provider];
+    attributes["gen_ai.provider.name"] = otelProviderName(trace.provider);
     // The older name of the same attribute, still read by many back ends.
-    attributes["gen_ai.system"] = OTEL_PROVIDER_NAMES[trace.provider];
+    attributes["gen_ai.system"] = otelProviderName(trace.provider);
   }
   if (trace.callerId !== undefined) {
     attributes["mcpkit.caller_id"] = trace.callerId;
