@@ -10,13 +10,11 @@
 import {
   base64Bytes,
   base64Reader,
-  type ImageDetail,
   type ImageSize,
   imageSize,
-  type ImageTarget,
-  imageTokens,
   parseDataUrl,
-} from "./images.ts";
+} from "./image_size.ts";
+import { type ImageDetail, type ImageTarget, imageTokens } from "./images.ts";
 
 /** The least one inline medium of an unknown kind (audio, an Office file) holds. */
 export const MEDIA_TOKENS = 6_000;
