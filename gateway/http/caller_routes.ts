@@ -19,6 +19,26 @@ import type { CallerEnv } from "./auth.ts";
  * @param billing The balances, whose reads wait for the caller's queued settlements.
  * @param authenticate The caller check (sets `c.get("caller")`).
  * @returns A Hono app to mount at the gateway's root and under `/v1`.
+ *
+ * @example
+ * ```ts
+ * import { callerRoutes } from "./caller_routes.ts";
+ * import { callerAuth } from "./auth.ts";
+ * import { createBilling } from "../state/credits/billing.ts";
+ * import { createCaller, createCallerAuthenticator } from "../state/callers.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const billing = createBilling(kv);
+ * const ada = await createCaller(kv, { name: "Ada", creditsMicros: 5_000_000 });
+ * const routes = callerRoutes(kv, billing, callerAuth(createCallerAuthenticator(kv)));
+ * const credits = await routes.request("/credits", {
+ *   headers: { authorization: `Bearer ${ada.key}` },
+ * });
+ * assert.deepEqual(await credits.json(), { balance: 5, currency: "USD" });
+ * await billing.flush();
+ * kv.close();
+ * ```
  */
 export function callerRoutes(
   kv: Deno.Kv,

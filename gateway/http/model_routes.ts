@@ -18,6 +18,18 @@ import type { GatewayEnv } from "./_env.ts";
  * @param catalog The models this process serves.
  * @param providers The configured providers, to say whether a model's provider has a key.
  * @returns A Hono app to mount at the gateway's root and under `/v1`.
+ *
+ * @example
+ * ```ts
+ * import { modelRoutes } from "./model_routes.ts";
+ * import { Catalog, DEFAULT_CATALOG } from "../state/catalog.ts";
+ * import { parseConfig } from "../config.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const routes = modelRoutes(new Catalog(DEFAULT_CATALOG), parseConfig().providers);
+ * const listing = await (await routes.request("/models")).json();
+ * assert.equal(listing.object, "list");
+ * ```
  */
 export function modelRoutes(
   catalog: Catalog,

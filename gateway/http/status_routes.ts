@@ -14,6 +14,16 @@ import type { GatewayEnv } from "./_env.ts";
  *
  * @param metrics The gateway's metrics.
  * @returns The response to send.
+ *
+ * @example
+ * ```ts
+ * import { metricsResponse } from "./status_routes.ts";
+ * import { createMetrics } from "../observe/metrics.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const response = await metricsResponse(createMetrics(() => []));
+ * assert.match(response.headers.get("content-type") ?? "", /^text\/plain/);
+ * ```
  */
 export async function metricsResponse(
   metrics: GatewayMetrics,
@@ -28,6 +38,17 @@ export async function metricsResponse(
  * @param metrics The gateway's metrics.
  * @param adminToken `GATEWAY_ADMIN_TOKEN`, which `/metrics` wants.
  * @returns A Hono app to mount at the gateway's root and under `/v1`.
+ *
+ * @example
+ * ```ts
+ * import { statusRoutes } from "./status_routes.ts";
+ * import { createMetrics } from "../observe/metrics.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const routes = statusRoutes(createMetrics(() => []), "s3cret");
+ * assert.deepEqual(await (await routes.request("/health")).json(), { ok: true });
+ * assert.equal((await routes.request("/metrics")).status, 401);
+ * ```
  */
 export function statusRoutes(
   metrics: GatewayMetrics,
