@@ -40,7 +40,8 @@ import {
   Environment,
 } from "./environment.ts";
 import { EnvironmentError, parseTarget } from "./target.ts";
-import { Recorder, Replayer } from "./record.ts";
+import { Recorder } from "./record.ts";
+import { Replayer } from "./replay.ts";
 import { writeReport } from "./report.ts";
 import { imagesDirFor, storeImages } from "./report_images.ts";
 import { concurrencyRefusal, runEval } from "./runner.ts";

@@ -109,14 +109,10 @@ export { escapeHtml } from "./report/html.ts";
 export { imagesDirFor, storeImages } from "./report_images.ts";
 export { readResults } from "./results_file.ts";
 export type { ResultsFile } from "./results_file.ts";
-export {
-  firstDifference,
-  Recorder,
-  ReplayDivergence,
-  Replayer,
-} from "./record.ts";
+export { Recorder } from "./record.ts";
+export { firstDifference, ReplayDivergence, Replayer } from "./replay.ts";
 export type {
   RecordedExchange,
   RecordedTask,
   RecordingIndex,
-} from "./record.ts";
+} from "./recording.ts";

@@ -5,12 +5,8 @@ import {
   type ModelResponse,
   type ModelTransport,
 } from "./agents/model.ts";
-import {
-  firstDifference,
-  Recorder,
-  ReplayDivergence,
-  Replayer,
-} from "./record.ts";
+import { Recorder } from "./record.ts";
+import { firstDifference, ReplayDivergence, Replayer } from "./replay.ts";
 import type { EvalResult } from "./result.ts";
 
 const IMAGE = "iVBORw0KGgo".padEnd(2000, "A");
