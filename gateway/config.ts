@@ -117,7 +117,20 @@ export interface GatewayConfig {
   providers: Record<ProviderName, ProviderConfig>;
 }
 
-/** A configuration that failed validation; the message names the field. */
+/**
+ * A configuration that failed validation; the message names the field.
+ *
+ * @example
+ * ```ts
+ * import { ConfigError, parseConfig } from "./config.ts";
+ *
+ * try {
+ *   parseConfig({ env: { PORT: "eighty" } });
+ * } catch (error) {
+ *   if (error instanceof ConfigError) console.error(error.message); // one line naming "port"
+ * }
+ * ```
+ */
 export class ConfigError extends Error {
   /** Builds the error from a one-line message. */
   constructor(message: string) {
@@ -228,6 +241,14 @@ export function parseConfig(sources: ConfigSources = {}): GatewayConfig {
  * @param env The environment; defaults to the process environment.
  * @returns The validated configuration.
  * @throws {ConfigError} for an unreadable file or an invalid field.
+ *
+ * @example
+ * ```ts
+ * import { loadConfig } from "./config.ts";
+ *
+ * const config = await loadConfig({ GATEWAY_KV_PATH: ":memory:", XAI_API_KEYS: "xai-1" });
+ * config.providers.xai.baseUrl; // "https://api.x.ai/v1"
+ * ```
  */
 export async function loadConfig(
   env: Record<string, string | undefined> = Deno.env.toObject(),

@@ -98,7 +98,20 @@ const entrySchema = z.object({
   }
 });
 
-/** A catalog entry that is not valid; the message names the field. */
+/**
+ * A catalog entry that is not valid; the message names the field.
+ *
+ * @example
+ * ```ts
+ * import { CatalogEntryError, parseCatalogEntry } from "./catalog.ts";
+ *
+ * try {
+ *   parseCatalogEntry({ id: "m" });
+ * } catch (error) {
+ *   if (error instanceof CatalogEntryError) error.field; // "provider"
+ * }
+ * ```
+ */
 export class CatalogEntryError extends Error {
   /** The field at fault, as a dotted path (`pricing.input`). */
   readonly field: string;
@@ -122,6 +135,16 @@ export class CatalogEntryError extends Error {
  * @param raw The entry as given (a file, the admin API).
  * @returns The entry.
  * @throws {CatalogEntryError} Naming the first invalid field.
+ *
+ * @example
+ * ```ts
+ * import { parseCatalogEntry } from "./catalog.ts";
+ *
+ * parseCatalogEntry({
+ *   id: "fast", provider: "openai", upstream: "gpt-4o-mini", routes: ["chat"],
+ *   pricing: { input: 0.15, output: 0.6 }, maxOutputTokens: 16384,
+ * }).pricing.output; // 0.6
+ * ```
  */
 export function parseCatalogEntry(raw: unknown): CatalogEntry {
   const parsed = entrySchema.safeParse(raw);
@@ -135,7 +158,18 @@ export function parseCatalogEntry(raw: unknown): CatalogEntry {
   return parsed.data;
 }
 
-/** The models a gateway serves, looked up by the id callers send. */
+/**
+ * The models a gateway serves, looked up by the id callers send.
+ *
+ * @example
+ * ```ts
+ * import { Catalog, DEFAULT_CATALOG } from "./catalog.ts";
+ *
+ * const catalog = new Catalog(DEFAULT_CATALOG);
+ * catalog.get("gpt-4o-mini")?.provider; // "openai"
+ * catalog.get("no-such-model"); // undefined
+ * ```
+ */
 export class Catalog {
   #byId: Map<string, CatalogEntry>;
 
@@ -297,6 +331,14 @@ export function lifecycleHeaders(
  * @param entry The catalog entry.
  * @param now The moment, epoch ms.
  * @returns The fields to show; `{status: "active"}` alone for a model with no dates.
+ *
+ * @example
+ * ```ts
+ * import { lifecycleInfo } from "./catalog.ts";
+ *
+ * lifecycleInfo({ lifecycle: { retires: "2026-11-30", successor: "new" } }, Date.UTC(2026, 11, 1));
+ * // { status: "retired", retires: "2026-11-30", successor: "new" }
+ * ```
  */
 export function lifecycleInfo(
   entry: Pick<CatalogEntry, "lifecycle">,
@@ -305,7 +347,16 @@ export function lifecycleInfo(
   return { status: modelStatus(entry, now), ...entry.lifecycle };
 }
 
-/** The catalog shipped with the gateway (`gateway/catalog.json`). */
+/**
+ * The catalog shipped with the gateway (`gateway/catalog.json`).
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_CATALOG } from "./catalog.ts";
+ *
+ * DEFAULT_CATALOG.filter((model) => model.routes.includes("messages")).length > 0; // true
+ * ```
+ */
 export const DEFAULT_CATALOG: readonly CatalogEntry[] = catalogData
   .models as CatalogEntry[];
 

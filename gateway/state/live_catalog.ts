@@ -31,6 +31,19 @@ type CatalogChange = { entry: CatalogEntry } | { removed: true };
  * @param raw The catalog entry (validated).
  * @returns The stored entry.
  * @throws {CatalogEntryError} For an invalid entry.
+ *
+ * @example A price change every process serves within two seconds
+ * ```ts
+ * import { putModel, readCatalog } from "./live_catalog.ts";
+ * import { DEFAULT_CATALOG } from "./catalog.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const mini = DEFAULT_CATALOG.find((model) => model.id === "gpt-4o-mini")!;
+ * await putModel(kv, { ...mini, pricing: { input: 0.1, output: 0.4 } });
+ * const entries = await readCatalog(kv, DEFAULT_CATALOG, () => {});
+ * entries.find((model) => model.id === "gpt-4o-mini")?.pricing.input; // 0.1
+ * kv.close();
+ * ```
  */
 export async function putModel(
   kv: Deno.Kv,
@@ -47,6 +60,18 @@ export async function putModel(
  *
  * @param kv The gateway's KV.
  * @param id The model id.
+ *
+ * @example
+ * ```ts
+ * import { readCatalog, removeModel } from "./live_catalog.ts";
+ * import { DEFAULT_CATALOG } from "./catalog.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * await removeModel(kv, "gpt-4o-mini");
+ * const entries = await readCatalog(kv, DEFAULT_CATALOG, () => {});
+ * entries.some((model) => model.id === "gpt-4o-mini"); // false
+ * kv.close();
+ * ```
  */
 export async function removeModel(kv: Deno.Kv, id: string): Promise<void> {
   await commitChange(kv, id, { removed: true });
@@ -74,6 +99,16 @@ async function commitChange(
  * @param seed The catalog file's entries.
  * @param onInvalid Told of each stored entry ignored, with why.
  * @returns The entries.
+ *
+ * @example With nothing changed, the seed itself
+ * ```ts
+ * import { readCatalog } from "./live_catalog.ts";
+ * import { DEFAULT_CATALOG } from "./catalog.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * (await readCatalog(kv, DEFAULT_CATALOG, () => {})).length === DEFAULT_CATALOG.length; // true
+ * kv.close();
+ * ```
  */
 export async function readCatalog(
   kv: Deno.Kv,
@@ -113,6 +148,21 @@ export async function readCatalog(
  * Keeps a {@linkcode Catalog} in step with KV without a timer: a request
  * that finds the last look older than {@linkcode CATALOG_REFRESH_MS} reads
  * the change counter (one KV read) and reloads when it moved.
+ *
+ * @example
+ * ```ts
+ * import { LiveCatalog, putModel } from "./live_catalog.ts";
+ * import { Catalog, DEFAULT_CATALOG } from "./catalog.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * const catalog = new Catalog(DEFAULT_CATALOG);
+ * const live = new LiveCatalog(kv, DEFAULT_CATALOG, catalog, console.error);
+ * await live.fresh();
+ * await putModel(kv, { ...catalog.get("gpt-4o-mini")!, id: "mini-eu" });
+ * // Another request, two seconds on: `await live.fresh()` reloads, and
+ * // `catalog.get("mini-eu")` is the new model.
+ * kv.close();
+ * ```
  */
 export class LiveCatalog {
   readonly #kv: Deno.Kv;

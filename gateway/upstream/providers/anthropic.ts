@@ -252,7 +252,17 @@ function chatTranslated(call: CallInput): Exchange {
   };
 }
 
-/** The Anthropic provider. */
+/**
+ * The Anthropic provider.
+ *
+ * @example
+ * ```ts
+ * import { anthropic } from "./anthropic.ts";
+ *
+ * anthropic.headers("sk-ant-1"); // { "x-api-key": "sk-ant-1" }
+ * anthropic.wire; // "anthropic"
+ * ```
+ */
 export const anthropic: Provider<"anthropic"> = {
   name: "anthropic",
   defaultBaseUrl: "https://api.anthropic.com",

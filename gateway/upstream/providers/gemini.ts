@@ -172,7 +172,17 @@ function chatTranslated(call: CallInput): Exchange {
   };
 }
 
-/** The Gemini provider. */
+/**
+ * The Gemini provider.
+ *
+ * @example
+ * ```ts
+ * import { gemini } from "./gemini.ts";
+ *
+ * gemini.headers("AIza-1"); // { "x-goog-api-key": "AIza-1" }
+ * gemini.otelName; // "gcp.gemini"
+ * ```
+ */
 export const gemini: Provider<"gemini"> = {
   name: "gemini",
   defaultBaseUrl: "https://generativelanguage.googleapis.com",

@@ -54,6 +54,14 @@ export type ProviderName = (typeof REGISTERED_PROVIDERS)[number]["name"];
 /**
  * The registered providers' names, in order: the order the configuration
  * lists them and warns about missing keys in.
+ *
+ * @example Every provider's key variable
+ * ```ts
+ * import { PROVIDER_NAMES } from "./mod.ts";
+ *
+ * PROVIDER_NAMES.map((name) => `${name.toUpperCase()}_API_KEYS`);
+ * // ["OPENAI_API_KEYS", "ANTHROPIC_API_KEYS", "GEMINI_API_KEYS", "XAI_API_KEYS", "OPENROUTER_API_KEYS"]
+ * ```
  */
 export const PROVIDER_NAMES: readonly [ProviderName, ...ProviderName[]] =
   REGISTERED_PROVIDERS.map((provider) => provider.name) as [
@@ -61,7 +69,16 @@ export const PROVIDER_NAMES: readonly [ProviderName, ...ProviderName[]] =
     ...ProviderName[],
   ];
 
-/** The providers by name. */
+/**
+ * The providers by name.
+ *
+ * @example
+ * ```ts
+ * import { PROVIDERS } from "./mod.ts";
+ *
+ * PROVIDERS.anthropic.headers("sk-ant-1"); // { "x-api-key": "sk-ant-1" }
+ * ```
+ */
 export const PROVIDERS: Readonly<Record<ProviderName, Provider<ProviderName>>> =
   Object.freeze(
     Object.fromEntries(

@@ -110,6 +110,23 @@ function usageObject(value: unknown): unknown {
  * @param call The call.
  * @param options How the provider reports its token classes.
  * @returns The exchange.
+ *
+ * @example
+ * ```ts
+ * import { chatPassthrough } from "./openai.ts";
+ *
+ * const exchange = chatPassthrough({
+ *   route: "chat",
+ *   entry: { id: "fast", provider: "openai", upstream: "gpt-4o-mini", maxOutputTokens: 100 },
+ *   body: { model: "fast", messages: [{ role: "user", content: "hi" }], max_tokens: 500 },
+ *   stream: false,
+ *   maxOutputTokens: 100,
+ *   query: {},
+ *   headers: new Headers(),
+ * });
+ * exchange.path; // "/chat/completions"
+ * exchange.body; // { model: "gpt-4o-mini", messages: [...], max_tokens: 100 }
+ * ```
  */
 export function chatPassthrough(
   call: CallInput,
@@ -343,7 +360,17 @@ class ResponsesRelay implements StreamRelay {
   }
 }
 
-/** The OpenAI provider. */
+/**
+ * The OpenAI provider.
+ *
+ * @example
+ * ```ts
+ * import { openai } from "./openai.ts";
+ *
+ * openai.headers("sk-1"); // { authorization: "Bearer sk-1" }
+ * openai.defaultBaseUrl; // "https://api.openai.com/v1"
+ * ```
+ */
 export const openai: Provider<"openai"> = {
   name: "openai",
   defaultBaseUrl: "https://api.openai.com/v1",

@@ -9,7 +9,16 @@
 import { openAICompatible } from "./openai_compatible.ts";
 import type { Provider } from "./provider.ts";
 
-/** The OpenRouter provider. */
+/**
+ * The OpenRouter provider.
+ *
+ * @example
+ * ```ts
+ * import { openrouter } from "./openrouter.ts";
+ *
+ * openrouter.headers("sk-or-1")["x-title"]; // "mcpkit gateway"
+ * ```
+ */
 export const openrouter: Provider<"openrouter"> = openAICompatible({
   name: "openrouter",
   defaultBaseUrl: "https://openrouter.ai/api/v1",

@@ -141,7 +141,16 @@ export interface Provider<Name extends string = string> {
   };
 }
 
-/** Usage with nothing in it. */
+/**
+ * Usage with nothing in it.
+ *
+ * @example
+ * ```ts
+ * import { NO_USAGE } from "./provider.ts";
+ *
+ * NO_USAGE.inputTokens + NO_USAGE.outputTokens; // 0
+ * ```
+ */
 export const NO_USAGE: Readonly<Usage> = Object.freeze({
   inputTokens: 0,
   outputTokens: 0,
@@ -154,6 +163,14 @@ export const NO_USAGE: Readonly<Usage> = Object.freeze({
  * @param data The `data:` payload.
  * @param event The `event:` name, if any.
  * @returns The frame text.
+ *
+ * @example
+ * ```ts
+ * import { sseFrame } from "./provider.ts";
+ *
+ * sseFrame("[DONE]"); // "data: [DONE]\n\n"
+ * sseFrame("{}", "ping"); // "event: ping\ndata: {}\n\n"
+ * ```
  */
 export function sseFrame(data: string, event?: string): string {
   return event ? `event: ${event}\ndata: ${data}\n\n` : `data: ${data}\n\n`;
@@ -164,6 +181,14 @@ export function sseFrame(data: string, event?: string): string {
  *
  * @param text The text.
  * @returns The value, or `undefined`.
+ *
+ * @example
+ * ```ts
+ * import { parseJson } from "./provider.ts";
+ *
+ * parseJson('{"ok":true}'); // { ok: true }
+ * parseJson("<html>"); // undefined
+ * ```
  */
 export function parseJson(text: string): unknown {
   try {
@@ -180,6 +205,14 @@ export function parseJson(text: string): unknown {
  *
  * @param body The upstream's error body.
  * @returns A message for the caller.
+ *
+ * @example
+ * ```ts
+ * import { nestedErrorMessage } from "./provider.ts";
+ *
+ * nestedErrorMessage('{"error":{"message":"Rate limited","type":"rate_limit_error"}}'); // "Rate limited"
+ * nestedErrorMessage("Bad Gateway"); // "Bad Gateway"
+ * ```
  */
 export function nestedErrorMessage(body: string): string {
   const parsed = parseJson(body) as {
@@ -205,6 +238,14 @@ export function nestedErrorMessage(body: string): string {
  *
  * @param call The call on the chat route.
  * @returns The typed chat request.
+ *
+ * @example
+ * ```ts
+ * import { type CallInput, chatRequest } from "./provider.ts";
+ *
+ * declare const call: CallInput;
+ * chatRequest(call).messages.length;
+ * ```
  */
 export function chatRequest(call: CallInput): ChatRequest {
   return call.body as unknown as ChatRequest;
@@ -295,6 +336,23 @@ export class StreamUsage {
  * @param translator The convention pair's stream translator.
  * @param usageFormat Where the upstream's events carry usage, and how it is read.
  * @returns The relay.
+ *
+ * @example The chat relay of a translated convention
+ * ```ts
+ * import { translatedChatRelay } from "./provider.ts";
+ * import type { ChatStreamBase } from "../translate/_shared.ts";
+ *
+ * declare const translator: ChatStreamBase; // e.g. Gemini's stream translator
+ * const relay = translatedChatRelay(translator, {
+ *   countsIn: (_event, data) => (data as { usageMetadata?: unknown }).usageMetadata,
+ *   read: (counts) => ({
+ *     inputTokens: Number(counts.promptTokenCount ?? 0),
+ *     outputTokens: Number(counts.candidatesTokenCount ?? 0),
+ *     cachedInputTokens: 0,
+ *   }),
+ * });
+ * relay.end(); // the stream's last frames, then `data: [DONE]` unless it failed
+ * ```
  */
 export function translatedChatRelay(
   translator: ChatStreamBase,
@@ -335,6 +393,14 @@ export function translatedChatRelay(
  * @param provider The provider.
  * @param complete Whether the terminal event was seen.
  * @returns SSE text.
+ *
+ * @example
+ * ```ts
+ * import { passthroughEnd } from "./provider.ts";
+ *
+ * passthroughEnd("chat", "xai", true); // ""
+ * passthroughEnd("chat", "xai", false); // 'data: {"error":{"message":"The xai stream ended before it was complete",…}}\n\n'
+ * ```
  */
 export function passthroughEnd(
   route: RouteName,

@@ -6,7 +6,17 @@
 import { openAICompatible } from "./openai_compatible.ts";
 import type { Provider } from "./provider.ts";
 
-/** The xAI provider. */
+/**
+ * The xAI provider.
+ *
+ * @example
+ * ```ts
+ * import { xai } from "./xai.ts";
+ *
+ * xai.defaultBaseUrl; // "https://api.x.ai/v1"
+ * xai.otelName; // "x_ai"
+ * ```
+ */
 export const xai: Provider<"xai"> = openAICompatible({
   name: "xai",
   defaultBaseUrl: "https://api.x.ai/v1",
