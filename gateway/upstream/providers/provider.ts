@@ -417,10 +417,3 @@ export function passthroughEnd(
     ),
   );
 }
-
-/**
- * @deprecated Kept only until `observe/tracing.ts` imports
- * `ProviderName` (and `otelProviderName`) from `./mod.ts`, the registry it
- * is derived from; nothing else may use it.
- */
-export type ProviderName = string;
