@@ -1,120 +1,30 @@
 /**
  * The `computer` tool: screenshots, mouse and keyboard for an agent, in the
- * screen size the agent was told, on top of an {@linkcode Executor}.
+ * screen size the agent was told (`display.ts`), on top of an
+ * {@linkcode Executor}; its input is `computer_input.ts`.
  *
  * @module
  */
-import { z } from "zod";
 import { BaseTool, type ToolExtra } from "../mcp/mod.ts";
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import type { Executor, MouseButton, Point, Size } from "./executor.ts";
 import { keysyms } from "./keys.ts";
 import { pngSize } from "./png.ts";
-
-/** The agent's screen when the client names none (the MCP description's fallback). */
-export const DEFAULT_AGENT_SIZE: Readonly<Size> = Object.freeze({
-  width: 1920,
-  height: 1080,
-});
-
-/** The actions of the `computer` tool. */
-export const COMPUTER_ACTIONS = [
-  "screenshot",
-  "click",
-  "double_click",
-  "triple_click",
-  "move",
-  "drag",
-  "scroll",
-  "type",
-  "key",
-  "hold_key",
-  "wait",
-  "cursor_position",
-] as const;
-
-/** One of {@linkcode COMPUTER_ACTIONS}. */
-export type ComputerAction = typeof COMPUTER_ACTIONS[number];
-
-const MAX_SIDE = 8192;
-const MAX_TEXT = 10_000;
-const MAX_SCROLL = 50;
-const MAX_PATH = 100;
-
-const point = z.object({ x: z.number(), y: z.number() });
-
-/** The `computer` tool's input shape (zod). */
-export type ComputerInputShape = {
-  /** What to do. */
-  action: z.ZodEnum<{ [A in ComputerAction]: A }>;
-  /** Agent pixels from the left. */
-  x: z.ZodOptional<z.ZodNumber>;
-  /** Agent pixels from the top. */
-  y: z.ZodOptional<z.ZodNumber>;
-  /** Mouse button of a click. */
-  button: z.ZodOptional<
-    z.ZodEnum<{ left: "left"; right: "right"; middle: "middle" }>
-  >;
-  /** A drag's points. */
-  path: z.ZodOptional<
-    z.ZodArray<z.ZodObject<{ x: z.ZodNumber; y: z.ZodNumber }>>
-  >;
-  /** Wheel clicks to the right. */
-  scroll_x: z.ZodOptional<z.ZodNumber>;
-  /** Wheel clicks down. */
-  scroll_y: z.ZodOptional<z.ZodNumber>;
-  /** Text to type. */
-  text: z.ZodOptional<z.ZodString>;
-  /** One key combination. */
-  keys: z.ZodOptional<z.ZodArray<z.ZodString>>;
-  /** How long to wait or hold. */
-  duration_ms: z.ZodOptional<z.ZodNumber>;
-  /** Whether to answer with a screenshot. */
-  screenshot: z.ZodOptional<z.ZodBoolean>;
-};
-
-const INPUT: ComputerInputShape = {
-  action: z.enum(COMPUTER_ACTIONS).describe("What to do"),
-  x: z.number().optional().describe(
-    "Pixels from the left (click, double_click, triple_click, move, scroll)",
-  ),
-  y: z.number().optional().describe(
-    "Pixels from the top (click, double_click, triple_click, move, scroll)",
-  ),
-  button: z.enum(["left", "right", "middle"]).optional().describe(
-    "Mouse button for clicks (default left)",
-  ),
-  path: z.array(point).optional().describe(
-    "Drag: two or more points [{x, y}, …], pressed at the first, released at the last",
-  ),
-  scroll_x: z.number().int().optional().describe(
-    "Scroll: wheel clicks to the right (negative: left)",
-  ),
-  scroll_y: z.number().int().optional().describe(
-    "Scroll: wheel clicks down (negative: up)",
-  ),
-  text: z.string().optional().describe("Type: the text to type"),
-  keys: z.array(z.string()).optional().describe(
-    'Key / hold_key: one combination pressed together, e.g. ["ctrl", "a"] or ["Return"]',
-  ),
-  duration_ms: z.number().optional().describe(
-    "Wait / hold_key: how long, in milliseconds (at most 30 000)",
-  ),
-  screenshot: z.boolean().optional().describe(
-    "Answer with a screenshot after the action (default true)",
-  ),
-};
-
-/** The `computer` tool's parsed input. */
-export type ComputerInput = z.output<z.ZodObject<ComputerInputShape>>;
-
-/** The agent-size keys of an initialize request's `_meta`. */
-export interface DisplayMeta {
-  /** The agent's screen width in pixels. */
-  display_width?: unknown;
-  /** The agent's screen height in pixels. */
-  display_height?: unknown;
-}
+import {
+  COMPUTER_ACTIONS,
+  COMPUTER_INPUT,
+  type ComputerInput,
+  type ComputerInputShape,
+  MAX_PATH,
+  MAX_SCROLL,
+  MAX_TEXT,
+} from "./computer_input.ts";
+import {
+  agentSize,
+  DEFAULT_AGENT_SIZE,
+  type DisplayMeta,
+  scaleCoordinate,
+} from "./display.ts";
 
 /** Options of {@linkcode ComputerTool}. */
 export interface ComputerToolOptions {
@@ -126,76 +36,6 @@ export interface ComputerToolOptions {
   settleMs?: number;
   /** The longest `wait` or `hold_key` (ms, default 30 000). */
   maxDurationMs?: number;
-}
-
-function sideFrom(value: unknown, name: string, fallback: number): number {
-  if (value === undefined || value === null) return fallback;
-  const number = typeof value === "string" ? Number(value) : value;
-  if (
-    typeof number !== "number" || !Number.isInteger(number) || number < 1 ||
-    number > MAX_SIDE
-  ) {
-    throw new RangeError(
-      `Cannot use ${name} ${
-        JSON.stringify(value)
-      }: expected an integer from 1 to ${MAX_SIDE}`,
-    );
-  }
-  return number;
-}
-
-/**
- * The agent's screen size from an initialize request's `_meta`: each of
- * `display_width` and `display_height` that is missing falls back to
- * 1920×1080's.
- *
- * @param meta The `_meta` (`ctx.meta` of an initialize hook), possibly absent.
- * @returns The size.
- * @throws {RangeError} When a value is not an integer from 1 to 8192.
- * @example
- * ```ts
- * import { agentSize } from "./computer.ts";
- * agentSize({ display_width: 1280, display_height: 800 }); // { width: 1280, height: 800 }
- * agentSize(undefined); // { width: 1920, height: 1080 }
- * ```
- */
-export function agentSize(meta: DisplayMeta | undefined): Size {
-  return {
-    width: sideFrom(
-      meta?.display_width,
-      "display_width",
-      DEFAULT_AGENT_SIZE.width,
-    ),
-    height: sideFrom(
-      meta?.display_height,
-      "display_height",
-      DEFAULT_AGENT_SIZE.height,
-    ),
-  };
-}
-
-/**
- * Maps a coordinate between two sizes of the same screen, pixel centre to
- * pixel centre, so every pixel of one lands inside the other.
- *
- * @param value The coordinate in `from` pixels.
- * @param from The side's length it is measured in.
- * @param to The side's length to convert to.
- * @returns The coordinate in `to` pixels, from 0 to `to - 1`.
- * @example
- * ```ts
- * import { scaleCoordinate } from "./computer.ts";
- * scaleCoordinate(640, 1280, 1920); // 960
- * scaleCoordinate(1279, 1280, 1920); // 1919
- * ```
- */
-export function scaleCoordinate(
-  value: number,
-  from: number,
-  to: number,
-): number {
-  const scaled = Math.floor((value + 0.5) * to / from);
-  return Math.min(to - 1, Math.max(0, scaled));
 }
 
 /**
@@ -227,7 +67,7 @@ export class ComputerTool extends BaseTool<ComputerInputShape> {
     "screen size you were told, from the top-left corner. Every action answers with " +
     "a screenshot unless screenshot is false.";
   /** The input shape: the action and its arguments. */
-  override input: ComputerInputShape = INPUT;
+  override input: ComputerInputShape = COMPUTER_INPUT;
   /** What carries the actions out. */
   readonly executor: Executor;
   readonly #settleMs: number;

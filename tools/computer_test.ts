@@ -2,12 +2,9 @@ import assert from "node:assert/strict";
 import { MCPServer } from "../mcp/mod.ts";
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { initializeMessage, rawPeer } from "../tests/_mcp_client.ts";
-import {
-  agentSize,
-  type ComputerInput,
-  ComputerTool,
-  scaleCoordinate,
-} from "./computer.ts";
+import { ComputerTool } from "./computer.ts";
+import type { ComputerInput } from "./computer_input.ts";
+import { agentSize, scaleCoordinate } from "./display.ts";
 import {
   type Executor,
   type RecordedAction,

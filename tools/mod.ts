@@ -29,20 +29,16 @@
  *
  * @module
  */
-export {
-  agentSize,
-  COMPUTER_ACTIONS,
-  ComputerTool,
-  DEFAULT_AGENT_SIZE,
-  scaleCoordinate,
-} from "./computer.ts";
+export { ComputerTool } from "./computer.ts";
+export type { ComputerToolOptions } from "./computer.ts";
+export { COMPUTER_ACTIONS } from "./computer_input.ts";
 export type {
   ComputerAction,
   ComputerInput,
   ComputerInputShape,
-  ComputerToolOptions,
-  DisplayMeta,
-} from "./computer.ts";
+} from "./computer_input.ts";
+export { agentSize, DEFAULT_AGENT_SIZE, scaleCoordinate } from "./display.ts";
+export type { DisplayMeta } from "./display.ts";
 export { RecordingExecutor } from "./executor.ts";
 export type {
   Executor,

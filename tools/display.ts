@@ -1,0 +1,95 @@
+/**
+ * The screen the agent sees: its size from the client's initialize `_meta`
+ * (`display_width`, `display_height`; default 1920×1080), and the scaling of
+ * coordinates between it and the real screen.
+ *
+ * @module
+ */
+import type { Size } from "./executor.ts";
+
+/** The agent's screen when the client names none (the MCP description's fallback). */
+export const DEFAULT_AGENT_SIZE: Readonly<Size> = Object.freeze({
+  width: 1920,
+  height: 1080,
+});
+
+/** The largest screen side an agent may be told, pixels. */
+const MAX_SIDE = 8192;
+
+/** The agent-size keys of an initialize request's `_meta`. */
+export interface DisplayMeta {
+  /** The agent's screen width in pixels. */
+  display_width?: unknown;
+  /** The agent's screen height in pixels. */
+  display_height?: unknown;
+}
+
+function sideFrom(value: unknown, name: string, fallback: number): number {
+  if (value === undefined || value === null) return fallback;
+  const number = typeof value === "string" ? Number(value) : value;
+  if (
+    typeof number !== "number" || !Number.isInteger(number) || number < 1 ||
+    number > MAX_SIDE
+  ) {
+    throw new RangeError(
+      `Cannot use ${name} ${
+        JSON.stringify(value)
+      }: expected an integer from 1 to ${MAX_SIDE}`,
+    );
+  }
+  return number;
+}
+
+/**
+ * The agent's screen size from an initialize request's `_meta`: each of
+ * `display_width` and `display_height` that is missing falls back to
+ * 1920×1080's.
+ *
+ * @param meta The `_meta` (`ctx.meta` of an initialize hook), possibly absent.
+ * @returns The size.
+ * @throws {RangeError} When a value is not an integer from 1 to 8192.
+ * @example
+ * ```ts
+ * import { agentSize } from "./display.ts";
+ * agentSize({ display_width: 1280, display_height: 800 }); // { width: 1280, height: 800 }
+ * agentSize(undefined); // { width: 1920, height: 1080 }
+ * ```
+ */
+export function agentSize(meta: DisplayMeta | undefined): Size {
+  return {
+    width: sideFrom(
+      meta?.display_width,
+      "display_width",
+      DEFAULT_AGENT_SIZE.width,
+    ),
+    height: sideFrom(
+      meta?.display_height,
+      "display_height",
+      DEFAULT_AGENT_SIZE.height,
+    ),
+  };
+}
+
+/**
+ * Maps a coordinate between two sizes of the same screen, pixel centre to
+ * pixel centre, so every pixel of one lands inside the other.
+ *
+ * @param value The coordinate in `from` pixels.
+ * @param from The side's length it is measured in.
+ * @param to The side's length to convert to.
+ * @returns The coordinate in `to` pixels, from 0 to `to - 1`.
+ * @example
+ * ```ts
+ * import { scaleCoordinate } from "./display.ts";
+ * scaleCoordinate(640, 1280, 1920); // 960
+ * scaleCoordinate(1279, 1280, 1920); // 1919
+ * ```
+ */
+export function scaleCoordinate(
+  value: number,
+  from: number,
+  to: number,
+): number {
+  const scaled = Math.floor((value + 0.5) * to / from);
+  return Math.min(to - 1, Math.max(0, scaled));
+}
