@@ -81,7 +81,8 @@ const creditsSchema = z.object({
   ),
 });
 
-function notFound(id: string): GatewayError {
+/** The 404 for a caller key id the store does not hold. */
+function keyNotFound(id: string): GatewayError {
   return new GatewayError(404, `Caller key "${id}" not found`, {
     code: "key_not_found",
   });
@@ -247,7 +248,7 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono {
 
   admin.get("/keys/:id", async (c) => {
     const caller = await getCaller(kv, c.req.param("id"));
-    if (caller === null) throw notFound(c.req.param("id"));
+    if (caller === null) throw keyNotFound(c.req.param("id"));
     return c.json(wireCaller(caller));
   });
 
@@ -255,7 +256,7 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono {
     const id = c.req.param("id");
     const body = await readBody(c, limitsBodySchema);
     const caller = await setCallerLimits(kv, id, body.limits);
-    if (caller === null) throw notFound(id);
+    if (caller === null) throw keyNotFound(id);
     return c.json(wireCaller(caller));
   });
 
@@ -266,7 +267,7 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono {
       const balance = await topUp(kv, id, usdToMicros(body.amount));
       return c.json({ balance: microsToUsd(balance) });
     } catch (error) {
-      if (error instanceof Deno.errors.NotFound) throw notFound(id);
+      if (error instanceof Deno.errors.NotFound) throw keyNotFound(id);
       if (error instanceof BalanceRangeError) {
         throw new GatewayError(400, error.message, {
           code: "invalid_value",
@@ -279,7 +280,7 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono {
 
   admin.delete("/keys/:id", async (c) => {
     const id = c.req.param("id");
-    if (!(await revokeCaller(kv, id))) throw notFound(id);
+    if (!(await revokeCaller(kv, id))) throw keyNotFound(id);
     return c.json({ id, deleted: true });
   });
 
