@@ -245,6 +245,49 @@ export async function readThreadCpuMicros(
   return byName;
 }
 
+/**
+ * CPU time a process and its direct children have used so far (a server
+ * that forks a process per connection, such as PostgreSQL's postmaster),
+ * from `/proc/<pid>/stat`. A child that exits takes its time with it.
+ *
+ * @param pid The parent's process id.
+ * @returns Microseconds of CPU.
+ */
+export async function readFamilyCpuMicros(pid: number): Promise<number> {
+  let total = 0;
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    // A process may end between the listing and the read.
+    const stat = await Deno.readTextFile(`/proc/${entry.name}/stat`)
+      .catch(() => "");
+    if (!stat) continue;
+    const parent = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    if (Number(entry.name) === pid || parent === pid) {
+      total += statCpuMicros(stat);
+    }
+  }
+  return total;
+}
+
+/**
+ * The first process whose arguments satisfy a test, from
+ * `/proc/<pid>/cmdline`.
+ *
+ * @param test Called with each process's arguments.
+ * @returns Its process id, or `undefined`.
+ */
+export async function findProcess(
+  test: (args: string[]) => boolean,
+): Promise<number | undefined> {
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    const cmdline = await Deno.readTextFile(`/proc/${entry.name}/cmdline`)
+      .catch(() => "");
+    if (cmdline && test(cmdline.split("\0"))) return Number(entry.name);
+  }
+  return undefined;
+}
+
 /** User plus system time in a `/proc` stat line, µs. */
 function statCpuMicros(stat: string): number {
   // Fields after the command (which may hold spaces) start past its ")".

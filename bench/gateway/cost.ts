@@ -27,6 +27,7 @@
 import { parseArgs } from "node:util";
 import { POSTGRES_MISSING, startPostgres } from "../../tests/_postgres.ts";
 import { NODE_DIR } from "../_deps.ts";
+import { findProcess, readFamilyCpuMicros } from "../_process.ts";
 import {
   type CallsFigures,
   callsPhase,
@@ -67,6 +68,8 @@ export interface CostResults {
   ttft: TtftFigures;
   /** CPU per non-streamed call, µs, per round. */
   cpuPerCall: CallsFigures["cpuPerCall"];
+  /** The database server's CPU per call, µs, per round (absent from runs before it was measured). */
+  databaseCpuPerCall?: CallsFigures["databaseCpuPerCall"];
   /** Best rate with p99 under 10 ms (warm). */
   throughput: CallsFigures["throughput"];
   /** Memory through the non-streamed workload. */
@@ -91,7 +94,25 @@ export async function benchCost(
   const targets = COST_TARGETS.filter((name) =>
     name !== "gateway_pg" || postgres
   );
-  const context: Context = { options, postgres, log, notes: [] };
+  const context: Context = { options, log, notes: [] };
+  if (postgres) {
+    // The server (postmaster) forks a backend per connection: its CPU and
+    // its children's is the database's.
+    const postmaster = await findProcess((args) =>
+      args[0].endsWith("/postgres") &&
+      args.includes(String(postgres.port)) && args.includes("-p")
+    );
+    if (postmaster === undefined) {
+      await postgres.stop();
+      throw new Error(
+        `Cannot find the PostgreSQL server on port "${postgres.port}" in /proc`,
+      );
+    }
+    context.postgres = {
+      createDatabase: (name) => postgres.createDatabase(name),
+      cpuMicros: () => readFamilyCpuMicros(postmaster),
+    };
+  }
   const sim = await startSimulatorProcess(0);
   try {
     // The simulator is the upstream, not a target: warm it up once.

@@ -60,6 +60,8 @@ export type LatencyFigures = Record<
 export interface CallsFigures {
   /** CPU per non-streamed call, µs, per round. */
   cpuPerCall: Record<Round, Partial<Record<CostTarget, number>>>;
+  /** The database server's CPU per call, µs, per round (the gateway on PostgreSQL). */
+  databaseCpuPerCall: Record<Round, Partial<Record<CostTarget, number>>>;
   /** Best rate with p99 under 10 ms (warm). */
   throughput: Partial<Record<CostTarget, Throughput>>;
   /** Memory through the non-streamed workload. */
@@ -67,6 +69,8 @@ export interface CallsFigures {
 }
 
 const BATCH_CONCURRENCY = 32;
+/** How long after a CPU run its CPU is read: the settles written behind the answers end within it. */
+const SETTLE_MS = 300;
 const P99_LIMIT_MS = 10;
 
 /**
@@ -237,8 +241,12 @@ export function callsPhase(
       };
     }
     const cpuPerCall = { cold: {}, warm: {} } as CallsFigures["cpuPerCall"];
+    const databaseCpuPerCall = { cold: {}, warm: {} } as CallsFigures[
+      "databaseCpuPerCall"
+    ];
     const measure = async (target: Running) => {
       const before = await readCpuMicros(target.pid);
+      const databaseBefore = await target.databaseCpuMicros?.() ?? 0;
       const { ok, failed } = await sendCalls(
         chatRequest(target, false),
         cpuCalls,
@@ -249,30 +257,48 @@ export function callsPhase(
           `${target.name}: ${failed} of ${cpuCalls} non-streamed calls failed in a CPU run`,
         );
       }
-      return { micros: await readCpuMicros(target.pid) - before, calls: ok };
+      // The gateway settles behind the answers: its last writes count too.
+      await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+      return {
+        micros: await readCpuMicros(target.pid) - before,
+        databaseMicros: (await target.databaseCpuMicros?.() ?? 0) -
+          databaseBefore,
+        calls: ok,
+      };
     };
-    for (const target of running) {
-      const { micros, calls } = await measure(target);
-      cpuPerCall.cold[target.name] = micros / calls;
-    }
+    const record = (
+      round: Round,
+      target: Running,
+      sum: { micros: number; databaseMicros: number; calls: number },
+    ) => {
+      cpuPerCall[round][target.name] = sum.micros / sum.calls;
+      if (target.databaseCpuMicros) {
+        databaseCpuPerCall[round][target.name] = sum.databaseMicros /
+          sum.calls;
+      }
+    };
+    for (const target of running) record("cold", target, await measure(target));
     for (const target of running) {
       await runWrk(chatRequest(target, false), WARMUP, workDir);
     }
     // Two warm runs each, in turns and in opposite orders, summed.
-    const warm = new Map<CostTarget, { micros: number; calls: number }>();
+    const warm = new Map<
+      Running,
+      { micros: number; databaseMicros: number; calls: number }
+    >();
     for (const order of [running, [...running].reverse()]) {
       for (const target of order) {
-        const { micros, calls } = await measure(target);
-        const sum = warm.get(target.name) ?? { micros: 0, calls: 0 };
-        warm.set(target.name, {
-          micros: sum.micros + micros,
-          calls: sum.calls + calls,
+        const run = await measure(target);
+        const sum = warm.get(target) ??
+          { micros: 0, databaseMicros: 0, calls: 0 };
+        warm.set(target, {
+          micros: sum.micros + run.micros,
+          databaseMicros: sum.databaseMicros + run.databaseMicros,
+          calls: sum.calls + run.calls,
         });
       }
     }
-    for (const [name, { micros, calls }] of warm) {
-      cpuPerCall.warm[name] = micros / calls;
-    }
+    for (const [target, sum] of warm) record("warm", target, sum);
     for (const target of running) {
       memory[target.name]!.standardPeakMiB =
         (await readMemory(target.pid)).peakMiB;
@@ -291,6 +317,6 @@ export function callsPhase(
       memory[target.name]!.searchPeakMiB =
         (await readMemory(target.pid)).peakMiB;
     }
-    return { cpuPerCall, throughput, memory };
+    return { cpuPerCall, databaseCpuPerCall, throughput, memory };
   });
 }

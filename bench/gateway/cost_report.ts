@@ -100,10 +100,15 @@ export function costChecks(cost: CostResults): CostCheck[] {
         const mine = cost.cpuPerCall[round][store];
         const relay = cost.cpuPerCall[round].relay;
         if (mine === undefined || relay === undefined) return undefined;
+        const server = cost.databaseCpuPerCall?.[round][store];
         return {
           measured: `${ratio(mine, relay)} (${fixed(mine, 0)} vs ${
             fixed(relay, 0)
-          } µs)`,
+          } µs${
+            server === undefined
+              ? ""
+              : `; the database server +${fixed(server, 0)} µs`
+          })`,
           ok: mine / relay <= 1.5,
         };
       }),
@@ -122,7 +127,13 @@ export function costChecks(cost: CostResults): CostCheck[] {
           return {
             measured: `${ratio(mine.cpuPerChunkUs, relay.cpuPerChunkUs)} (${
               fixed(mine.cpuPerChunkUs, 0)
-            } vs ${fixed(relay.cpuPerChunkUs, 0)} µs)`,
+            } vs ${fixed(relay.cpuPerChunkUs, 0)} µs${
+              mine.databaseCpuPerChunkUs === undefined
+                ? ""
+                : `; the database server +${
+                  fixed(mine.databaseCpuPerChunkUs, 0)
+                } µs`
+            })`,
             ok: mine.cpuPerChunkUs !== null &&
               relay.cpuPerChunkUs !== null &&
               mine.cpuPerChunkUs <= 2 * relay.cpuPerChunkUs,
@@ -298,6 +309,7 @@ function cpuTable(cost: CostResults): string[] {
     figure: string,
     round: Round,
     value: (target: CostTarget) => number | null | undefined,
+    database: (target: CostTarget) => number | null | undefined,
   ) => {
     const relay = value("relay");
     rows.push([
@@ -306,9 +318,12 @@ function cpuTable(cost: CostResults): string[] {
       fixed(relay, 1),
       ...others.map((target) => {
         const mine = value(target);
+        const server = database(target);
         return mine === undefined
           ? ""
-          : `${fixed(mine, 1)} (${ratio(mine, relay)})`;
+          : `${fixed(mine, 1)} (${ratio(mine, relay)})${
+            server === undefined ? "" : `; PostgreSQL +${fixed(server, 1)}`
+          }`;
       }),
     ]);
   };
@@ -317,6 +332,7 @@ function cpuTable(cost: CostResults): string[] {
       "per non-streamed call",
       round,
       (target) => cost.cpuPerCall[round][target],
+      (target) => cost.databaseCpuPerCall?.[round][target],
     );
   }
   for (const route of ["passthrough", "translated"] as const) {
@@ -325,6 +341,8 @@ function cpuTable(cost: CostResults): string[] {
         `per streamed chunk, ${route}`,
         round,
         (target) => streamRow(cost, route, target, round)?.cpuPerChunkUs,
+        (target) =>
+          streamRow(cost, route, target, round)?.databaseCpuPerChunkUs,
       );
     }
   }
@@ -478,7 +496,7 @@ export function renderCost(cost: CostResults): string[] {
     "",
     "### CPU per request",
     "",
-    `CPU time of the target's process (\`/proc/<pid>/stat\`, user and system, every thread) over the workload, divided by the calls answered or the chunks relayed. Non-streamed: ${o.cpuCalls} calls at concurrency 32 from a Deno client, cold; warm is two such runs each after the warm-up, in turns and in opposite orders. Streamed: ${o.streams} streams open at once, 40 chunks each (the translated route is an Anthropic model on \`/chat/completions\`; the relay and Portkey pass an OpenAI stream through in both).`,
+    `CPU time of the target's process (\`/proc/<pid>/stat\`, user and system, every thread) over the workload, divided by the calls answered or the chunks relayed, read 300 ms after the last answer so the settles written behind it count. The gateway on PostgreSQL also spends the database server's CPU (its postmaster and backends, from \`/proc\`), shown after "PostgreSQL +" and left out of the ratio, as the KV file's SQLite thread is inside the gateway's process and in it. Non-streamed: ${o.cpuCalls} calls at concurrency 32 from a Deno client, cold; warm is two such runs each after the warm-up, in turns and in opposite orders. Streamed: ${o.streams} streams open at once, 40 chunks each (the translated route is an Anthropic model on \`/chat/completions\`; the relay and Portkey pass an OpenAI stream through in both).`,
     "",
     ...cpuTable(cost),
     "",

@@ -16,7 +16,12 @@ import {
   ROUNDS,
   withTargets,
 } from "./cost_targets.ts";
-import { anthropicEnv, streamRound, type StreamTarget } from "./streams.ts";
+import {
+  anthropicEnv,
+  CHUNKS,
+  streamRound,
+  type StreamTarget,
+} from "./streams.ts";
 import type { SimulatorProcess } from "./targets.ts";
 import { measureTtft } from "./ttft.ts";
 
@@ -34,6 +39,8 @@ export interface StreamCost {
   completed: number;
   /** CPU per relayed chunk, µs (null when none completed). */
   cpuPerChunkUs: number | null;
+  /** The database server's CPU per relayed chunk, µs (the gateway on PostgreSQL). */
+  databaseCpuPerChunkUs?: number | null;
   /** RSS just before the round, MiB. */
   rssBeforeMiB: number;
   /** Peak RSS growth over the round, MiB: VmHWM (reset as the round began, or since start in a cold round) minus `rssBeforeMiB`. */
@@ -136,12 +143,14 @@ export function streamsPhase(
     context,
     anthropicEnv(sim),
     async (running) => {
-      const targets: (StreamTarget & { cost: CostTarget })[] = running.map((
-        target,
-      ) => {
+      const targets: (StreamTarget & {
+        cost: CostTarget;
+        databaseCpuMicros?: () => Promise<number>;
+      })[] = running.map((target) => {
         const { authorization, ...headers } = target.headers;
         return {
           cost: target.name,
+          databaseCpuMicros: target.databaseCpuMicros,
           name: target.name,
           pid: target.pid,
           url: target.url,
@@ -158,7 +167,11 @@ export function streamsPhase(
         for (const target of targets) {
           if (failed.has(target.cost)) continue;
           await new Promise((resolve) => setTimeout(resolve, 1_000));
+          const databaseBefore = await target.databaseCpuMicros?.();
           const measured = await streamRound(target, n);
+          const databaseMicros = databaseBefore === undefined
+            ? undefined
+            : await target.databaseCpuMicros!() - databaseBefore;
           const row: StreamCost = {
             route,
             target: target.cost,
@@ -168,8 +181,13 @@ export function streamsPhase(
             cpuPerChunkUs: measured.completed > 0
               ? measured.cpuPerChunkUs
               : null,
+            ...databaseMicros === undefined ? {} : {
+              databaseCpuPerChunkUs: measured.completed > 0
+                ? databaseMicros / (measured.completed * CHUNKS)
+                : null,
+            },
             rssBeforeMiB: measured.rssBeforeMiB,
-            growthMiB: (measured.peakReset || round === "cold"
+            growthMiB: (round === "cold" && !measured.peakReset
               ? measured.hwmMiB
               : measured.rssPeakMiB) - measured.rssBeforeMiB,
             peakMiB: measured.hwmMiB,

@@ -25,7 +25,8 @@ import {
   startSimulatorProcess,
 } from "./targets.ts";
 
-const CHUNKS = 40;
+/** Content chunks in every stream of the stream simulator. */
+export const CHUNKS = 40;
 const CHUNK_MS = 50;
 
 /** One row of the concurrent-streams benchmark. */
@@ -156,6 +157,8 @@ export async function streamRound(
   );
   sampling = false;
   await sampler;
+  // A gateway settles a stream after its last chunk: that work counts too.
+  await new Promise((resolve) => setTimeout(resolve, 300));
   const cpuMicros = await readCpuMicros(target.pid) - cpuBefore;
   const end = await readMemory(target.pid);
   const completed = results.filter((r) => r.ok).length;
