@@ -7,9 +7,13 @@
  * @module
  */
 import { dirname, isAbsolute, relative, resolve, sep } from "node:path";
-import { z } from "zod";
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { BaseTool } from "../mcp/mod.ts";
+import {
+  EDIT_INPUT,
+  type EditInput,
+  type EditInputShape,
+} from "./edit_input.ts";
 
 /** Options of {@linkcode EditTool}. */
 export interface EditToolOptions {
@@ -24,70 +28,6 @@ export interface EditToolOptions {
   /** Edits kept for undo, per file (default 10). */
   historyDepth?: number;
 }
-
-/** A command of the `edit` tool. */
-export type EditCommand =
-  | "view"
-  | "create"
-  | "str_replace"
-  | "insert"
-  | "undo_edit";
-
-const COMMANDS: [EditCommand, ...EditCommand[]] = [
-  "view",
-  "create",
-  "str_replace",
-  "insert",
-  "undo_edit",
-];
-
-/** The `edit` tool's input shape (zod): Anthropic's text editor tool's. */
-export type EditInputShape = {
-  /** What to do. */
-  command: z.ZodEnum<{ [C in EditCommand]: C }>;
-  /** The file or directory. */
-  path: z.ZodString;
-  /** create: the content. */
-  file_text: z.ZodOptional<z.ZodString>;
-  /** str_replace: the text to replace. */
-  old_str: z.ZodOptional<z.ZodString>;
-  /** str_replace: the replacement; insert: the text. */
-  new_str: z.ZodOptional<z.ZodString>;
-  /** insert: the line after which to insert. */
-  insert_line: z.ZodOptional<z.ZodNumber>;
-  /** insert: the text (same as new_str). */
-  insert_text: z.ZodOptional<z.ZodString>;
-  /** view: the lines to show. */
-  view_range: z.ZodOptional<z.ZodArray<z.ZodNumber>>;
-};
-
-const INPUT: EditInputShape = {
-  command: z.enum(COMMANDS).describe(
-    "What to do",
-  ),
-  path: z.string().describe(
-    "The file or directory: absolute, or relative to the root",
-  ),
-  file_text: z.string().optional().describe("create: the new file's content"),
-  old_str: z.string().optional().describe(
-    "str_replace: text that occurs exactly once in the file",
-  ),
-  new_str: z.string().optional().describe(
-    "str_replace: its replacement (default empty); insert: the text to insert",
-  ),
-  insert_line: z.number().int().optional().describe(
-    "insert: the line after which to insert (0: at the top)",
-  ),
-  insert_text: z.string().optional().describe(
-    "insert: the text to insert (same as new_str)",
-  ),
-  view_range: z.array(z.number().int()).optional().describe(
-    "view: [first, last] line, 1-based; last -1 means the end",
-  ),
-};
-
-/** The `edit` tool's parsed input. */
-export type EditInput = z.output<z.ZodObject<EditInputShape>>;
 
 /** A refusal: answered as `isError` with its message. */
 class EditError extends Error {}
@@ -148,7 +88,7 @@ export class EditTool extends BaseTool<EditInputShape> {
     "insert adds text after line insert_line (0: at the top); undo_edit reverts " +
     "the last change to a file.";
   /** The input shape: the command and its arguments. */
-  override input: EditInputShape = INPUT;
+  override input: EditInputShape = EDIT_INPUT;
   /** The directory paths are confined to, as given. */
   readonly root: string;
   readonly #maxFileBytes: number;

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import type { CallToolResult } from "@modelcontextprotocol/server";
-import { type EditInput, EditTool } from "./edit.ts";
+import { EditTool } from "./edit.ts";
+import type { EditInput } from "./edit_input.ts";
 
 function textOf(result: CallToolResult): string {
   return (result.content[0] as { text: string }).text;

@@ -53,12 +53,8 @@ export type { X11ExecutorOptions, Xvfb, XvfbOptions } from "./x11.ts";
 export { BashTool } from "./bash.ts";
 export type { BashInputShape, BashToolOptions } from "./bash.ts";
 export { EditTool } from "./edit.ts";
-export type {
-  EditCommand,
-  EditInput,
-  EditInputShape,
-  EditToolOptions,
-} from "./edit.ts";
+export type { EditToolOptions } from "./edit.ts";
+export type { EditCommand, EditInput, EditInputShape } from "./edit_input.ts";
 export { keysyms } from "./keys.ts";
 export { encodePng, pngSize } from "./png.ts";
 export type { Rgb } from "./png.ts";
