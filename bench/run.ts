@@ -24,6 +24,26 @@ import { renderReport, type RunResults } from "./report.ts";
 const ROOT = new URL("../", import.meta.url).pathname;
 const CHART = "docs/bench-latency.png";
 
+/** The commit measured, and whether the tree differed from it; `undefined` outside a git checkout. */
+async function codeFact(): Promise<string | undefined> {
+  try {
+    const commit = await runText("git", ["rev-parse", "--short", "HEAD"], {
+      cwd: ROOT,
+    });
+    const changed = await runText("git", [
+      "status",
+      "--porcelain",
+      "--untracked-files=no",
+      "gateway/",
+    ], { cwd: ROOT });
+    return `commit ${commit}${
+      changed ? ", with uncommitted changes in gateway/" : ""
+    }`;
+  } catch {
+    return undefined;
+  }
+}
+
 async function machineFacts(): Promise<string[]> {
   const cpuinfo = await Deno.readTextFile("/proc/cpuinfo");
   const model = cpuinfo.match(/^model name\s*:\s*(.+)$/m)?.[1] ?? "unknown";
@@ -104,6 +124,7 @@ if (import.meta.main) {
   const log = (line: string) => console.error(line);
   const started = Date.now();
   const loadBefore = (await Deno.readTextFile("/proc/loadavg")).trim();
+  const code = await codeFact();
   await ensureDependencies(log);
 
   await Deno.mkdir(`${ROOT}bench/results`, { recursive: true });
@@ -154,6 +175,7 @@ if (import.meta.main) {
         machine: await machineFacts(),
         versions: await versions(),
         command: `deno task bench${quick ? " --quick" : ""}`,
+        ...code ? { code } : {},
         settings: [
           `Gateway cost (\`bench/gateway/cost.ts\`, first in the run): each workload on fresh processes of the relay (\`bench/gateway/floor.ts\`), the gateway on a KV file, the gateway on PostgreSQL 15 (\`GATEWAY_STORE=postgres://…\`, a throwaway server as \`tests/_postgres.ts\` starts it, fsync off) and Portkey, cold then warm: \`wrk -t1 -c1 -d${cost.latencyS}s\` for latency at concurrency 1; ${cost.cpuCalls} non-streamed calls at concurrency 32 for CPU per call; paced wrk stepped up to p99 ≥ 10 ms (${cost.searchStepS} s a step) for the best rate; ${cost.streams} streams open at once for CPU per chunk, RSS growth and gaps; ${cost.ttftRounds.cold} then ${cost.ttftRounds.warm} sequential streamed calls for time to first token.`,
           "Upstream: the provider simulator (`deno run -A gateway/simulator/main.ts --port 0 --latency-ms 0|50`), OpenAI chat completions, non-streamed for load, a 19-character echo reply.",
