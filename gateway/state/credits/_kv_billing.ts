@@ -1,0 +1,405 @@
+/**
+ * The KV shell of `Billing` (`billing.ts` has its contract and creates it):
+ * one lane per caller in this process, reservations the lease covers taken
+ * in memory, everything else queued for the caller's next group commit,
+ * write-behind settles given a few rounds, and idle leases given back.
+ * Private to `credits/`.
+ *
+ * @module
+ */
+import { retry } from "../../../_retry.ts";
+import { commitWithRetry } from "../_kv_retry.ts";
+import {
+  addTraceWrites,
+  chargedTokens,
+  type ChargedTraceRecord,
+} from "../traces.ts";
+import { UsageSums } from "../usage_buckets.ts";
+import type { TraceRecord } from "../traces.ts";
+import { GroupCommit } from "../store/group_commit.ts";
+import {
+  type CommitContext,
+  CommitOutcomeUnknownError,
+  runBatch,
+} from "./_commit.ts";
+import {
+  availableMicros,
+  freeMicros,
+  type HeldLease,
+  isDemand,
+  type Job,
+  type Lane,
+  MAX_BATCH_OPERATIONS,
+  newLane,
+  type OpenReservation,
+  type Outcome,
+  settleBytes,
+  takeBatch,
+  unwrap,
+} from "./_lane.ts";
+import { aheadMicros, type LeaseSizing } from "./lease.ts";
+import { readBalance } from "./ledger.ts";
+import { assertMicros } from "./money.ts";
+import type { Reservation, ReserveResult, Settlement } from "./reservation.ts";
+import { OpenReservations } from "./_reservations.ts";
+
+/** Rounds a write-behind settlement gets before it is logged and dropped. */
+const SETTLE_SOON_ROUNDS = 3;
+
+// A lease takes ahead at most a quarter of the unleased credits: near the end
+// of a small balance shared by a few processes, every lease takes exactly
+// what its reservation lacks, and settles give the rest back.
+const LEASE_AHEAD_SHARE = 0.25;
+
+/**
+ * {@linkcode KvBilling}'s settings, every default applied (`createBilling`
+ * in `billing.ts` applies them; `BillingOptions` there documents each).
+ */
+export interface KvBillingSettings {
+  leaseTtlMs: number;
+  leaseIdleMs: number;
+  leaseAheadCalls: number;
+  traceRetentionMs?: number;
+  usageAggregates?: boolean;
+  now: () => number;
+  log: (record: Record<string, unknown>) => void;
+  onCommit?: (seconds: number) => void;
+}
+
+/** `Billing` over Deno KV (see `billing.ts`, which creates it). */
+export class KvBilling {
+  readonly #kv: Deno.Kv;
+  readonly #leaseTtlMs: number;
+  readonly #leaseIdleMs: number;
+  readonly #sizing: LeaseSizing;
+  readonly #traceRetentionMs: number | undefined;
+  readonly #usageAggregates: boolean;
+  readonly #now: () => number;
+  readonly #log: (record: Record<string, unknown>) => void;
+  readonly #lanes = new Map<string, Lane>();
+  readonly #reservations = new OpenReservations();
+  readonly #behind = new Set<Promise<void>>();
+  readonly #commits: CommitContext;
+  readonly #engine: GroupCommit<Job>;
+
+  constructor(kv: Deno.Kv, options: KvBillingSettings) {
+    this.#kv = kv;
+    this.#leaseTtlMs = options.leaseTtlMs;
+    this.#leaseIdleMs = options.leaseIdleMs;
+    this.#sizing = {
+      aheadCalls: options.leaseAheadCalls,
+      aheadShare: LEASE_AHEAD_SHARE,
+    };
+    this.#traceRetentionMs = options.traceRetentionMs;
+    this.#usageAggregates = options.usageAggregates !== false;
+    this.#now = options.now;
+    this.#log = options.log;
+    this.#commits = {
+      kv,
+      sizing: this.#sizing,
+      leaseTtlMs: this.#leaseTtlMs,
+      traceRetentionMs: options.traceRetentionMs,
+      usageAggregates: options.usageAggregates,
+      now: this.#now,
+      renewDue: (lease) => this.#renewDue(lease),
+      openReservation: (callerId, leaseId, amountMicros) =>
+        this.#openReservation(callerId, leaseId, amountMicros),
+      closeReservation: (id) => this.#reservations.close(id),
+      onCommit: options.onCommit,
+    };
+    this.#engine = new GroupCommit<Job>({
+      takeBatch,
+      run: (callerId, batch) =>
+        runBatch(this.#commits, callerId, this.#lane(callerId), batch),
+      // Reserves and growth go ahead of queued settles (behind earlier ones
+      // of their kind): a settle's unspent hold is back in the lease
+      // already, so it only charges, and a call must not wait for other
+      // calls' charges.
+      insertAt: (jobs, job) => {
+        if (!isDemand(job)) return jobs.length;
+        const at = jobs.findIndex((other) => !isDemand(other));
+        return at === -1 ? jobs.length : at;
+      },
+    });
+  }
+
+  reserve(callerId: string, amountMicros: number): Promise<ReserveResult> {
+    assertMicros("reservation amount", amountMicros);
+    const lane = this.#lane(callerId);
+    this.#touch(callerId, lane);
+    // Reserves in memory do not wait for KV, so write-behind settles could
+    // pile up faster than they commit: past a backlog of two full batches a
+    // reserve waits its turn behind them instead.
+    if (this.#engine.queued(callerId) < 2 * MAX_BATCH_OPERATIONS) {
+      const inMemory = this.#reserveInMemory(callerId, lane, amountMicros);
+      if (inMemory) return Promise.resolve(inMemory);
+    }
+    return this.#submit<ReserveResult>(
+      callerId,
+      (done) => ({ kind: "reserve", amountMicros, done }),
+    ).then(unwrap);
+  }
+
+  async settle(
+    charge: Settlement,
+  ): Promise<{ availableMicros: number }> {
+    assertMicros("cost", charge.costMicros);
+    const settlement = withChargedTokens(charge);
+    const open = this.#claim(settlement);
+    const outcome = await this.#submitSettle(settlement, open);
+    if (!outcome.ok) this.#abandon(open, settlement);
+    return unwrap(outcome);
+  }
+
+  settleSoon(charge: Settlement): { availableMicros: number } {
+    assertMicros("cost", charge.costMicros);
+    const settlement = withChargedTokens(charge);
+    const lane = this.#lane(settlement.reservation.callerId);
+    let open: OpenReservation;
+    try {
+      open = this.#claim(settlement);
+    } catch (error) {
+      this.#logLostSettle(settlement, error);
+      return { availableMicros: availableMicros(lane) };
+    }
+    const done = this.#settleBehind(settlement, open);
+    this.#behind.add(done);
+    done.finally(() => this.#behind.delete(done));
+    return { availableMicros: availableMicros(lane) };
+  }
+
+  async flush(): Promise<void> {
+    await this.#idle();
+    const returns: Promise<void>[] = [];
+    for (const [callerId, lane] of this.#lanes) {
+      clearTimeout(lane.idleTimer);
+      lane.idleTimer = undefined;
+      if (freeMicros(lane) > 0) returns.push(this.#returnLease(callerId));
+    }
+    await Promise.all(returns);
+    await this.#idle();
+  }
+
+  storeUnreservedTrace(trace: TraceRecord): Promise<void> {
+    return commitWithRetry(`trace "${trace.requestId}"`, async () => {
+      const op = addTraceWrites(this.#kv.atomic(), trace, {
+        retentionMs: this.#traceRetentionMs,
+      });
+      if (this.#usageAggregates) {
+        const usage = new UsageSums();
+        usage.add(trace);
+        usage.writeTo(op);
+      }
+      const committed = await op.commit();
+      return committed.ok ? undefined : null;
+    });
+  }
+
+  async balance(callerId: string): Promise<number> {
+    // After this process's queued charges, so it sees every call it answered.
+    await this.#engine.drained(callerId);
+    return await readBalance(this.#kv, callerId);
+  }
+
+  /** Waits until every queue is empty and every write-behind settle has finished. */
+  async #idle(): Promise<void> {
+    for (;;) {
+      await Promise.all([...this.#behind, this.#engine.idle()]);
+      if (this.#behind.size === 0) {
+        await this.#engine.idle();
+        if (this.#behind.size === 0) return;
+      }
+    }
+  }
+
+  #lane(callerId: string): Lane {
+    let lane = this.#lanes.get(callerId);
+    if (!lane) {
+      lane = newLane();
+      this.#lanes.set(callerId, lane);
+    }
+    return lane;
+  }
+
+  /** Whether the lease must be renewed by a commit before it serves another reservation. */
+  #renewDue(lease: HeldLease): boolean {
+    return this.#now() > lease.record.expiresAt - this.#leaseTtlMs / 2;
+  }
+
+  /** A reservation from the lease in memory, or `undefined` when the lease cannot cover it. */
+  #reserveInMemory(
+    callerId: string,
+    lane: Lane,
+    amountMicros: number,
+  ): ReserveResult | undefined {
+    const lease = lane.lease;
+    if (!lease || amountMicros > freeMicros(lane) || this.#renewDue(lease)) {
+      return undefined;
+    }
+    lane.heldMicros += amountMicros;
+    lane.callMicros = amountMicros;
+    const reservation = this.#openReservation(
+      callerId,
+      lease.record.id,
+      amountMicros,
+    );
+    const ahead = aheadMicros(
+      this.#sizing,
+      amountMicros,
+      lane.knownUnleasedMicros,
+    );
+    if (!lane.growing && freeMicros(lane) < ahead / 2) {
+      lane.growing = true;
+      this.#submit(callerId, (done) => ({ kind: "grow", done })).then(
+        (outcome) => {
+          lane.growing = false;
+          if (!outcome.ok) this.#logLeaseFailure(callerId, "grow", outcome);
+        },
+      );
+    }
+    return {
+      ok: true,
+      reservation,
+      availableMicros: availableMicros(lane),
+    };
+  }
+
+  #openReservation(
+    callerId: string,
+    leaseId: string,
+    amountMicros: number,
+  ): Reservation {
+    return this.#reservations.open(callerId, leaseId, amountMicros);
+  }
+
+  /**
+   * Claims the reservation for its settle (see {@linkcode OpenReservations.claim})
+   * and keeps the caller's lease from going back while it settles.
+   */
+  #claim(settlement: Settlement): OpenReservation {
+    const open = this.#reservations.claim(
+      settlement,
+      (callerId) => this.#lane(callerId),
+    );
+    this.#touch(open.callerId, this.#lane(open.callerId));
+    return open;
+  }
+
+  /** A settle that will never commit: its hold goes back to the lease, uncharged (the operator loses the charge, never the caller). */
+  #abandon(open: OpenReservation, settlement: Settlement): void {
+    this.#reservations.abandon(
+      open,
+      settlement,
+      (callerId) => this.#lane(callerId),
+    );
+  }
+
+  #touch(callerId: string, lane: Lane): void {
+    lane.lastActivity = performance.now();
+    if (lane.idleTimer === undefined) {
+      this.#scheduleIdle(callerId, lane, this.#leaseIdleMs);
+    }
+  }
+
+  #scheduleIdle(callerId: string, lane: Lane, delayMs: number): void {
+    const timer = setTimeout(() => {
+      lane.idleTimer = undefined;
+      const quietMs = performance.now() - lane.lastActivity;
+      if (quietMs < this.#leaseIdleMs) {
+        this.#scheduleIdle(callerId, lane, this.#leaseIdleMs - quietMs);
+      } else if (freeMicros(lane) > 0) {
+        this.#returnLease(callerId);
+      }
+    }, delayMs);
+    // An idle caller's timer must not keep a process (or a test) alive.
+    Deno.unrefTimer(timer);
+    lane.idleTimer = timer;
+  }
+
+  async #returnLease(callerId: string): Promise<void> {
+    const outcome = await this.#submit(
+      callerId,
+      (done) => ({ kind: "return", done }),
+    );
+    if (!outcome.ok) this.#logLeaseFailure(callerId, "return", outcome);
+  }
+
+  #logLeaseFailure(
+    callerId: string,
+    what: "grow" | "return",
+    outcome: { error: unknown },
+  ): void {
+    // A KV closed under an idle timer: the lease stays until the sweep.
+    if (outcome.error instanceof Deno.errors.BadResource) return;
+    this.#log({
+      level: "warn",
+      message: `Lease ${what} failed: ${outcome.error}`,
+      callerId,
+    });
+  }
+
+  #logLostSettle(settlement: Settlement, error: unknown): void {
+    this.#log({
+      level: "error",
+      message: error instanceof CommitOutcomeUnknownError
+        ? `Settling reservation "${settlement.reservation.id}" may or may not have committed; it is not tried again, so it is charged at most once: ${error.cause}`
+        : `Settling reservation "${settlement.reservation.id}" failed; it is not charged: ${error}`,
+      requestId: settlement.trace.requestId,
+      callerId: settlement.reservation.callerId,
+    });
+  }
+
+  async #settleBehind(
+    settlement: Settlement,
+    open: OpenReservation,
+  ): Promise<void> {
+    let failed: { error: unknown; final: boolean } | undefined;
+    try {
+      // Each round queues the settle again at once: the commit it joins
+      // already retried its conflicts with a backoff.
+      await retry(async () => {
+        const outcome = await this.#submitSettle(settlement, open);
+        if (outcome.ok) return;
+        failed = outcome;
+        throw outcome.error;
+      }, {
+        maxAttempts: SETTLE_SOON_ROUNDS,
+        minTimeout: 0,
+        isRetriable: () => !failed?.final,
+      });
+    } catch (error) {
+      this.#abandon(open, settlement);
+      this.#logLostSettle(settlement, failed ? failed.error : error);
+    }
+  }
+
+  #submitSettle(
+    settlement: Settlement,
+    open: OpenReservation,
+  ): Promise<Outcome<{ availableMicros: number }>> {
+    const bytes = settleBytes(settlement.trace);
+    return this.#submit(
+      open.callerId,
+      (done) => ({ kind: "settle", settlement, open, bytes, done }),
+    );
+  }
+
+  /** Queues a job for the caller's next batch (demand goes ahead of settles). */
+  #submit<T>(
+    callerId: string,
+    job: (done: (outcome: Outcome<T>) => void) => Job,
+  ): Promise<Outcome<T>> {
+    const { promise, resolve } = Promise.withResolvers<Outcome<T>>();
+    this.#engine.submit(callerId, job(resolve));
+    return promise;
+  }
+}
+
+/** The settlement with its trace recording the token classes the cost priced. */
+function withChargedTokens(settlement: Settlement): Settlement {
+  const trace: ChargedTraceRecord = {
+    ...settlement.trace,
+    charged: chargedTokens(settlement.usage),
+  };
+  return { ...settlement, trace };
+}
