@@ -32,6 +32,14 @@ export function conventionForRoutes(routes: readonly string[]): Convention {
 /**
  * Reads a `--convention` value.
  *
+ * @example
+ * ```ts
+ * import { parseConvention } from "./convention.ts";
+ *
+ * parseConvention("messages"); // "messages"
+ * // parseConvention("anthropic") throws: Unknown convention "anthropic": use chat, messages, responses, gemini
+ * ```
+ *
  * @param value What the user typed.
  * @returns The convention.
  * @throws {TypeError} When it is none of them.
@@ -49,6 +57,14 @@ export function parseConvention(value: string): Convention {
 /**
  * Asks the gateway which routes serve a model and picks the convention; a
  * gateway that does not list the model (or lists no routes) gets chat.
+ *
+ * @example
+ * ```ts
+ * import { modelConvention } from "./convention.ts";
+ *
+ * const convention = await modelConvention("http://localhost:8080", "claude-sonnet-4-5");
+ * // "messages" when the gateway serves the model on /v1/messages
+ * ```
  *
  * @param gatewayUrl The gateway's base URL.
  * @param model The model id.

@@ -37,7 +37,19 @@ import {
   startFailure,
 } from "./target.ts";
 
-/** How long a tool call may take, ms, by default. */
+/**
+ * How long a tool call may take, ms, by default.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_TOOL_TIMEOUT_MS, Environment } from "./environment.ts";
+ *
+ * const connect = () =>
+ *   Environment.connect({ url: "http://127.0.0.1:8765/mcp" }, {
+ *     toolTimeoutMs: DEFAULT_TOOL_TIMEOUT_MS * 2, // a slow environment
+ *   });
+ * ```
+ */
 export const DEFAULT_TOOL_TIMEOUT_MS = 120_000;
 
 /** Options of {@linkcode Environment.connect}. */
@@ -105,7 +117,29 @@ function withInitializeMeta<T extends Transport>(
   return transport;
 }
 
-/** One connection to an environment. */
+/**
+ * One connection to an environment.
+ *
+ * @example
+ * ```ts
+ * import { Environment } from "./environment.ts";
+ *
+ * async function playOnce(): Promise<number> {
+ *   const env = await Environment.connect({
+ *     command: "deno",
+ *     args: ["run", "-A", "examples/text_game/main.ts", "stdio"],
+ *   });
+ *   try {
+ *     const runId = crypto.randomUUID();
+ *     await env.setup("guess", { target: 7, max: 10 }, runId);
+ *     await env.submit("guess", "7", runId);
+ *     return (await env.evaluate("guess", runId)).reward;
+ *   } finally {
+ *     await env.close();
+ *   }
+ * }
+ * ```
+ */
 export class Environment {
   /** The SDK v2 client connected to the environment. */
   readonly client: Client;

@@ -33,7 +33,18 @@ import {
   runName,
 } from "./recording.ts";
 
-/** The request the agent would send differs from the recorded one. */
+/**
+ * The request the agent would send differs from the recorded one.
+ *
+ * @example
+ * ```ts
+ * import { ReplayDivergence } from "./replay.ts";
+ *
+ * const error = new ReplayDivergence(2, "step 2: messages[3].content differs");
+ * error.step; // 2
+ * error.name; // "ReplayDivergence"
+ * ```
+ */
 export class ReplayDivergence extends Error {
   /** The model call where it diverged. */
   readonly step: number;

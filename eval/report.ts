@@ -30,7 +30,16 @@ import { esc, num, usd } from "./report/html.ts";
 import { distribution, summarySection } from "./report/summary.ts";
 import { taskSection } from "./report/task.ts";
 
-/** The page's Content-Security-Policy: nothing is fetched, no script runs. */
+/**
+ * The page's Content-Security-Policy: nothing is fetched, no script runs.
+ *
+ * @example
+ * ```ts
+ * import { renderReport, REPORT_CSP } from "./report.ts";
+ *
+ * renderReport([]).includes(REPORT_CSP); // true
+ * ```
+ */
 export const REPORT_CSP =
   "default-src 'none'; img-src data:; style-src 'unsafe-inline'";
 

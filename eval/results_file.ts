@@ -18,6 +18,15 @@ export interface ResultsFile {
  * Reads a results file's lines; a line that is not a result is counted,
  * not fatal.
  *
+ * @example
+ * ```ts
+ * import { readResults } from "./results_file.ts";
+ *
+ * const { results, skipped } = readResults('{"task": 0, "scenario": "guess", "reward": 1}\nnot json\n');
+ * results.length; // 1
+ * skipped; // 1
+ * ```
+ *
  * @param text The JSONL text.
  * @returns The results and how many lines were skipped.
  */

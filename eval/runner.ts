@@ -102,6 +102,18 @@ interface PlannedRun {
  * control channel) must declare isolated runs; a stdio one is a process per
  * worker.
  *
+ * @example
+ * ```ts
+ * import { concurrencyRefusal } from "./runner.ts";
+ * import { Environment } from "./environment.ts";
+ *
+ * const target = { url: "http://127.0.0.1:8765/mcp" };
+ * const env = await Environment.connect(target);
+ * const refusal = concurrencyRefusal(env, target, 4);
+ * if (refusal) console.error(refusal); // one line: run one at a time, or over stdio
+ * await env.close();
+ * ```
+ *
  * @param env A connection to the environment.
  * @param target Where it is.
  * @param concurrency Runs at once.
@@ -125,6 +137,18 @@ export function concurrencyRefusal(
 
 /**
  * Runs the tasks.
+ *
+ * @example
+ * ```ts
+ * import { runEval } from "./runner.ts";
+ *
+ * const { results } = await runEval({
+ *   target: { command: "deno", args: ["run", "-A", "examples/text_game/main.ts", "stdio"] },
+ *   tasks: [{ scenario: "guess", args: { target: 7, max: 10 } }],
+ *   endpoint: { gatewayUrl: "http://localhost:8080", key: "gk_…", model: "gpt-4o-mini" },
+ * });
+ * results[0].reward ?? results[0].error;
+ * ```
  *
  * @param options The environment, tasks, model and limits.
  * @returns The results.

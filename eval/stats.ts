@@ -60,6 +60,19 @@ export interface RewardStats {
  * apart), its spread, and pass@k for `k` from 1 to the repetitions, where a
  * run passes with a reward of at least `threshold`.
  *
+ * @example
+ * ```ts
+ * import { rewardStats } from "./stats.ts";
+ * import type { EvalResult } from "./result.ts";
+ *
+ * const results = [1, 0, 1, null].map((reward, repeat) =>
+ *   ({ task: 0, repeat, scenario: "guess", reward }) as EvalResult
+ * );
+ * const stats = rewardStats(results);
+ * stats.errors; // 1
+ * stats.mean; // 0.666…, over the three runs with a reward
+ * ```
+ *
  * @param results The results.
  * @param threshold The reward a run needs to pass (default 1).
  * @returns The statistics.
@@ -102,6 +115,25 @@ export function rewardStats(results: EvalResult[], threshold = 1): RewardStats {
  * interval and standard deviation, pass@1 and pass@k (with repetitions),
  * errors (runs without a reward, not counted in the mean), mean steps,
  * tokens and cost, then the totals.
+ *
+ * @example
+ * ```ts
+ * import { summaryTable } from "./stats.ts";
+ * import type { EvalResult } from "./result.ts";
+ *
+ * const results = [1, 0.5].map((reward, task) =>
+ *   ({
+ *     task,
+ *     repeat: 0,
+ *     scenario: "guess",
+ *     reward,
+ *     steps: 3,
+ *     tokens: { input: 1200, output: 80 },
+ *     cost_usd: 0.0004,
+ *   }) as EvalResult
+ * );
+ * console.log(summaryTable(results)); // a row per scenario and a total
+ * ```
  *
  * @param results The results.
  * @param threshold The reward a run needs to pass (default 1).

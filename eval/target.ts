@@ -10,6 +10,17 @@
 /**
  * The environment failed (a time-out, a closed connection, a protocol
  * error): the run is an error, not a low reward.
+ *
+ * @example
+ * ```ts
+ * import { EnvironmentError } from "./target.ts";
+ *
+ * try {
+ *   throw new EnvironmentError("The environment closed the connection");
+ * } catch (error) {
+ *   if (error instanceof EnvironmentError) console.error(error.message); // an error, not a zero
+ * }
+ * ```
  */
 export class EnvironmentError extends Error {
   /**
@@ -24,12 +35,33 @@ export class EnvironmentError extends Error {
   }
 }
 
-/** The end of a stdio environment's stderr kept for error messages, bytes. */
+/**
+ * The end of a stdio environment's stderr kept for error messages, bytes.
+ *
+ * @example
+ * ```ts
+ * import { OutputTail, STDERR_TAIL_BYTES } from "./target.ts";
+ *
+ * const tail = new OutputTail(STDERR_TAIL_BYTES);
+ * tail.push("x".repeat(STDERR_TAIL_BYTES) + "\nthe last line");
+ * tail.text(1); // "the last line"
+ * ```
+ */
 export const STDERR_TAIL_BYTES = 4096;
 
 /**
  * The last bytes written to a stream, for an error message: a bounded ring,
  * so a chatty environment costs no more than `limit` bytes.
+ *
+ * @example
+ * ```ts
+ * import { OutputTail } from "./target.ts";
+ *
+ * const tail = new OutputTail(18);
+ * tail.push("starting\n");
+ * tail.push("error: no display\n");
+ * tail.text(); // "error: no display"
+ * ```
  */
 export class OutputTail {
   readonly #limit: number;
@@ -88,6 +120,15 @@ export type EnvironmentTarget =
  * Reads a target from the command line: a URL, a HUD v6 control channel
  * (`tcp://host:port`), a script (run with `deno run -A <file> stdio`), or any
  * other command.
+ *
+ * @example
+ * ```ts
+ * import { parseTarget } from "./target.ts";
+ *
+ * parseTarget("http://127.0.0.1:8765/mcp"); // { url: "http://127.0.0.1:8765/mcp" }
+ * parseTarget("tcp://127.0.0.1:9000"); // { tcp: "tcp://127.0.0.1:9000" }
+ * parseTarget("python", ["env.py"]); // { command: "python", args: ["env.py"] }
+ * ```
  *
  * @param spec What the user typed.
  * @param extraArgs Arguments after it.

@@ -18,6 +18,14 @@ export interface EvalTask {
  * and repetition. A result of an earlier eval with the same key is the
  * same run.
  *
+ * @example
+ * ```ts
+ * import { runIdentity } from "./tasks.ts";
+ *
+ * runIdentity({ task: 0, scenario: "guess", args: { a: 1, b: 2 } }) ===
+ *   runIdentity({ task: 0, repeat: 0, scenario: "guess", args: { b: 2, a: 1 } }); // true
+ * ```
+ *
  * @param run A result, or a task with its position and repetition.
  * @returns The key.
  */
@@ -53,6 +61,16 @@ function canonical(value: unknown): unknown {
 /**
  * Reads a task file: one JSON object `{ "scenario": …, "args": {…} }` per
  * line; blank lines and lines starting with `#` are skipped.
+ *
+ * @example
+ * ```ts
+ * import { parseTasks } from "./tasks.ts";
+ *
+ * parseTasks(`# two guesses
+ * {"scenario": "guess", "args": {"target": 7}}
+ * {"scenario": "guess"}`);
+ * // [{ scenario: "guess", args: { target: 7 } }, { scenario: "guess", args: {} }]
+ * ```
  *
  * @param text The file's text.
  * @returns The tasks.

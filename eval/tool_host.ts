@@ -9,13 +9,53 @@
  */
 import { globMatch } from "../mcp/scenario.ts";
 
-/** Text of one tool result the model sees at most, bytes (UTF-8), by default. */
+/**
+ * Text of one tool result the model sees at most, bytes (UTF-8), by default.
+ *
+ * @example
+ * ```ts
+ * import { capToolContent, DEFAULT_MAX_TOOL_RESULT_BYTES } from "./tool_host.ts";
+ *
+ * capToolContent([{ type: "text", text: "ok" }], {
+ *   maxBytes: DEFAULT_MAX_TOOL_RESULT_BYTES,
+ *   maxImages: 4,
+ * }).text; // "ok"
+ * ```
+ */
 export const DEFAULT_MAX_TOOL_RESULT_BYTES = 100_000;
 
-/** Images of one tool result the model sees at most, by default. */
+/**
+ * Images of one tool result the model sees at most, by default.
+ *
+ * @example
+ * ```ts
+ * import { capToolContent, DEFAULT_MAX_TOOL_RESULT_IMAGES } from "./tool_host.ts";
+ *
+ * const screenshot = { type: "image", mimeType: "image/png", data: "iVBORw0KGgo=" };
+ * capToolContent(Array(6).fill(screenshot), {
+ *   maxBytes: 100_000,
+ *   maxImages: DEFAULT_MAX_TOOL_RESULT_IMAGES,
+ * }).images.length; // 4
+ * ```
+ */
 export const DEFAULT_MAX_TOOL_RESULT_IMAGES = 4;
 
-/** One image's size at most, bytes (what Anthropic accepts per image). */
+/**
+ * One image's size at most, bytes (what Anthropic accepts per image).
+ *
+ * @example
+ * ```ts
+ * import { capToolContent, MAX_IMAGE_BYTES } from "./tool_host.ts";
+ *
+ * const huge = "A".repeat(Math.ceil(MAX_IMAGE_BYTES * 4 / 3) + 4);
+ * const { text, images } = capToolContent(
+ *   [{ type: "image", mimeType: "image/png", data: huge }],
+ *   { maxBytes: 1000, maxImages: 4 },
+ * );
+ * images.length; // 0
+ * text.startsWith("[an image of"); // true
+ * ```
+ */
 export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
 
 /** A screen size, pixels. */
@@ -26,7 +66,16 @@ export interface DisplaySize {
   height: number;
 }
 
-/** The size the runner tells environments when none is given. */
+/**
+ * The size the runner tells environments when none is given.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_DISPLAY } from "./tool_host.ts";
+ *
+ * `${DEFAULT_DISPLAY.width}x${DEFAULT_DISPLAY.height}`; // "1280x800"
+ * ```
+ */
 export const DEFAULT_DISPLAY: DisplaySize = { width: 1280, height: 800 };
 
 /** A tool the agent may be given. */
@@ -82,6 +131,18 @@ export interface ToolHost {
  * The tools an agent gets: none whose name starts with `_` (harness tools),
  * none matching `exclude`, and only those matching `allowed` when given.
  *
+ * @example
+ * ```ts
+ * import { agentTools } from "./tool_host.ts";
+ *
+ * const tools = ["_hud_submit", "setup", "bash", "computer"].map((name) => ({
+ *   name,
+ *   inputSchema: { type: "object" },
+ * }));
+ * agentTools(tools, ["setup"]).map((tool) => tool.name); // ["bash", "computer"]
+ * agentTools(tools, [], ["comp*"]).map((tool) => tool.name); // ["computer"]
+ * ```
+ *
  * @param tools The environment's tools.
  * @param exclude Glob patterns to leave out.
  * @param allowed Glob patterns to keep, if any.
@@ -102,6 +163,17 @@ export function agentTools(
 /**
  * A tool's MCP content as the model gets it: text joined and capped, images
  * apart and capped, each cut marked in the text.
+ *
+ * @example
+ * ```ts
+ * import { capToolContent } from "./tool_host.ts";
+ *
+ * const { text } = capToolContent(
+ *   [{ type: "text", text: "line one" }, { type: "text", text: "line two" }],
+ *   { maxBytes: 8, maxImages: 4 },
+ * );
+ * text.split("\n")[0]; // "line one"
+ * ```
  *
  * @param content The result's content items.
  * @param limits Text bytes and images at most.

@@ -243,6 +243,13 @@ function keyOf(run: RunRef): string {
  * concurrent runs against one process are isolated from each other
  * (`{ isolated: boolean }`). The eval runner refuses to run more than one
  * task at a time against an HTTP environment that does not say `true`.
+ *
+ * @example
+ * ```ts
+ * import { RUN_ISOLATION_CAPABILITY, runIsolation } from "./runs.ts";
+ *
+ * runIsolation(true).experimental[RUN_ISOLATION_CAPABILITY]; // { isolated: true }
+ * ```
  */
 export const RUN_ISOLATION_CAPABILITY = "mcpkit/runs";
 
@@ -272,6 +279,14 @@ export function runIsolation(
 /**
  * Whether a server's capabilities declare isolated runs: `undefined` when
  * they say nothing.
+ *
+ * @example
+ * ```ts
+ * import { declaresRunIsolation, runIsolation } from "./runs.ts";
+ *
+ * declaresRunIsolation(runIsolation(false)); // false
+ * declaresRunIsolation({}); // undefined: the server says nothing
+ * ```
  *
  * @param capabilities The server's capabilities, as a client received them.
  * @returns `true`, `false`, or `undefined`.

@@ -6,7 +6,17 @@
  */
 import { z } from "zod";
 
-/** The actions of the `computer` tool. */
+/**
+ * The actions of the `computer` tool.
+ *
+ * @example
+ * ```ts
+ * import { COMPUTER_ACTIONS } from "./computer_input.ts";
+ *
+ * COMPUTER_ACTIONS.includes("click"); // true
+ * COMPUTER_ACTIONS.length; // 12
+ * ```
+ */
 export const COMPUTER_ACTIONS = [
   "screenshot",
   "click",

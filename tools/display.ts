@@ -7,7 +7,17 @@
  */
 import type { Size } from "./executor.ts";
 
-/** The agent's screen when the client names none (the MCP description's fallback). */
+/**
+ * The agent's screen when the client names none (the MCP description's fallback).
+ *
+ * @example
+ * ```ts
+ * import { agentSize, DEFAULT_AGENT_SIZE } from "./display.ts";
+ *
+ * DEFAULT_AGENT_SIZE; // { width: 1920, height: 1080 }
+ * agentSize({}).width === DEFAULT_AGENT_SIZE.width; // true: no display_width sent
+ * ```
+ */
 export const DEFAULT_AGENT_SIZE: Readonly<Size> = Object.freeze({
   width: 1920,
   height: 1080,

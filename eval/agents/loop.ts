@@ -62,6 +62,15 @@ export interface AgentOutcome {
 /**
  * An outcome before any model call.
  *
+ * @example
+ * ```ts
+ * import { emptyOutcome } from "./loop.ts";
+ *
+ * const outcome = emptyOutcome();
+ * outcome.steps; // 0
+ * outcome.trajectory.steps.length; // 0
+ * ```
+ *
  * @returns Zero steps, tokens and cost.
  */
 export function emptyOutcome(): AgentOutcome {

@@ -13,7 +13,16 @@ export type JsonObject = Record<string, unknown>;
 /** The wire conventions the runner speaks, named after the gateway's routes. */
 export type Convention = "chat" | "messages" | "responses" | "gemini";
 
-/** Every convention, in the order `--convention` lists them. */
+/**
+ * Every convention, in the order `--convention` lists them.
+ *
+ * @example
+ * ```ts
+ * import { CONVENTIONS } from "./model.ts";
+ *
+ * CONVENTIONS.join(", "); // "chat, messages, responses, gemini"
+ * ```
+ */
 export const CONVENTIONS: readonly Convention[] = [
   "chat",
   "messages",

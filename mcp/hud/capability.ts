@@ -32,6 +32,15 @@ export const CapabilitySchema: z.ZodType<Capability> = z.object({
 /**
  * The `mcp` capability: tools over MCP's Streamable HTTP at `url` (`…/mcp`).
  *
+ * @example
+ * ```ts
+ * import { mcpCapability } from "./capability.ts";
+ *
+ * const binding = mcpCapability("http://127.0.0.1:8765/mcp");
+ * binding.name; // "tools"
+ * binding.protocol; // "mcp/2025-11-25"
+ * ```
+ *
  * @param url The Streamable HTTP endpoint.
  * @param name The capability's name (default `tools`).
  * @returns The binding.
