@@ -76,7 +76,7 @@ function positiveInt(value: string | undefined, name: string) {
 }
 
 /** An environment variable, or `undefined` without one (or without `--allow-env`). */
-export function env(name: string): string | undefined {
+export function envVar(name: string): string | undefined {
   try {
     return Deno.env.get(name);
   } catch {
@@ -117,22 +117,22 @@ export async function startTransport(
   if (transport === "hud") {
     if (!hud) throw new TypeError("The hud transport needs the server's tasks");
     return (await import("./hud/serve.ts")).startHud(host, hud(), {
-      port: options.port ?? Number(env("MCP_PORT") ?? DEFAULT_PORT),
-      host: options.host ?? env("MCP_HOST") ?? DEFAULT_HOST,
+      port: options.port ?? Number(envVar("MCP_PORT") ?? DEFAULT_PORT),
+      host: options.host ?? envVar("MCP_HOST") ?? DEFAULT_HOST,
       onListen: options.onListen,
     });
   }
   return (await import("./transports.ts")).startHttp(host, {
     transport: transport as "http" | "sse",
-    port: options.port ?? Number(env("MCP_PORT") ?? DEFAULT_PORT),
-    host: options.host ?? env("MCP_HOST") ?? DEFAULT_HOST,
+    port: options.port ?? Number(envVar("MCP_PORT") ?? DEFAULT_PORT),
+    host: options.host ?? envVar("MCP_HOST") ?? DEFAULT_HOST,
     sessionIdleMs: options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS,
     maxSessions: options.maxSessions ??
-      positiveInt(env("MCP_MAX_SESSIONS"), "MCP_MAX_SESSIONS"),
-    devToken: options.devToken ?? (env("MCP_DEV_TOKEN") || undefined),
+      positiveInt(envVar("MCP_MAX_SESSIONS"), "MCP_MAX_SESSIONS"),
+    devToken: options.devToken ?? (envVar("MCP_DEV_TOKEN") || undefined),
     resumable: options.resumable,
     refuseBrowsers: options.refuseBrowsers ??
-      env("MCP_REFUSE_BROWSERS") === "1",
+      envVar("MCP_REFUSE_BROWSERS") === "1",
     onListen: options.onListen,
   });
 }

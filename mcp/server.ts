@@ -34,7 +34,7 @@ import {
 } from "./resource.ts";
 import { runShutdownHooks, type ShutdownHook } from "./signals.ts";
 import {
-  env,
+  envVar,
   type RunOptions,
   serveUntilStopped,
   type StartedTransport,
@@ -146,7 +146,7 @@ export class MCPServer extends McpServer {
       version = "0.1.0",
       title,
       shutdownTimeoutMs = 10_000,
-      harnessToken = env("MCP_HARNESS_TOKEN"),
+      harnessToken = envVar("MCP_HARNESS_TOKEN"),
       harnessHubs = ["setup", "evaluate"],
       ...rest
     } = options;

@@ -13,12 +13,12 @@ import {
   type AgentOutcome,
   type AgentRun,
   callModel,
-  count,
   dataUrl,
   emptyOutcome,
   isObject,
   modelSaid,
   promptPart,
+  tokenCount,
   traceToolCall,
 } from "./loop.ts";
 import type { JsonObject } from "./model.ts";
@@ -83,8 +83,8 @@ export async function runChat(
     const usage = isObject(body.usage) ? body.usage : {};
     addTokens(
       outcome,
-      count(usage.prompt_tokens),
-      count(usage.completion_tokens),
+      tokenCount(usage.prompt_tokens),
+      tokenCount(usage.completion_tokens),
     );
     const choice = Array.isArray(body.choices) ? body.choices[0] : undefined;
     const message: JsonObject = isObject(choice) && isObject(choice.message)

@@ -15,12 +15,12 @@ import {
   type AgentOutcome,
   type AgentRun,
   callModel,
-  count,
   emptyOutcome,
   isObject,
   modelSaid,
   promptPart,
   type SafetyCheck,
+  tokenCount,
   traceToolCall,
 } from "./loop.ts";
 import type { JsonObject } from "./model.ts";
@@ -328,8 +328,9 @@ export async function runGemini(
     const usage = isObject(body.usageMetadata) ? body.usageMetadata : {};
     addTokens(
       outcome,
-      count(usage.promptTokenCount),
-      count(usage.candidatesTokenCount) + count(usage.thoughtsTokenCount),
+      tokenCount(usage.promptTokenCount),
+      tokenCount(usage.candidatesTokenCount) +
+        tokenCount(usage.thoughtsTokenCount),
     );
     const candidate = Array.isArray(body.candidates)
       ? body.candidates[0]

@@ -271,12 +271,12 @@ export function isObject(value: unknown): value is JsonObject {
 }
 
 /**
- * A non-negative count from a usage field, 0 for anything else.
+ * A token count from a usage field: a non-negative number, 0 for anything else.
  *
  * @param value The field.
  * @returns The count.
  */
-export function count(value: unknown): number {
+export function tokenCount(value: unknown): number {
   return typeof value === "number" && Number.isFinite(value) && value > 0
     ? value
     : 0;

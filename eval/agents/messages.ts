@@ -18,11 +18,11 @@ import {
   type AgentOutcome,
   type AgentRun,
   callModel,
-  count,
   emptyOutcome,
   isObject,
   modelSaid,
   promptPart,
+  tokenCount,
   traceToolCall,
 } from "./loop.ts";
 import type { JsonObject } from "./model.ts";
@@ -376,10 +376,10 @@ export async function runMessages(
     const usage = isObject(body.usage) ? body.usage : {};
     addTokens(
       outcome,
-      count(usage.input_tokens) +
-        count(usage.cache_creation_input_tokens) +
-        count(usage.cache_read_input_tokens),
-      count(usage.output_tokens),
+      tokenCount(usage.input_tokens) +
+        tokenCount(usage.cache_creation_input_tokens) +
+        tokenCount(usage.cache_read_input_tokens),
+      tokenCount(usage.output_tokens),
     );
     const content = (Array.isArray(body.content) ? body.content : []).filter(
       isObject,

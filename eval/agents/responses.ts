@@ -19,13 +19,13 @@ import {
   type AgentOutcome,
   type AgentRun,
   callModel,
-  count,
   dataUrl,
   emptyOutcome,
   isObject,
   modelSaid,
   promptPart,
   type SafetyCheck,
+  tokenCount,
   traceImage,
   traceToolCall,
 } from "./loop.ts";
@@ -231,7 +231,11 @@ export async function runResponses(
       ...(computer && { truncation: "auto" }),
     });
     const usage = isObject(body.usage) ? body.usage : {};
-    addTokens(outcome, count(usage.input_tokens), count(usage.output_tokens));
+    addTokens(
+      outcome,
+      tokenCount(usage.input_tokens),
+      tokenCount(usage.output_tokens),
+    );
     const output = (Array.isArray(body.output) ? body.output : []).filter(
       isObject,
     );
