@@ -4,7 +4,7 @@
  * own process over stdio: one environment per process), an agent loop per
  * run, the answer submitted, the reward read, one JSONL result per run as
  * it finishes. A run that fails is an error with no reward, retried when
- * its environment or the gateway failed. Tasks and their identity are
+ * its environment or the gateway failed (`attempts.ts`). Tasks and their identity are
  * `tasks.ts`, a result's shape `result.ts`, the summary (mean with its
  * spread, pass@k) `stats.ts`.
  *
@@ -19,16 +19,21 @@ import {
 } from "./agent.ts";
 import { agentTools, type DisplaySize } from "./tool_host.ts";
 import { modelConvention } from "./convention.ts";
-import { SdkError } from "@modelcontextprotocol/client";
 import { RUN_ISOLATION_CAPABILITY } from "../mcp/runs.ts";
 import {
   type ConnectOptions,
   Environment,
   type EvaluationResult,
 } from "./environment.ts";
-import { EnvironmentError, type EnvironmentTarget } from "./target.ts";
+import type { EnvironmentTarget } from "./target.ts";
 import type { EarlierAttempt, EvalErrorKind, EvalResult } from "./result.ts";
 import { type EvalTask, runIdentity } from "./tasks.ts";
+import {
+  backOff,
+  earlierAttempt,
+  errorKind,
+  withEarlierAttempts,
+} from "./attempts.ts";
 
 /** Options of {@linkcode runEval}. */
 export interface EvalOptions {
@@ -256,62 +261,6 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   };
 }
 
-/** A failed try as the next try's result keeps it. */
-function earlierAttempt(result: EvalResult): EarlierAttempt {
-  return {
-    error: result.error ?? "",
-    ...(result.error_kind && { error_kind: result.error_kind }),
-    steps: num(result.steps),
-    tokens: {
-      input: num(result.tokens?.input),
-      output: num(result.tokens?.output),
-    },
-    cost_usd: num(result.cost_usd),
-  };
-}
-
-function num(value: unknown): number {
-  return typeof value === "number" && Number.isFinite(value) ? value : 0;
-}
-
-/** The last try's result with the earlier tries' cost and tokens added. */
-function withEarlierAttempts(
-  result: EvalResult,
-  earlier: EarlierAttempt[],
-): EvalResult {
-  const tries = [...earlier, result];
-  const micros = tries.reduce(
-    (sum, t) => sum + Math.round(t.cost_usd * 1_000_000),
-    0,
-  );
-  return {
-    ...result,
-    attempts: earlier.length + 1,
-    earlier_attempts: earlier,
-    tokens: {
-      input: tries.reduce((sum, t) => sum + t.tokens.input, 0),
-      output: tries.reduce((sum, t) => sum + t.tokens.output, 0),
-    },
-    cost_usd: micros / 1_000_000,
-  };
-}
-
-/** How long to wait before trying a run again, ms: 1 s, doubling, at most 30 s. */
-function retryDelayMs(attempt: number): number {
-  return Math.min(30_000, 1000 * 2 ** (attempt - 1));
-}
-
-/** Waits before another try, or less when the eval is stopped meanwhile. */
-async function backOff(attempt: number, signal?: AbortSignal): Promise<void> {
-  const { promise, resolve } = Promise.withResolvers<void>();
-  const timer = setTimeout(resolve, retryDelayMs(attempt));
-  const stop = () => resolve();
-  signal?.addEventListener("abort", stop, { once: true });
-  await promise;
-  clearTimeout(timer);
-  signal?.removeEventListener("abort", stop);
-}
-
 /** The identity of a planned run (see {@linkcode runIdentity}). */
 function plannedIdentity(run: PlannedRun): string {
   return runIdentity({
@@ -342,27 +291,6 @@ function keptResults(
     kept.set(key, { ...result, repeat: result.repeat ?? 0 });
   }
   return [...kept.values()];
-}
-
-/**
- * What kind of failure an error is: the environment's (the connection or a
- * tool failed), the gateway's (unreachable, rate-limited or failing, not a
- * refusal of the request), or the task's own.
- */
-function errorKind(error: unknown): EvalErrorKind {
-  if (error instanceof EnvironmentError || error instanceof SdkError) {
-    return "environment";
-  }
-  if (
-    error instanceof TypeError && /fetch|connect|network/i.test(error.message)
-  ) {
-    return "gateway";
-  }
-  const failed = /^The model call failed \((\d{3})\)/.exec(
-    error instanceof Error ? error.message : "",
-  );
-  if (failed && (failed[1] === "429" || failed[1] >= "500")) return "gateway";
-  return "task";
 }
 
 /** The result of a run that never got to run its task. */
