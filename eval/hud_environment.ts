@@ -44,6 +44,7 @@ import {
   type ScenarioInfo,
 } from "./environment.ts";
 import { EnvironmentError, OutputTail } from "./target.ts";
+import { closeQuietly, TimeLimitError, withTimeLimit } from "./time_limit.ts";
 import {
   ControlClient,
   gradeResult,
@@ -406,59 +407,5 @@ export class HudEnvironment extends Environment {
     if (this.#screen) (await this.#screen.catch(() => undefined))?.rfb.close();
     await super.close().catch(() => {});
     await this.#forwarder.close();
-  }
-}
-
-/** A piece of work that ran past its time limit. */
-class TimeLimitError extends Error {
-  /**
-   * Creates the error.
-   *
-   * @param message Why, in one line.
-   */
-  constructor(message: string) {
-    super(message);
-    this.name = "TimeLimitError";
-  }
-}
-
-/**
- * The work's value, or a {@linkcode TimeLimitError} after `ms` (then
- * `onTimeout` runs, to cut the work off) or the signal's reason when it
- * aborts first.
- */
-function withTimeLimit<T>(
-  work: Promise<T>,
-  ms: number,
-  onTimeout: () => void,
-  message: string,
-  signal?: AbortSignal,
-): Promise<T> {
-  work.catch(() => {}); // settled after the limit: nobody waits for it then
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", abort);
-      onTimeout();
-      reject(new TimeLimitError(message));
-    }, ms);
-    const abort = () => {
-      clearTimeout(timer);
-      onTimeout();
-      reject(signal!.reason);
-    };
-    if (signal?.aborted) return abort();
-    signal?.addEventListener("abort", abort, { once: true });
-    work.then(resolve, reject).finally(() => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", abort);
-    });
-  });
-}
-
-function closeQuietly(resource: { close(): void } | undefined): void {
-  try {
-    resource?.close();
-  } catch {
-    // closed already
   }
 }
