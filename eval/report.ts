@@ -19,11 +19,7 @@
  * @module
  */
 import type { EvalResult } from "./result.ts";
-import {
-  type ImageReader,
-  imagesDirFor,
-  MAX_IMAGE_FILE_BYTES,
-} from "./report_images.ts";
+import { imagesDirFor, MAX_IMAGE_FILE_BYTES } from "./report_images.ts";
 import { readResults } from "./results_file.ts";
 import { REPORT_CSS } from "./report/_style.ts";
 import { esc, num, usd } from "./report/html.ts";
@@ -50,7 +46,7 @@ export interface ReportOptions {
   /** Lines of the results file that were not results. */
   skipped?: number;
   /** Reads a stored image (see `storeImages`); absent: stored images show as missing. */
-  readImage?: ImageReader;
+  readImage?: (sha256: string, ext: string) => Uint8Array | undefined;
   /** When the report was made (default now). */
   now?: Date;
 }
