@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { passAtK, rewardStats, summaryTable } from "./stats.ts";
-import { runIdentity } from "./tasks.ts";
 import type { EvalResult } from "./result.ts";
 
 /** A result with only what the statistics read set. */
@@ -103,38 +102,4 @@ Deno.test("summaryTable shows the mean, its spread and errors per scenario, and 
   assert.match(lines[2], /^other +1 +0\.500 .* 0 +1\.0/);
   assert.match(lines[3], /^total +3 +0\.750 +±0\.490 +0\.354 +0\.500 +- +1 /);
   assert.doesNotMatch(summaryTable([result(0, 0, 1)]), /pass@2/);
-});
-
-Deno.test("runIdentity names a run by task, repeat, scenario and arguments, whatever their key order", () => {
-  assert.equal(
-    runIdentity({
-      task: 1,
-      repeat: 2,
-      scenario: "s",
-      args: { a: 1, b: { c: 2, d: 3 } },
-    }),
-    runIdentity({
-      task: 1,
-      repeat: 2,
-      scenario: "s",
-      args: { b: { d: 3, c: 2 }, a: 1 },
-    }),
-  );
-  assert.equal(
-    runIdentity({ task: 1, scenario: "s" }),
-    runIdentity({ task: 1, repeat: 0, scenario: "s", args: {} }),
-  );
-  for (
-    const other of [
-      { task: 2, repeat: 2, scenario: "s", args: { a: 1 } },
-      { task: 1, repeat: 1, scenario: "s", args: { a: 1 } },
-      { task: 1, repeat: 2, scenario: "t", args: { a: 1 } },
-      { task: 1, repeat: 2, scenario: "s", args: { a: "1" } },
-    ]
-  ) {
-    assert.notEqual(
-      runIdentity(other),
-      runIdentity({ task: 1, repeat: 2, scenario: "s", args: { a: 1 } }),
-    );
-  }
 });
