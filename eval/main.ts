@@ -34,6 +34,7 @@ import {
   UsageError,
 } from "./cli_options.ts";
 import { balanceMicros, checkGateway } from "./gateway_check.ts";
+import { endOfRunLines } from "./cli_summary.ts";
 import {
   type ConnectOptions,
   DEFAULT_TOOL_TIMEOUT_MS,
@@ -372,59 +373,18 @@ async function main(argv: string[]): Promise<number> {
     const after = replay ? undefined : await balanceMicros(gatewayUrl, key!);
     await recorder?.finish(model, convention, results);
     console.log(summaryTable(results, passThreshold));
-    const fresh = results.filter((r) => !kept.has(runIdentity(r)));
-    // A run done again carries what it cost in the earlier eval: not spent now.
-    const spentBefore = new Map<string, number>();
-    for (const r of earlier.filter((r) => r.error)) {
-      const id = runIdentity(r);
-      spentBefore.set(
-        id,
-        (spentBefore.get(id) ?? 0) + (Number(r.cost_usd) || 0),
-      );
-    }
-    const spent = fresh.reduce(
-      (sum, r) => sum + r.cost_usd - (spentBefore.get(runIdentity(r)) ?? 0),
-      0,
-    );
-    const ledger = before !== undefined && after !== undefined
-      ? `; the gateway's ledger charged $${
-        ((before - after) / 1_000_000).toFixed(6)
-      }`
-      : "";
-    console.log(
-      `\n${results.length} result(s) in ${out}; model calls cost $${
-        spent.toFixed(6)
-      }${ledger}`,
-    );
+    for (
+      const line of endOfRunLines(results, {
+        kept,
+        earlier,
+        out,
+        before,
+        after,
+        recordedIn: recorder?.dir,
+        replayedFrom: replay?.dir,
+      })
+    ) console.log(line);
     const failed = results.filter((r) => r.error);
-    if (failed.length > 0) {
-      const kinds = new Map<string, number>();
-      for (const r of failed) {
-        const kind = r.error_kind ?? "task";
-        kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
-      }
-      console.log(
-        `${failed.length} run(s) ended in an error (${
-          [...kinds].map(([kind, n]) => `${kind} ${n}`).join(", ")
-        }), not counted in the mean; --resume ${out} runs them again`,
-      );
-    }
-    const refused = results.reduce((sum, r) => sum + r.refused_tool_calls, 0);
-    if (refused > 0) {
-      console.log(
-        `${refused} call(s) of tools the agent was not given were refused`,
-      );
-    }
-    const checks = results.reduce((sum, r) => sum + r.safety_checks.length, 0);
-    if (checks > 0) {
-      console.log(`${checks} safety check(s) acknowledged`);
-    }
-    if (recorder) console.log(`Model exchanges recorded in ${recorder.dir}`);
-    if (replay) {
-      console.log(
-        `Replayed from ${replay.dir}: no model was called, the cost is $0`,
-      );
-    }
     if (values.report !== undefined) {
       const written = await writeReport(out, values.report || undefined);
       console.log(`Report in ${written.path}`);
