@@ -72,6 +72,55 @@ export interface RelayOptions {
   inputEstimate: number;
 }
 
+/**
+ * Bytes read from the upstream at most per read. An event is a few hundred
+ * bytes; a longer one takes more reads.
+ */
+const READ_BYTES = 4_096;
+
+/** Reads of one upstream body: the next bytes, or done; and cancelling it. */
+interface UpstreamReads {
+  /** The next bytes, valid until the following call (the buffer is reused). */
+  next(): Promise<ReadableStreamReadResult<Uint8Array>>;
+  /** Cancels the body; never throws. */
+  cancel(): void;
+}
+
+/**
+ * Reads an upstream body through one small buffer of its own. A default
+ * reader of a `fetch` body allocates 64 KiB for every read, however little
+ * arrives: with 1,000 streams open that was 64 MiB of pending reads, and each
+ * relayed chunk kept its 64 KiB alive until a GC (RSS grew 350 MiB over the
+ * first 1,000 streams). A body that is not a byte stream (one built in
+ * JavaScript) is read with a default reader.
+ */
+function upstreamReader(body: ReadableStream<Uint8Array>): UpstreamReads {
+  let byob: ReadableStreamBYOBReader;
+  try {
+    byob = body.getReader({ mode: "byob" });
+  } catch {
+    const reader = body.getReader();
+    return {
+      next: () => reader.read(),
+      cancel: () => void reader.cancel().catch(() => {}),
+    };
+  }
+  // Undefined while a read has it: a second read then (the read on for
+  // usage, behind the pull the caller left) takes a buffer of its own.
+  let buffer: ArrayBuffer | undefined = new ArrayBuffer(READ_BYTES);
+  return {
+    async next() {
+      const lent = buffer ?? new ArrayBuffer(READ_BYTES);
+      buffer = undefined;
+      const result = await byob.read(new Uint8Array(lent));
+      // The read detached the buffer it was given and hands it back in the view.
+      if (result.value) buffer = result.value.buffer as ArrayBuffer;
+      return result as ReadableStreamReadResult<Uint8Array>;
+    },
+    cancel: () => void byob.cancel().catch(() => {}),
+  };
+}
+
 /** The caller's error for what a failed read threw. */
 function readFailure(thrown: unknown, key: ProviderKey, signal: AbortSignal) {
   if (thrown instanceof GatewayError) return thrown;
@@ -165,7 +214,7 @@ export function relayStream(options: RelayOptions): Relay {
       pending += out;
     },
   });
-  const reader = upstream.response.body!.getReader();
+  const reads = upstreamReader(upstream.response.body!);
   const decoder = new TextDecoder();
   // Whether the decoder holds the start of a character split across reads.
   let carried = false;
@@ -189,7 +238,7 @@ export function relayStream(options: RelayOptions): Relay {
   const output = (bytes: Uint8Array, read: { text: string; whole: boolean }) =>
     read.whole && pending === read.text &&
       !(scrubs && pending.includes(upstream.key.secret))
-      ? bytes
+      ? bytes.slice()
       : frames(pending);
   let finished = false;
 
@@ -218,7 +267,7 @@ export function relayStream(options: RelayOptions): Relay {
   const readChunk = async (timeoutMs: number) => {
     deadlines.watch(watched, timeoutMs);
     try {
-      return await reader.read();
+      return await reads.next();
     } finally {
       watched.deadline = Infinity;
     }
@@ -259,10 +308,10 @@ export function relayStream(options: RelayOptions): Relay {
             controller.close();
             return;
           }
-          const read = feed(value);
+          const fed = feed(value);
           if (pending) {
             firstEventAt ??= Date.now();
-            controller.enqueue(output(value, read));
+            controller.enqueue(output(value, fed));
             pending = "";
             return;
           }
@@ -291,7 +340,7 @@ export function relayStream(options: RelayOptions): Relay {
       }
       deadlines.forget(watched);
       upstream.abort.abort(new DOMException("Caller went away", "AbortError"));
-      reader.cancel().catch(() => {});
+      reads.cancel();
       finish(499, "The caller closed the stream");
     },
   });
