@@ -46,6 +46,13 @@ export const MAX_TOKEN_COUNT = 1e12;
  */
 export function tokenCount(value: unknown, field: string): number {
   if (value === undefined || value === null) return 0;
+  const count = countOf(value);
+  if (count === undefined) throw new UnreadableUsageError(field, value);
+  return count;
+}
+
+/** {@linkcode tokenCount}'s rule without the throw: the count, or `undefined` for a value that is not one. */
+function countOf(value: unknown): number | undefined {
   const number = typeof value === "string" && value.trim() !== ""
     ? Number(value)
     : value;
@@ -53,7 +60,7 @@ export function tokenCount(value: unknown, field: string): number {
     typeof number !== "number" || !Number.isFinite(number) || number < 0 ||
     number > MAX_TOKEN_COUNT
   ) {
-    throw new UnreadableUsageError(field, value);
+    return undefined;
   }
   return Math.ceil(number);
 }
@@ -156,12 +163,12 @@ function larger(prior: unknown, value: unknown): unknown {
     : value;
 }
 
+// Without a throw: folding meets values that are not counts on every event
+// that carries one (a detail object past the folded depth, a tier name), and
+// an error built per event was a cost of its own per streamed chunk.
 function readableCount(value: unknown): number | undefined {
-  try {
-    return value === undefined ? undefined : tokenCount(value, "");
-  } catch {
-    return undefined;
-  }
+  if (value === undefined) return undefined;
+  return value === null ? 0 : countOf(value);
 }
 
 /**
