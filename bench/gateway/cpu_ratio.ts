@@ -7,11 +7,13 @@
  * connections, `seconds` each), CPU from `/proc/<pid>/stat`. The figure to
  * compare two versions of the hot path by, without the whole `deno task bench`.
  *
- * `deno run -A bench/gateway/cpu_ratio.ts [rounds] [seconds] [--cpu-prof DIR]`
+ * `deno run -A bench/gateway/cpu_ratio.ts [rounds] [seconds] [--cpu-prof DIR] [--v8-flags F] [--env K=V]…`
  *
  * With `--cpu-prof DIR` the gateway runs under V8's sampling profiler and
  * writes its profile into DIR when it stops; `--v8-flags F` replaces the start
- * task's V8 flags, to weigh them.
+ * task's V8 flags, to weigh them; `--env K=V` sets a variable of the gateway
+ * (`GATEWAY_USAGE_AGGREGATES=off` weighs the usage counters, `GATEWAY_STORE`
+ * runs it on PostgreSQL).
  *
  * @module
  */
@@ -31,6 +33,7 @@ const { values, positionals } = parseArgs({
   options: {
     "cpu-prof": { type: "string" },
     "v8-flags": { type: "string" },
+    env: { type: "string", multiple: true, default: [] },
   },
 });
 const rounds = Number(positionals[0] ?? 3);
@@ -52,6 +55,10 @@ const gateway = await startGatewayProcess(
   sim.openaiBase,
   `${work}/gateway.kv`,
   profileFlags,
+  Object.fromEntries(values.env.map((pair) => {
+    const at = pair.indexOf("=");
+    return [pair.slice(0, at), pair.slice(at + 1)];
+  })),
 );
 /** A target: its process and the non-streamed chat call it answers. */
 const target = (pid: number, base: string, key: string) => ({
