@@ -104,3 +104,29 @@ export function monotonicId(time: number): string {
   }
   return timePart(lastTime) + base32(lastRandom);
 }
+
+/**
+ * A UUID version 7 (RFC 9562): 48 bits of epoch ms, then 74 random bits, in
+ * the usual hex form. It sorts by time, so the trace-id index entries of
+ * calls that brought no trace id of their own are written in key order, next
+ * to each other, instead of at a random place in the store's index.
+ *
+ * @param time Epoch ms, normally now.
+ * @returns The 36-character UUID.
+ */
+export function uuidV7(time: number = Date.now()): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  let ms = Math.max(0, Math.floor(time));
+  for (let i = 5; i >= 0; i--) {
+    bytes[i] = ms % 256;
+    ms = Math.floor(ms / 256);
+  }
+  bytes[6] = 0x70 | (bytes[6] & 0x0f);
+  bytes[8] = 0x80 | (bytes[8] & 0x3f);
+  const hex = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join(
+    "",
+  );
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${
+    hex.slice(16, 20)
+  }-${hex.slice(20)}`;
+}

@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { uuidV7 } from "../_ids.ts";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { createAdminRoutes } from "./admin.ts";
@@ -185,8 +186,8 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   const app = new Hono<GatewayEnv>();
   app.use(async (c, next) => {
     const requestId = `req_${crypto.randomUUID().replaceAll("-", "")}`;
-    const traceId = c.req.header("trace-id")?.slice(0, 128) ||
-      crypto.randomUUID();
+    // Time-ordered: the trace-id index entry of each call goes in key order.
+    const traceId = c.req.header("trace-id")?.slice(0, 128) || uuidV7();
     c.set("requestId", requestId);
     c.set("traceId", traceId);
     await next();
