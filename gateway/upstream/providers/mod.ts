@@ -87,24 +87,6 @@ export const PROVIDERS: Readonly<Record<ProviderName, Provider<ProviderName>>> =
   );
 
 /**
- * Whether a string names a registered provider.
- *
- * @example
- * ```ts
- * import { isProviderName } from "./mod.ts";
- *
- * isProviderName("gemini"); // true
- * isProviderName("toString"); // false
- * ```
- *
- * @param name The string.
- * @returns Whether it is a {@linkcode ProviderName}.
- */
-export function isProviderName(name: string): name is ProviderName {
-  return (PROVIDER_NAMES as readonly string[]).includes(name);
-}
-
-/**
  * A provider's `gen_ai.provider.name` in OpenTelemetry's GenAI semantic
  * conventions, for the spans of calls it served.
  *
