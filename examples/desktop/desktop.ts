@@ -39,6 +39,8 @@ export interface Desktop extends AsyncDisposable {
   devtoolsPort?: number;
   /** Whether Chromium still runs (an agent may have closed it). */
   readonly chromiumRunning: boolean;
+  /** Settles once Chromium's process has ended (an agent may close it at any time). */
+  readonly chromiumEnded: Promise<void>;
   /** Stops Chromium, the page's server and Xvfb. Safe to call more than once. */
   close(): Promise<void>;
   /** Kills Chromium and Xvfb at once and removes the browser profile, synchronously (for `unload`); nothing once `close()` finished. */
@@ -183,6 +185,7 @@ export async function startDesktop(
       );
     });
     exited.catch(() => {});
+    const chromiumEnded = exited.then(() => {}, () => {});
     stack.defer(async () => {
       killGroup(pid, "SIGTERM");
       const killer = setTimeout(() => killGroup(pid, "SIGKILL"), 2_000);
@@ -232,6 +235,7 @@ export async function startDesktop(
       get chromiumRunning() {
         return running;
       },
+      chromiumEnded,
       close,
       killNow: () => {
         if (finished) return;

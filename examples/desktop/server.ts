@@ -113,12 +113,17 @@ export function createDesktopServer(
     // A GUI task: with a shell the agent could post the form without the page.
     excludeTools: ["bash", "edit"],
   }, async function* ({ word }) {
-    if (!desktop.chromiumRunning) {
-      throw new Error(
+    const gone = () =>
+      new Error(
         "Chromium is no longer running (an earlier run closed it): restart the environment",
       );
-    }
-    const { run, layout } = await desktop.page.startRun(pageTimeoutMs);
+    if (!desktop.chromiumRunning) throw gone();
+    // Chromium may have been closed a moment ago and not yet reaped: the
+    // page's report would only time out, so its end answers first.
+    const { run, layout } = await Promise.race([
+      desktop.page.startRun(pageTimeoutMs),
+      desktop.chromiumEnded.then(() => Promise.reject(gone())),
+    ]);
     const box = await computer.toAgent(elementCenter(layout, "word"));
     const agent = computer.agentSize;
     yield `The screen is ${agent.width}x${agent.height}. ` +
