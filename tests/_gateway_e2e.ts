@@ -117,6 +117,9 @@ export function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/** How long {@linkcode GatewayProcess.stop} waits after SIGTERM: the default drain and 15 s more. */
+const STOP_TIMEOUT_MS = 45_000;
+
 /** A gateway running as its own process (`gateway/main.ts`). */
 export interface GatewayProcess {
   /** `http://127.0.0.1:port`. */
@@ -126,7 +129,8 @@ export interface GatewayProcess {
   /** Everything it wrote on stderr so far. */
   stderr(): string;
   /**
-   * Sends SIGTERM and waits for the exit.
+   * Sends SIGTERM and waits for the exit; if it does not come within
+   * 45 s, kills the process and rejects, with its stderr in the message.
    *
    * @returns The exit code and the whole stderr.
    */
@@ -191,8 +195,28 @@ export async function spawnGateway(
         try {
           child.kill("SIGTERM");
         } catch { /* already gone */ }
+        // A gateway that outlives its drain (30 s by default) is hung; a
+        // test fails saying so rather than waiting for ever.
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const exited = await Promise.race([
+          child.status.then(() => true),
+          new Promise<false>((resolve) => {
+            timer = setTimeout(() => resolve(false), STOP_TIMEOUT_MS);
+          }),
+        ]);
+        clearTimeout(timer);
+        if (!exited) {
+          try {
+            child.kill("SIGKILL");
+          } catch { /* already gone */ }
+        }
         const status = await child.status;
         await drained;
+        if (!exited) {
+          throw new Error(
+            `The gateway did not exit within ${STOP_TIMEOUT_MS} ms of SIGTERM and was killed; its stderr: "${text}"`,
+          );
+        }
         return { code: status.code, stderr: text };
       })();
       return stopping;

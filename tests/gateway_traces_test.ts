@@ -290,6 +290,8 @@ Deno.test("with OTEL_DENO=true a gateway process exports a span with the gen_ai 
       OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${receiver.addr.port}`,
       OTEL_BSP_SCHEDULE_DELAY: "100",
       OTEL_METRIC_EXPORT_INTERVAL: "100",
+      // Bounds each exporter's flush at exit (10 s each by default).
+      OTEL_EXPORTER_OTLP_TIMEOUT: "2000",
     });
     const response = await postJson(
       `${gateway.url}/chat/completions`,
