@@ -3,11 +3,21 @@
  * calls by route, model, provider and status; tokens and cost; latency and
  * time to first token; the provider key pool by state; and how long the
  * money path's KV commits take. Counted per process (Prometheus scrapes each
- * one), from the same trace records the gateway stores, with `prom-client`.
+ * one), from the same trace records the gateway stores, in the exposition
+ * `prom-client` writes, by `_prometheus.ts`.
  *
  * @module
  */
-import client from "prom-client";
+import {
+  CollectedGaugeFamily,
+  CounterFamily,
+  type CounterSeries,
+  HistogramFamily,
+  type HistogramSeries,
+  type Labels,
+  PROMETHEUS_CONTENT_TYPE,
+  renderFamilies,
+} from "./_prometheus.ts";
 import type { KeyHealth } from "../upstream/key_pool.ts";
 import type { TraceRecord } from "../state/traces.ts";
 
@@ -22,13 +32,13 @@ export interface GatewayMetrics {
 }
 
 interface CallChildren {
-  requests: Map<number, client.Counter.Internal>;
-  input: client.Counter.Internal;
-  output: client.Counter.Internal;
-  cached: client.Counter.Internal;
-  cost: client.Counter.Internal;
-  latency: client.Histogram.Internal<string>;
-  ttft: client.Histogram.Internal<string>;
+  requests: Map<number, CounterSeries>;
+  input: CounterSeries;
+  output: CounterSeries;
+  cached: CounterSeries;
+  cost: CounterSeries;
+  latency: HistogramSeries;
+  ttft: HistogramSeries;
 }
 
 const LATENCY_BUCKETS = [
@@ -64,61 +74,58 @@ const LATENCY_BUCKETS = [
  * @returns The metrics.
  */
 export function createMetrics(keyHealth: () => KeyHealth[]): GatewayMetrics {
-  const registry = new client.Registry();
-  const requests = new client.Counter({
-    name: "mcpkit_gateway_requests_total",
-    help: "Calls answered, by route, model, provider and HTTP status",
-    labelNames: ["route", "model", "provider", "status"],
-    registers: [registry],
-  });
-  const tokens = new client.Counter({
-    name: "mcpkit_gateway_tokens_total",
-    help: "Tokens billed, by model, provider and kind (input, output, cached)",
-    labelNames: ["model", "provider", "kind"],
-    registers: [registry],
-  });
-  const cost = new client.Counter({
-    name: "mcpkit_gateway_cost_usd_total",
-    help: "USD charged to callers, by model and provider",
-    labelNames: ["model", "provider"],
-    registers: [registry],
-  });
-  const latency = new client.Histogram({
-    name: "mcpkit_gateway_request_duration_seconds",
-    help: "Time from request to last byte, by route and provider",
-    labelNames: ["route", "provider"],
-    buckets: LATENCY_BUCKETS,
-    registers: [registry],
-  });
-  const ttft = new client.Histogram({
-    name: "mcpkit_gateway_time_to_first_token_seconds",
-    help:
-      "Time from request to the first streamed event, by route and provider",
-    labelNames: ["route", "provider"],
-    buckets: LATENCY_BUCKETS,
-    registers: [registry],
-  });
-  const commits = new client.Histogram({
-    name: "mcpkit_gateway_kv_commit_seconds",
-    help: "Duration of the money path's KV commits",
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
-    registers: [registry],
-  });
-  new client.Gauge({
-    name: "mcpkit_gateway_provider_keys",
-    help:
-      "Provider keys by provider and state (healthy, cooling, refused, probing)",
-    labelNames: ["provider", "state"],
-    registers: [registry],
-    collect() {
-      this.reset();
+  const requests = new CounterFamily(
+    "mcpkit_gateway_requests_total",
+    "Calls answered, by route, model, provider and HTTP status",
+    ["route", "model", "provider", "status"],
+  );
+  const tokens = new CounterFamily(
+    "mcpkit_gateway_tokens_total",
+    "Tokens billed, by model, provider and kind (input, output, cached)",
+    ["model", "provider", "kind"],
+  );
+  const cost = new CounterFamily(
+    "mcpkit_gateway_cost_usd_total",
+    "USD charged to callers, by model and provider",
+    ["model", "provider"],
+  );
+  const latency = new HistogramFamily(
+    "mcpkit_gateway_request_duration_seconds",
+    "Time from request to last byte, by route and provider",
+    ["route", "provider"],
+    LATENCY_BUCKETS,
+  );
+  const ttft = new HistogramFamily(
+    "mcpkit_gateway_time_to_first_token_seconds",
+    "Time from request to the first streamed event, by route and provider",
+    ["route", "provider"],
+    LATENCY_BUCKETS,
+  );
+  const commitFamily = new HistogramFamily(
+    "mcpkit_gateway_kv_commit_seconds",
+    "Duration of the money path's KV commits",
+    [],
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
+  );
+  const commits = commitFamily.labels();
+  const keys = new CollectedGaugeFamily(
+    "mcpkit_gateway_provider_keys",
+    "Provider keys by provider and state (healthy, cooling, refused, probing)",
+    ["provider", "state"],
+    () => {
+      const counts = new Map<string, [Labels, number]>();
       for (const key of keyHealth()) {
-        this.inc({ provider: key.provider, state: key.state });
+        const id = `${key.provider}\u0000${key.state}`;
+        const counted = counts.get(id);
+        if (counted) counted[1]++;
+        else counts.set(id, [{ provider: key.provider, state: key.state }, 1]);
       }
+      return counts.values();
     },
-  });
-  // prom-client hashes the labels on every inc and observe; the children of
-  // one route, model and provider are looked up once and kept.
+  );
+  const families = [requests, tokens, cost, latency, ttft, commitFamily, keys];
+  // A series' label text is built once: the children of one route, model
+  // and provider are looked up once and kept.
   const children = new Map<string, CallChildren>();
   const childrenOf = (route: string, model: string, provider: string) => {
     const id = `${route}\u0000${model}\u0000${provider}`;
@@ -165,11 +172,11 @@ export function createMetrics(keyHealth: () => KeyHealth[]): GatewayMetrics {
     observeCommit(seconds) {
       commits.observe(seconds);
     },
-    async render() {
-      return {
-        body: await registry.metrics(),
-        contentType: registry.contentType,
-      };
+    render() {
+      return Promise.resolve({
+        body: renderFamilies(families),
+        contentType: PROMETHEUS_CONTENT_TYPE,
+      });
     },
   };
 }
