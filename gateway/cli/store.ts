@@ -6,7 +6,8 @@
  * @module
  */
 import { copyKvToPostgres } from "../state/store/copy.ts";
-import { describePostgresUrl, openPostgresStore } from "../state/store/mod.ts";
+import { describePostgresUrl } from "../state/store/mod.ts";
+import { openPostgresStore } from "../state/store/postgres.ts";
 
 const USAGE =
   `Usage: deno task store copy <from-kv-path> <postgres-url> [--force]
