@@ -341,9 +341,12 @@ export interface CallerAuthenticatorOptions {
  * key stops working within a second in every process sharing the KV, and a
  * flood of bad keys costs one KV read per key per second.
  *
- * The lookup is by the key's SHA-256 hash; no secret is ever compared, and
- * how long the lookup takes can reveal at most something about a hash, which
- * gives nothing towards a key.
+ * The store is read by the key's SHA-256 hash; no secret is ever compared
+ * with a stored one, and how long the read takes can reveal at most
+ * something about a hash, which gives nothing towards a key. The cache in
+ * front of it is keyed by the key as sent, so the hash is computed once per
+ * key and cache lifetime, not once per call; it holds for a second what the
+ * process holds anyway, in the requests' headers.
  *
  * @example
  * ```ts
@@ -379,22 +382,25 @@ export function createCallerAuthenticator(
       if (!secret.startsWith(CALLER_KEY_PREFIX) || secret.length > 256) {
         return null;
       }
-      const hash = await hashCallerKey(secret);
-      const cached = cache.get(hash);
+      // Keyed by the key as sent, so a repeated key costs a map lookup, not
+      // a SHA-256 (3 µs a call in the saturation profile); the process
+      // already holds the key in the request's headers.
+      const cached = cache.get(secret);
       if (cached !== undefined && cached.expiresAt > now()) {
         return cached.caller;
       }
+      const hash = await hashCallerKey(secret);
       const found = await commitWithRetry(
         "caller lookup",
         () => kv.get<Caller>(callerByHashKey(hash)),
       );
       // Map order is insertion order: re-inserting keeps the oldest first.
-      cache.delete(hash);
+      cache.delete(secret);
       for (const oldest of cache.keys()) {
         if (cache.size < maxEntries) break;
         cache.delete(oldest);
       }
-      cache.set(hash, { caller: found.value, expiresAt: now() + ttl });
+      cache.set(secret, { caller: found.value, expiresAt: now() + ttl });
       return found.value;
     },
   };
