@@ -176,6 +176,9 @@ export function costOptions(
     ttftRounds: quick ? { cold: 20, warm: 30 } : { cold: 100, warm: 200 },
     cpuCalls: quick ? 600 : 3000,
     searchRates: quick ? [500, 1000, 2000, 4000] : [
+      50,
+      100,
+      150,
       250,
       500,
       750,
