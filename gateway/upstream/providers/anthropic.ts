@@ -230,6 +230,8 @@ function chatTranslated(call: CallInput): Exchange {
     call.entry.upstream,
     call.maxOutputTokens,
   );
+  // The caller's limit, capped by the model's: what the credit hold covers.
+  body.max_tokens = Math.min(body.max_tokens, call.maxOutputTokens);
   const ttl = unsplitCacheTtl(body);
   return {
     path: "/v1/messages",

@@ -152,6 +152,11 @@ class GeminiRelay implements StreamRelay {
 function chatTranslated(call: CallInput): Exchange {
   const chat = chatRequest(call);
   const { body } = toGeminiRequest(chat, call.entry.upstream);
+  // The caller's limit, capped by the model's: what the credit hold covers.
+  const limit = body.generationConfig?.maxOutputTokens;
+  if (limit !== undefined && limit > call.maxOutputTokens) {
+    body.generationConfig!.maxOutputTokens = call.maxOutputTokens;
+  }
   return {
     path: methodPath(call.entry.upstream, call.stream),
     body,
