@@ -11,12 +11,12 @@
  * | Key | Value |
  * |---|---|
  * | `["callers", callerId]` | {@linkcode CallerRecord} in `callers.ts` |
- * | `["caller_by_hash", sha256Hex]` | caller id (the secret itself is never stored) |
+ * | `["caller_by_hash", sha256Hex]` | `{id, name, limits}` of the caller (the secret itself is never stored) |
  * | `["unleased", callerId]` | the part of a caller's balance no lease holds, integer micro-USD (below zero: a debt) |
  * | `["leases", callerId, leaseId]` | {@linkcode LeaseRecord} in `credits/ledger.ts`: money one gateway process holds to reserve from in memory |
  * | `["ledger", callerId, entryId]` | one money movement; `entryId` sorts by time |
  * | `["traces", callerId, entryId]` | one trace record; `entryId` sorts by time |
- * | `["traces_by_trace_id", callerId, traceId, entryId]` | the same record, indexed by trace id |
+ * | `["traces_by_trace_id", callerId, traceId, entryId]` | `null`: the trace's key, indexed by trace id |
  * | `["catalog", modelId]` | a change to the catalog file's models: `{entry}` or `{removed: true}` |
  * | `["catalog_version"]` | a counter (`Deno.KvU64`) bumped by every catalog change |
  * | `["limit_minute", callerId, minuteStart]` | `{requests, tokens}` a limited caller used in a calendar minute |

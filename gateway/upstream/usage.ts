@@ -29,9 +29,9 @@ export class UnreadableUsageError extends Error {
 /**
  * The most tokens one count may report: a trillion, far above any call. A
  * call's classes are sums of a few counts, so they stay a few trillion
- * tokens: exact integers, and priced at up to $150 per million tokens a cost
- * inside the balance range. A provider reporting absurd counts fails the
- * call where the usage enters, instead of its settlement.
+ * tokens: exact integers, which the money maths prices in big integers. A
+ * provider reporting absurd counts fails the call where the usage enters,
+ * instead of its settlement.
  */
 export const MAX_TOKEN_COUNT = 1e12;
 

@@ -154,8 +154,9 @@ function tokenCount(name: string, value: number): bigint {
 
 /**
  * The cost of one call in micro-USD: uncached input tokens at the input price,
- * cache reads at the cached price, cache writes at the cache-write prices
- * (each falling back to the input price where the model has none), every
+ * cache reads at the cached price (else the input price), 5-minute cache
+ * writes at the cache-write price (else the input price), 1-hour writes at
+ * the 1-hour price (else the 5-minute one), every
  * output token at the output price; the total rounded up to the next
  * micro-USD, once per call.
  *

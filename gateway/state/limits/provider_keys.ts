@@ -17,10 +17,11 @@
  * the difference). What a process claimed and did not use in a minute is
  * lost to the others for that minute: at most two slices a process.
  *
- * A process with no slot left refuses the key until its claim commits (the
- * call is offered the provider's other keys, then answered 429 with a
- * `retry-after`), so a burst that outruns the background claims sees a few
- * refusals rather than the upstream's 429s.
+ * A process with no slot left refuses the key until its claim commits; the
+ * upstream sender (`upstream/send.ts`) then waits once, at most 2 s, for the
+ * claims under way before it answers 429 with a `retry-after`, so a burst
+ * that outruns the background claims waits a moment rather than meeting the
+ * upstream's 429s.
  *
  * A key's cool-downs (after an upstream 429 or a refusal of the key) are
  * shared too, `["provider_key_health", keyId]`: every process stops using
