@@ -30,7 +30,7 @@ import {
   renderErrors,
 } from "../errors.ts";
 import { MemoryKeyPool } from "../upstream/key_pool.ts";
-import { PROVIDERS as PROVIDER_IMPLEMENTATIONS } from "../upstream/providers/mod.ts";
+import { PROVIDERS } from "../upstream/providers/mod.ts";
 import type { CatalogEntry } from "../state/catalog.ts";
 import type { KeyPool } from "../upstream/key_pool.ts";
 import type { ProviderName } from "../upstream/providers/mod.ts";
@@ -172,7 +172,7 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     model: (id) => catalog.get(id),
     modelsOn: (route) =>
       catalog.list().filter((m) => m.routes.includes(route)).map((m) => m.id),
-    providers: PROVIDER_IMPLEMENTATIONS,
+    providers: PROVIDERS,
     baseUrls: Object.fromEntries(
       Object.entries(config.providers).map(([name, p]) => [name, p.baseUrl]),
     ) as Record<ProviderName, string>,
