@@ -225,6 +225,19 @@ export function renderCostSummary(cost: CostResults): string[] {
   ];
 }
 
+/** The columns of a latency table: a percentile, and what it adds over the simulator. */
+const LATENCY_COLUMNS = [
+  "round",
+  "target",
+  "calls",
+  "p50 ms",
+  "p99 ms",
+  "added p50 ms",
+  "added p99 ms",
+  "added p50 / relay's",
+  "p99 / relay's",
+];
+
 function latencyTable(cost: CostResults): string[] {
   const rows: string[][] = [];
   for (const round of ROUNDS) {
@@ -260,17 +273,7 @@ function latencyTable(cost: CostResults): string[] {
       ]);
     }
   }
-  return table([
-    "round",
-    "target",
-    "calls",
-    "p50 ms",
-    "p99 ms",
-    "added p50 ms",
-    "added p99 ms",
-    "added p50 / relay's",
-    "p99 / relay's",
-  ], rows);
+  return table(LATENCY_COLUMNS, rows);
 }
 
 function throughputTable(cost: CostResults): string[] {
@@ -453,17 +456,7 @@ function ttftTable(cost: CostResults): string[] {
       ]);
     }
   }
-  return table([
-    "round",
-    "target",
-    "calls",
-    "p50 ms",
-    "p99 ms",
-    "added p50 ms",
-    "added p99 ms",
-    "added p50 / relay's",
-    "p99 / relay's",
-  ], rows);
+  return table(LATENCY_COLUMNS, rows);
 }
 
 /**
