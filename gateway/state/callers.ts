@@ -341,12 +341,9 @@ export interface CallerAuthenticatorOptions {
  * key stops working within a second in every process sharing the KV, and a
  * flood of bad keys costs one KV read per key per second.
  *
- * The store is read by the key's SHA-256 hash; no secret is ever compared
- * with a stored one, and how long the read takes can reveal at most
- * something about a hash, which gives nothing towards a key. The cache in
- * front of it is keyed by the key as sent, so the hash is computed once per
- * key and cache lifetime, not once per call; it holds for a second what the
- * process holds anyway, in the requests' headers.
+ * The lookup is by the key's SHA-256 hash; no secret is ever compared, and
+ * how long the lookup takes can reveal at most something about a hash, which
+ * gives nothing towards a key.
  *
  * @example
  * ```ts
@@ -382,25 +379,22 @@ export function createCallerAuthenticator(
       if (!secret.startsWith(CALLER_KEY_PREFIX) || secret.length > 256) {
         return null;
       }
-      // Keyed by the key as sent, so a repeated key costs a map lookup, not
-      // a SHA-256 (3 µs a call in the saturation profile); the process
-      // already holds the key in the request's headers.
-      const cached = cache.get(secret);
+      const hash = await hashCallerKey(secret);
+      const cached = cache.get(hash);
       if (cached !== undefined && cached.expiresAt > now()) {
         return cached.caller;
       }
-      const hash = await hashCallerKey(secret);
       const found = await commitWithRetry(
         "caller lookup",
         () => kv.get<Caller>(callerByHashKey(hash)),
       );
       // Map order is insertion order: re-inserting keeps the oldest first.
-      cache.delete(secret);
+      cache.delete(hash);
       for (const oldest of cache.keys()) {
         if (cache.size < maxEntries) break;
         cache.delete(oldest);
       }
-      cache.set(secret, { caller: found.value, expiresAt: now() + ttl });
+      cache.set(hash, { caller: found.value, expiresAt: now() + ttl });
       return found.value;
     },
   };
