@@ -105,3 +105,81 @@ export async function startServerProcess(
     clearTimeout(timer);
   }
 }
+
+/** An example serving HUD v6's control channel (`main.ts hud`). */
+export interface HudServeProcess {
+  /** The control channel's port (from the `HUD_SERVE_PORT=` line). */
+  port: number;
+  /** Everything it wrote on stdout so far. */
+  stdout(): string;
+  /** Everything it wrote on stderr so far. */
+  stderr(): string;
+  /**
+   * Sends `signal` (default SIGTERM) and waits for the exit and its output.
+   *
+   * @returns The exit status.
+   */
+  stop(signal?: Deno.Signal): Promise<Deno.CommandStatus>;
+}
+
+/**
+ * Runs an example's `main.ts hud` with `MCP_PORT=0` and waits for the line
+ * `HUD_SERVE_PORT=<port>` on its stdout; SIGKILL when it stays silent for
+ * `timeoutMs`.
+ *
+ * @param main The example's `main.ts` path.
+ * @param name The example, for the error when it exits before listening.
+ * @param timeoutMs How long it may take to listen.
+ * @returns The running example.
+ * @throws {Error} When it exits before listening.
+ */
+export async function startHudServeProcess(
+  main: string,
+  name: string,
+  timeoutMs: number,
+): Promise<HudServeProcess> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", main, "hud"],
+    env: { MCP_PORT: "0", NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let stderr = "";
+  const stderrDone = (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of child.stderr) {
+      stderr += decoder.decode(chunk, { stream: true });
+    }
+  })();
+  const reader = child.stdout.getReader();
+  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+  let stdout = "";
+  let port: number | undefined;
+  while (port === undefined) {
+    const { value, done } = await reader.read();
+    if (done) {
+      clearTimeout(timer);
+      await stderrDone;
+      throw new Error(`The ${name} exited before listening: ${stderr}`);
+    }
+    stdout += new TextDecoder().decode(value);
+    const found = /^HUD_SERVE_PORT=(\d+)$/m.exec(stdout);
+    if (found) port = Number(found[1]);
+  }
+  clearTimeout(timer);
+  const stdoutDone = (async () => {
+    for (;;) if ((await reader.read()).done) return;
+  })();
+  return {
+    port,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    stop: async (signal: Deno.Signal = "SIGTERM") => {
+      child.kill(signal);
+      const status = await child.status;
+      await Promise.all([stderrDone, stdoutDone]);
+      return status;
+    },
+  };
+}

@@ -20,6 +20,7 @@ import { RfbClient } from "../mcp/hud/rfb.ts";
 import { RfbExecutor } from "../mcp/hud/rfb_executor.ts";
 import { pngSize } from "../tools/mod.ts";
 import { missingDesktopPrograms } from "./_desktop.ts";
+import { startHudServeProcess } from "./_example_process.ts";
 
 const MAIN = new URL("../examples/desktop/main.ts", import.meta.url).pathname;
 
@@ -51,47 +52,17 @@ if (missing.length === 0 && noSnapshot) {
 
 /** The desktop example serving the control channel on a free port. */
 async function startHudDesktop() {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", MAIN, "hud"],
-    env: { MCP_PORT: "0", NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let stderr = "";
-  const stderrDone = (async () => {
-    const decoder = new TextDecoder();
-    for await (const chunk of child.stderr) {
-      stderr += decoder.decode(chunk, { stream: true });
-    }
-  })();
-  const reader = child.stdout.getReader();
-  const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
-  let stdout = "";
-  let port: number | undefined;
-  while (port === undefined) {
-    const { value, done } = await reader.read();
-    if (done) {
-      clearTimeout(timer);
-      await stderrDone;
-      throw new Error(`The desktop exited before listening: ${stderr}`);
-    }
-    stdout += new TextDecoder().decode(value);
-    const found = /^HUD_SERVE_PORT=(\d+)$/m.exec(stdout);
-    if (found) port = Number(found[1]);
-  }
-  clearTimeout(timer);
-  const stdoutDone = (async () => {
-    for (;;) if ((await reader.read()).done) return;
-  })();
+  const desktop = await startHudServeProcess(MAIN, "desktop", 60_000);
   return {
-    port,
-    stderr: () => stderr,
+    port: desktop.port,
+    stderr: desktop.stderr,
     [Symbol.asyncDispose]: async () => {
-      child.kill("SIGTERM");
-      const status = await child.status;
-      await Promise.all([stderrDone, stdoutDone]);
-      assert.equal(status.code, 0, `the desktop stopped badly: ${stderr}`);
+      const status = await desktop.stop();
+      assert.equal(
+        status.code,
+        0,
+        `the desktop stopped badly: ${desktop.stderr()}`,
+      );
     },
   };
 }

@@ -9,6 +9,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { startHudServeProcess } from "./_example_process.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const GAME = new URL("examples/text_game/main.ts", ROOT).pathname;
@@ -16,47 +17,8 @@ const TASKS = new URL("examples/text_game/tasks.jsonl", ROOT).pathname;
 const EVAL = new URL("eval/main.ts", ROOT).pathname;
 
 /** The text game serving the control channel on a free port. */
-async function startHudGame() {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", GAME, "hud"],
-    env: { MCP_PORT: "0", NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let stderr = "";
-  const stderrDone = (async () => {
-    const decoder = new TextDecoder();
-    for await (const chunk of child.stderr) {
-      stderr += decoder.decode(chunk, { stream: true });
-    }
-  })();
-  const reader = child.stdout.getReader();
-  let stdout = "";
-  const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
-  let port: number | undefined;
-  while (port === undefined) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`The game exited before listening: ${stderr}`);
-    stdout += new TextDecoder().decode(value);
-    const found = /^HUD_SERVE_PORT=(\d+)$/m.exec(stdout);
-    if (found) port = Number(found[1]);
-  }
-  clearTimeout(timer);
-  const stdoutDone = (async () => {
-    for (;;) if ((await reader.read()).done) return;
-  })();
-  return {
-    port,
-    stdout: () => stdout,
-    stderr: () => stderr,
-    stop: async (signal: Deno.Signal = "SIGTERM") => {
-      child.kill(signal);
-      const status = await child.status;
-      await Promise.all([stderrDone, stdoutDone]);
-      return status;
-    },
-  };
+function startHudGame() {
+  return startHudServeProcess(GAME, "game", 20_000);
 }
 
 async function evaluate(target: string, out: string) {
