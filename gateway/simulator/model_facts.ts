@@ -44,6 +44,8 @@ export interface SimulatedModel {
   computerUse?: ComputerUseFact;
   /** What it refuses. */
   features?: ModelFeatures;
+  /** The pages its facts were taken from: present once its facts are verified. */
+  sources?: readonly string[];
 }
 
 /**
@@ -81,4 +83,32 @@ export function modelLookup(
     DEFAULT_CATALOG as readonly SimulatedModel[],
 ): ModelLookup {
   return (upstreamId) => catalogEntryByUpstream(provider, upstreamId, models);
+}
+
+/**
+ * Whether a model refuses a computer-use tool of this type: one whose facts
+ * name another tool, or whose facts are verified (`sources`) and name none
+ * (it has no computer use). A model without facts refuses nothing.
+ *
+ * @example
+ * ```ts
+ * import { refusesComputerTool } from "./model_facts.ts";
+ *
+ * const model = { provider: "openai", upstream: "gpt-test", computerUse: { tool: "computer" } } as const;
+ * refusesComputerTool(model, "computer_use_preview"); // true
+ * refusesComputerTool(model, "computer"); // false
+ * refusesComputerTool(undefined, "computer"); // false
+ * ```
+ *
+ * @param model The model's facts, if the catalog has them.
+ * @param type The tool type the request declares.
+ * @returns `true` when the real API would refuse the tool.
+ */
+export function refusesComputerTool(
+  model: SimulatedModel | undefined,
+  type: string,
+): boolean {
+  if (model === undefined) return false;
+  if (model.computerUse) return model.computerUse.tool !== type;
+  return (model.sources?.length ?? 0) > 0;
 }

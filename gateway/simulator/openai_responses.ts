@@ -51,6 +51,7 @@ import {
   type ToolDeclaration,
 } from "./reply.ts";
 import { splitEvenly, splitText } from "./tokens.ts";
+import { checkComputerTools, checkToolChoice } from "./openai_rules.ts";
 
 interface ResponsesInput {
   prompt: Prompt;
@@ -215,6 +216,9 @@ function responsesUsage(reply: Reply): Json {
 }
 
 function responsesRequest(body: Json, context: RequestContext): ParsedRequest {
+  const facts = context.model(requireModel(body));
+  checkComputerTools(body, facts);
+  checkToolChoice(body, facts);
   const ownItems = inputItems(body);
   const { prompt, model } = parseResponses(body, [
     ...previousItems(body, context),
