@@ -34,6 +34,8 @@ export function anthropicComputerInput(action: ComputerAction): Json {
         action: "key",
         text: action.keys.map((key) => spellKey(key, "xdotool")).join("+"),
       };
+    case "zoom":
+      return { action: "zoom", region: action.region };
   }
 }
 
