@@ -106,11 +106,8 @@ export type {
   UsageOverride,
 } from "./behaviour.ts";
 export type { SimulatedRequest } from "./request_flow.ts";
-export type {
-  ComputerUseFact,
-  ModelFeatures,
-  SimulatedModel,
-} from "./model_facts.ts";
+export type { SimulatedModel } from "./model_facts.ts";
+export type { ComputerUse, ModelFeatures } from "../state/model_facts.ts";
 export type { ResponseStoreOptions } from "./response_store.ts";
 // The providers it serves are the gateway's registered ones.
 export {
