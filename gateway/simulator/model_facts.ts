@@ -8,20 +8,27 @@
  */
 
 import type { ProviderName } from "../upstream/providers/mod.ts";
-import {
-  type CatalogEntry,
-  catalogEntryByUpstream,
-  DEFAULT_CATALOG,
-} from "../state/catalog.ts";
+import { catalogEntryByUpstream, DEFAULT_CATALOG } from "../state/catalog.ts";
+import type { ComputerUse, ModelFeatures } from "../state/model_facts.ts";
 
 /**
  * One model as the simulator reads it: where it is served and its facts, in
- * the catalog's fields (`gateway/state/model_facts.ts` documents them).
+ * the catalog entry's fields (a `CatalogEntry` is one).
  */
-export type SimulatedModel = Pick<
-  CatalogEntry,
-  "provider" | "upstream" | "aliases" | "computerUse" | "features" | "sources"
->;
+export interface SimulatedModel {
+  /** The provider that serves it. */
+  provider: ProviderName;
+  /** The provider's id for it. */
+  upstream: string;
+  /** Other ids the provider accepts for it. */
+  aliases?: string[];
+  /** How computer use is reached, for models that have it. */
+  computerUse?: ComputerUse;
+  /** What it refuses. */
+  features?: ModelFeatures;
+  /** The pages its facts were taken from: present once its facts are verified. */
+  sources?: string[];
+}
 
 /**
  * Finds the facts of the model a request names.
