@@ -7,7 +7,7 @@
  * - Every run scores 1 in a container of its own (`--network none`, CPU and
  *   memory limits), the harness token reaches the container without being on
  *   any command line, and no container is left afterwards.
- * - SIGINT mid-run: the runner stops, and no container is left.
+ * - Runs that time out, and SIGINT mid-run: no container is left.
  * - The runner killed (SIGKILL) mid-run: the next run removes what it left
  *   (and a container labelled with a runner that is gone, made here).
  * - Two daemons (a second `dockerd` with its own socket and data root):
@@ -188,6 +188,27 @@ Deno.test({
     const { code, stderr } = await run.output;
     assert.equal(code, 130, stderr);
     assert.match(stderr, /Stopping: no new runs/);
+    assert.deepEqual(await runContainers(), [], "no container is left");
+    await Deno.remove(dir, { recursive: true });
+  },
+});
+
+Deno.test({
+  name:
+    "deno task eval docker://… whose runs time out reports them as time-outs and leaves no container",
+  ignore,
+  sanitizeResources: false,
+  async fn() {
+    await buildImage(IMAGE, "examples/desktop/Dockerfile");
+    const dir = await workDir();
+    const run = startEval(dir, ["--repeat", "1", "--timeout", "1"]);
+    const { code, stderr } = await run.output;
+    assert.equal(code, 1, stderr);
+    const results = await readResults(dir);
+    assert.equal(results.length, 2);
+    for (const result of results) {
+      assert.equal(result.error_kind, "timeout", JSON.stringify(result));
+    }
     assert.deepEqual(await runContainers(), [], "no container is left");
     await Deno.remove(dir, { recursive: true });
   },
