@@ -12,7 +12,7 @@
  * @module
  */
 import { join } from "node:path";
-import { docker, ensureBaseImage } from "../scripts/docker_base.ts";
+import { BASE_TAGS, docker, ensureBaseImage } from "../scripts/docker_base.ts";
 
 /** The repository root, the build context of every image. */
 export const ROOT: string = new URL("..", import.meta.url).pathname;
@@ -69,8 +69,24 @@ function startDetachedDaemon(
   return `dockerd did not answer within 30 s (${said}): skipping the container suites`;
 }
 
+/** Why the base image cannot be had here, when it is not made yet. */
+function baseMissing(): string | undefined {
+  if (
+    commandWorks("docker", ["image", "inspect", BASE_TAGS[0]]) ||
+    (Deno.uid() === 0 && commandWorks("debootstrap", ["--version"]))
+  ) return undefined;
+  return `No ${
+    BASE_TAGS[0]
+  } image, and making it needs root and debootstrap (sudo deno run -A scripts/docker_base.ts): skipping the container suites`;
+}
+
 /** Why container tests cannot run here, or `undefined` when they can. */
 export const DOCKER_MISSING: string | undefined = (() => {
+  const daemon = daemonMissing();
+  return daemon ?? baseMissing();
+})();
+
+function daemonMissing(): string | undefined {
   if (Deno.build.os !== "linux") {
     return "Docker suites run on Linux only: skipping the container suites";
   }
@@ -85,7 +101,7 @@ export const DOCKER_MISSING: string | undefined = (() => {
     return "No Docker daemon answers and no dockerd (apt-get install docker.io): skipping the container suites";
   }
   return startDetachedDaemon(["--bridge=none", "--iptables=false"]);
-})();
+}
 
 /** Prints the skip reason once, so a skipped suite is never silent. */
 export function reportSkip(): void {
