@@ -97,7 +97,15 @@ function computerTool(
   page: Page,
   done: string[],
 ) {
-  const execute = (input: ComputerInput) => perform(page, input, done);
+  // The SDK starts every tool call of a turn at once, and the toolset sends
+  // several per turn (click, type, Enter): run them one after another, in the
+  // order the model gave them, as Anthropic's docs ask.
+  let queue: Promise<unknown> = Promise.resolve();
+  const execute = (input: ComputerInput) => {
+    const next = queue.then(() => perform(page, input, done));
+    queue = next.catch(() => {});
+    return next;
+  };
   const toModelOutput = ({ output }: { output: ComputerOutput }) =>
     typeof output === "string"
       ? {
