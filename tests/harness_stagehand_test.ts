@@ -27,7 +27,10 @@
 import assert from "node:assert/strict";
 import { Stagehand } from "@browserbasehq/stagehand";
 import { type Harness, startHarness } from "./_gateway_harness.ts";
-import { startPageServer } from "../examples/desktop/page_server.ts";
+import {
+  type PageServer,
+  startPageServer,
+} from "../examples/desktop/page_server.ts";
 import {
   assertFormCompleted,
   CHROMIUM,
@@ -85,16 +88,22 @@ function pick(
   );
 }
 
+/** What one Stagehand run left: its result and the page's server. */
+interface StagehandRun {
+  result: Awaited<ReturnType<ReturnType<Stagehand["agent"]>["execute"]>>;
+  server: PageServer;
+}
+
 /**
- * Runs Stagehand's computer-use agent on the guest book with one case.
- *
- * @returns The agent's result and the word asked for.
+ * Runs Stagehand's computer-use agent on the guest book with one case, then
+ * `check`s the run while the page's server is still up.
  */
 async function runStagehand(
   harness: Harness,
   use: StagehandCase,
   word: string,
-) {
+  check: (run: StagehandRun) => Promise<void>,
+): Promise<void> {
   await using server = await startPageServer();
   const stagehand = new Stagehand({
     env: "LOCAL",
@@ -126,17 +135,24 @@ async function runStagehand(
       instruction: formInstruction(layout, word),
       maxSteps: MAX_STEPS,
     });
-    assert.ok(
-      result.actions.length >= 3,
-      `Stagehand did ${
-        JSON.stringify(result.actions)
-      } and said "${result.message}"`,
-    );
-    await assertFormCompleted(server, word);
-    return result;
+    await check({ result, server });
   } finally {
     await stagehand.close();
   }
+}
+
+/** Asserts a run completed the form, with actions, and said it succeeded. */
+async function completed(
+  { result, server }: StagehandRun,
+  word: string,
+): Promise<void> {
+  assert.ok(
+    result.success && result.actions.length >= 3,
+    `Stagehand did ${
+      JSON.stringify(result.actions)
+    } and said "${result.message}"`,
+  );
+  await assertFormCompleted(server, word);
 }
 
 Deno.test({
@@ -228,7 +244,12 @@ Deno.test({
           assert.ok(typeof use !== "string", use as string);
           harness.sim.clear();
           const word = `lantern-${use.provider}`;
-          await runStagehand(harness, use, word);
+          await runStagehand(
+            harness,
+            use,
+            word,
+            (run) => completed(run, word),
+          );
           const turns = harness.sim.requests.filter((request) =>
             use.upstreamPath.test(request.path)
           );
@@ -240,5 +261,39 @@ Deno.test({
         },
       );
     }
+
+    await t.step(
+      "a Claude model that takes only the toolset gets Stagehand's older tool: the run fails, never a success with no action",
+      async () => {
+        const toolsetOnly = pick(
+          models,
+          "anthropic",
+          "messages",
+          (model) => model.computer_use?.tool === "computer_toolset_20260801",
+        );
+        assert.ok(toolsetOnly, "no Anthropic model lists the toolset");
+        harness.sim.clear();
+        const use: StagehandCase = {
+          provider: "anthropic",
+          model: toolsetOnly,
+          baseURL: harness.url,
+          upstreamPath: /\/messages$/,
+        };
+        await runStagehand(
+          harness,
+          use,
+          "Quartz",
+          async ({ result, server }) => {
+            assert.equal(result.success, false, result.message);
+            assert.match(result.message, /400/);
+            assert.equal(await server.submission(server.run, 0), undefined);
+          },
+        );
+        const turns = harness.sim.requests.filter((request) =>
+          use.upstreamPath.test(request.path)
+        );
+        assert.deepEqual(turns.map((turn) => turn.status), [400]);
+      },
+    );
   },
 });
