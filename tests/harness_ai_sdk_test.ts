@@ -29,6 +29,8 @@ if (missing) console.warn(`AI SDK harness test skipped: ${missing}`);
 
 /** The most steps one run may take: the plan is a screenshot, a click, typing, Enter, then the answer. */
 const MAX_STEPS = 12;
+/** How long one run may take: a stuck exchange fails its step, not the whole suite's time. */
+const RUN_TIMEOUT_MS = 60_000;
 
 /** A model's computer-use entry as `GET /v1/models` shows it. */
 interface ListedModel {
@@ -191,6 +193,7 @@ Deno.test({
             tools: { computer: computerTool(anthropic, type, book.page, done) },
             prompt: formInstruction(book.layout, word),
             stopWhen: stepCountIs(MAX_STEPS),
+            abortSignal: AbortSignal.timeout(RUN_TIMEOUT_MS),
           });
           assert.ok(
             done.length >= 4,
