@@ -13,8 +13,9 @@
 import { responsePinKey } from "./kv_keys.ts";
 
 /**
- * How long a pin lasts: OpenAI keeps a stored response 30 days by default
- * (https://platform.openai.com/docs/api-reference/responses/create, `store`).
+ * How long a pin lasts: a stored response is kept 30 days (OpenAI's data
+ * controls, https://platform.openai.com/docs/guides/your-data; xAI's
+ * Responses API the same, https://docs.x.ai/docs/guides/chat).
  * Conversations have no such limit; their pin is renewed by every call that
  * names one, so a conversation in use keeps its key.
  */
