@@ -10,7 +10,7 @@
  *
  * | Wire | Providers | Base URL | Endpoints |
  * |---|---|---|---|
- * | openai | openai, xai, openrouter | `${baseUrl}/openai/v1`, `/xai/v1`, `/openrouter/api/v1` | `POST /chat/completions`, `POST /responses` |
+ * | openai | openai, xai, openrouter | `${baseUrl}/openai/v1`, `/xai/v1`, `/openrouter/api/v1` | `POST /chat/completions`, `POST /responses`, `GET /responses/{id}` |
  * | anthropic | anthropic | `${baseUrl}/anthropic` | `POST /v1/messages`, `POST /v1/messages/count_tokens` |
  * | gemini | gemini | `${baseUrl}/gemini` | `POST /v1beta/models/{model}:generateContent`, `:streamGenerateContent?alt=sse`, `:countTokens`, and the OpenAI-compatible `POST /v1beta/openai/chat/completions` |
  *
@@ -108,6 +108,7 @@ import { geminiWire, generateContent } from "./gemini.ts";
 import { openaiWire } from "./openai.ts";
 import { chatCompletions, geminiChatCompletions } from "./openai_chat.ts";
 import { responses } from "./openai_responses.ts";
+import { retrieveResponse } from "./openai_responses_get.ts";
 import type { SimulatedModel } from "./model_facts.ts";
 import { ResponseStore, type ResponseStoreOptions } from "./response_store.ts";
 
@@ -248,6 +249,10 @@ function buildApp(state: SimulatorState): Hono {
     openai(path, provider) {
       serve(`${path}/chat/completions`, provider, chatCompletions);
       serve(`${path}/responses`, provider, responses);
+      app.get(
+        `${path}/responses/:id`,
+        (c) => retrieveResponse(state, c.req.raw, provider, c.req.param("id")),
+      );
     },
     anthropic(path, provider) {
       serve(`${path}/v1/messages`, provider, messages);

@@ -20,200 +20,19 @@
  * @module
  */
 
-import { asArray, isObject, type Json } from "./_json.ts";
-import { planComputerUse } from "./computer_use.ts";
-import {
-  BadRequestError,
-  type Dialect,
-  type ParsedRequest,
-  type RequestContext,
-} from "./request_flow.ts";
+import type { Json } from "./_json.ts";
+import type { Dialect, ParsedRequest, RequestContext } from "./request_flow.ts";
 import type { SimulatedEvent } from "./answers.ts";
-import {
-  contentText,
-  measureContent,
-  openaiOutputFormat,
-  openaiWire,
-  optionalLimit,
-  requireModel,
-  usageNumbers,
-} from "./openai.ts";
-import {
-  checkAcknowledgement,
-  computerCallItem,
-  type ComputerHistory,
-  computerToolOf,
-  readComputerItem,
-  type ResponsesComputerTool,
-} from "./openai_responses_computer.ts";
-import {
-  type Prompt,
-  PromptMeter,
-  type Reply,
-  scriptOf,
-  type ToolDeclaration,
-} from "./reply.ts";
+import { openaiWire, requireModel, usageNumbers } from "./openai.ts";
+import { computerCallItem } from "./openai_responses_computer.ts";
+import type { Reply } from "./reply.ts";
 import { splitEvenly, splitText } from "./tokens.ts";
 import { checkComputerTools, checkToolChoice } from "./openai_rules.ts";
-
-interface ResponsesInput {
-  prompt: Prompt;
-  model: string;
-}
-
-interface ResponsesTools {
-  tools: ToolDeclaration[];
-  /** The computer tool declared; `null` when none is. */
-  computer: ResponsesComputerTool | null;
-}
-
-function responsesTools(body: Json, meter: PromptMeter): ResponsesTools {
-  const tools: ToolDeclaration[] = [];
-  let computer: ResponsesTools["computer"] = null;
-  for (const tool of asArray(body.tools)) {
-    if (!isObject(tool)) {
-      throw new BadRequestError("Invalid 'tools': each tool must be an object");
-    }
-    meter.json(tool);
-    if (tool.type === "function" && typeof tool.name === "string") {
-      tools.push({ name: tool.name, schema: tool.parameters });
-    }
-    computer ??= computerToolOf(tool);
-  }
-  return { tools, computer };
-}
-
-/**
- * The request's own input as items: a string is one user message.
- *
- * @throws {BadRequestError} When `input` is missing or holds a non-object.
- */
-function inputItems(body: Json): Json[] {
-  if (typeof body.input === "string") {
-    return [{ type: "message", role: "user", content: body.input }];
-  }
-  if (!Array.isArray(body.input)) {
-    throw new BadRequestError("Missing required parameter: 'input'");
-  }
-  for (const item of body.input) {
-    if (!isObject(item)) {
-      throw new BadRequestError(
-        "Invalid 'input': each item must be an object",
-      );
-    }
-  }
-  return body.input as Json[];
-}
-
-/**
- * The conversation before this request: the stored chain that ends at
- * `previous_response_id`, if the caller's organization has it.
- *
- * @throws {BadRequestError} OpenAI's 400 `previous_response_not_found` for an
- * id this organization never stored (or that was created with `store: false`,
- * or forgotten), worded as the API words it.
- */
-function previousItems(body: Json, context: RequestContext): Json[] {
-  const previous = body.previous_response_id;
-  if (previous === undefined || previous === null) return [];
-  const id = String(previous);
-  const history = context.responses.history(context.key, id);
-  if (history === undefined) {
-    throw new BadRequestError(
-      `Previous response with id '${id}' not found.`,
-      { param: "previous_response_id", code: "previous_response_not_found" },
-    );
-  }
-  return history;
-}
-
-function parseResponses(
-  body: Json,
-  items: readonly Json[],
-): ResponsesInput {
-  const model = requireModel(body);
-  const meter = new PromptMeter("openai");
-  meter.text(body.instructions);
-  let lastUserText = "";
-  let firstUserText: string | undefined;
-  let toolResult: Prompt["toolResult"];
-  const history: ComputerHistory = {
-    callIds: [],
-    firstActions: [],
-    actions: 0,
-    acknowledged: new Map(),
-  };
-  const calledTools: string[] = [];
-  const callNames = new Map<string, string>();
-  for (const item of items) {
-    toolResult = undefined;
-    if (readComputerItem(item, history, meter)) continue;
-    if (item.type === "function_call") {
-      meter.text(item.name);
-      meter.text(item.arguments);
-      if (typeof item.name === "string") calledTools.push(item.name);
-      if (typeof item.call_id === "string" && typeof item.name === "string") {
-        callNames.set(item.call_id, item.name);
-      }
-    } else if (item.type === "function_call_output") {
-      const text = typeof item.output === "string"
-        ? item.output
-        : contentText(item.output);
-      meter.text(text);
-      toolResult = { name: callNames.get(String(item.call_id)), text };
-    } else if (item.type === "reasoning") {
-      meter.json(item.summary);
-    } else {
-      measureContent(meter, item.content);
-      if (item.role === "user") {
-        lastUserText = contentText(item.content);
-        firstUserText ??= lastUserText;
-      }
-    }
-  }
-  const { tools, computer } = responsesTools(body, meter);
-  const plan = computer === null
-    ? undefined
-    : planComputerUse(firstUserText ?? "", computer.screen, "responses");
-  if (plan) checkAcknowledgement(plan, history);
-  const outputFormat = openaiOutputFormat(
-    isObject(body.text) ? body.text.format : undefined,
-    "text.format",
-    meter,
-  );
-  const choice = body.tool_choice;
-  const forcedTool = choice === "required"
-    ? tools[0]?.name
-    : isObject(choice) && choice.type === "function" &&
-        typeof choice.name === "string"
-    ? choice.name
-    : undefined;
-  return {
-    model,
-    prompt: {
-      chars: meter.chars,
-      images: meter.images,
-      imageTokens: meter.imageTokens,
-      lastUserText,
-      toolResult,
-      tools,
-      forcedTool,
-      toolsDisabled: choice === "none",
-      maxOutputTokens: optionalLimit(
-        body.max_output_tokens,
-        "max_output_tokens",
-      ),
-      script: scriptOf(firstUserText ?? "", tools),
-      calledTools,
-      outputFormat,
-      computer: plan && {
-        plan,
-        done: history.actions,
-        batched: computer?.batched,
-      },
-    },
-  };
-}
+import {
+  inputItems,
+  parseResponses,
+  previousItems,
+} from "./openai_responses_input.ts";
 
 function responsesUsage(reply: Reply): Json {
   const { input, output, cached } = usageNumbers(reply);
@@ -237,7 +56,7 @@ function responsesRequest(body: Json, context: RequestContext): ParsedRequest {
   ]);
   // Kept under the caller's organization, as OpenAI keeps a response unless
   // `store: false`; the next turn can then continue from it.
-  const remember = (id: string, output: Json[]) => {
+  const remember = (id: string, response: Json) => {
     if (body.store === false) return;
     context.responses.put(
       context.key,
@@ -245,7 +64,8 @@ function responsesRequest(body: Json, context: RequestContext): ParsedRequest {
       typeof body.previous_response_id === "string"
         ? body.previous_response_id
         : undefined,
-      [...ownItems, ...output],
+      [...ownItems, ...response.output as Json[]],
+      response,
     );
   };
   const createdAt = Math.floor(Date.now() / 1000);
@@ -332,8 +152,9 @@ function responsesRequest(body: Json, context: RequestContext): ParsedRequest {
     stream: body.stream === true,
     body(reply, id) {
       const output = [...leadingItems(reply, id), outputItem(reply, id, true)];
-      remember(id, output);
-      return envelope(id, finalStatus(reply), output, reply);
+      const response = envelope(id, finalStatus(reply), output, reply);
+      remember(id, response);
+      return response;
     },
     events(reply, id) {
       const events: SimulatedEvent[] = [];
@@ -415,10 +236,9 @@ function responsesRequest(body: Json, context: RequestContext): ParsedRequest {
       const item = outputItem(reply, id, true);
       push("response.output_item.done", { output_index: index, item });
       const status = finalStatus(reply);
-      remember(id, [...leading, item]);
-      push(`response.${status}`, {
-        response: envelope(id, status, [...leading, item], reply),
-      });
+      const response = envelope(id, status, [...leading, item], reply);
+      remember(id, response);
+      push(`response.${status}`, { response });
       return events;
     },
   };

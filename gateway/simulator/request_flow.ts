@@ -58,8 +58,8 @@ export interface SimulatedRequest {
 export interface ErrorDetails {
   /** The request field at fault. */
   param?: string;
-  /** The provider's error code. */
-  code?: string;
+  /** The provider's error code (`null`: none, where the status would give one). */
+  code?: string | null;
 }
 
 /**
@@ -396,7 +396,7 @@ export async function answerCountTokens(
     headers: Object.fromEntries(request.headers),
     key,
     query: Object.fromEntries(url.searchParams),
-    body: JSON.parse(text),
+    body: parseBody(text),
     time: Date.now(),
     aborted: false,
     status,
