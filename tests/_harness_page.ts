@@ -212,3 +212,47 @@ export async function assertFormCompleted(
     }`,
   );
 }
+
+/** A model as `GET /v1/models` lists it, with what the harnesses read. */
+export interface ListedModel {
+  /** The gateway's id. */
+  id: string;
+  /** The provider. */
+  owned_by: string;
+  /** The routes it is served on. */
+  routes: string[];
+  /** Whether the gateway holds a key for it. */
+  available?: boolean;
+  /** Its deprecation or retirement, when it has one. */
+  lifecycle?: { status?: string };
+  /** How computer use is reached on it, for models that have it. */
+  computer_use?: {
+    tool: string;
+    beta?: string;
+    environment?: string;
+    environments?: string[];
+  };
+}
+
+/**
+ * The computer-use models of `GET /v1/models` a harness may call: served
+ * (a key is configured), not retired, current ones before deprecated ones,
+ * so a case picks the same kind of model after a seed model retires.
+ *
+ * @param gatewayUrl The gateway's base URL.
+ * @returns The models with `computer_use`, active first.
+ */
+export async function computerUseModels(
+  gatewayUrl: string,
+): Promise<ListedModel[]> {
+  const response = await fetch(`${gatewayUrl}/v1/models`);
+  assert.equal(response.status, 200);
+  const { data } = await response.json() as { data: ListedModel[] };
+  const usable = data.filter((model) =>
+    model.computer_use !== undefined && model.available !== false &&
+    model.lifecycle?.status !== "retired"
+  );
+  const deprecated = (model: ListedModel) =>
+    model.lifecycle?.status === "deprecated" ? 1 : 0;
+  return usable.sort((a, b) => deprecated(a) - deprecated(b));
+}

@@ -18,6 +18,7 @@ import { startHarness } from "./_gateway_harness.ts";
 import {
   assertFormCompleted,
   chromiumMissing,
+  computerUseModels,
   formInstruction,
   openGuestBook,
   playwrightKeys,
@@ -31,14 +32,6 @@ if (missing) console.warn(`AI SDK harness test skipped: ${missing}`);
 const MAX_STEPS = 12;
 /** How long one run may take: a stuck exchange fails its step, not the whole suite's time. */
 const RUN_TIMEOUT_MS = 60_000;
-
-/** A model's computer-use entry as `GET /v1/models` shows it. */
-interface ListedModel {
-  id: string;
-  owned_by: string;
-  routes: string[];
-  computer_use?: { tool: string; beta?: string };
-}
 
 /** The input `execute` receives from every Anthropic computer tool version. */
 interface ComputerInput {
@@ -165,15 +158,13 @@ Deno.test({
   sanitizeResources: false,
   async fn(t) {
     await using harness = await startHarness();
-    const listed = await (await fetch(`${harness.url}/v1/models`)).json() as {
-      data: ListedModel[];
-    };
+    const models = await computerUseModels(harness.url);
     const anthropic = createAnthropic({
       baseURL: `${harness.url}/v1`,
       apiKey: harness.caller.key,
     });
     for (const type of TOOL_TYPES) {
-      const model = listed.data.find((entry) =>
+      const model = models.find((entry) =>
         entry.owned_by === "anthropic" && entry.routes.includes("messages") &&
         entry.computer_use?.tool === type
       );

@@ -36,6 +36,7 @@ import { type Harness, startHarness } from "./_gateway_harness.ts";
 import {
   assertFormCompleted,
   chromiumMissing,
+  computerUseModels,
   formInstruction,
   type GuestBook,
   openGuestBook,
@@ -53,14 +54,6 @@ setTracingDisabled(true);
 const MAX_TURNS = 12;
 /** How long one run may take: a stuck exchange fails the step rather than the whole suite's time. */
 const RUN_TIMEOUT_MS = 60_000;
-
-/** A model as `GET /v1/models` lists it. */
-interface ListedModel {
-  id: string;
-  owned_by: string;
-  routes: string[];
-  computer_use?: { tool: string };
-}
 
 /**
  * The SDK's `Computer` on a Playwright page, recording every action it
@@ -210,9 +203,7 @@ Deno.test({
     await t.step(
       "a model listing the GA computer tool completes the form with batched actions",
       async () => {
-        const listed = await (await fetch(`${harness.url}/v1/models`))
-          .json() as { data: ListedModel[] };
-        const model = listed.data.find((entry) =>
+        const model = (await computerUseModels(harness.url)).find((entry) =>
           entry.owned_by === "openai" && entry.routes.includes("responses") &&
           entry.computer_use?.tool === "computer"
         );

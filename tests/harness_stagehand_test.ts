@@ -36,8 +36,10 @@ import {
   CHROMIUM,
   CHROMIUM_FLAGS,
   chromiumMissing,
+  computerUseModels,
   formInstruction,
   guestBookLayout,
+  type ListedModel,
   VIEWPORT,
 } from "./_harness_page.ts";
 
@@ -46,19 +48,6 @@ if (missing) console.warn(`Stagehand harness test skipped: ${missing}`);
 
 /** The most steps one run may take: the plan is a screenshot, a click, typing, Enter, then the answer. */
 const MAX_STEPS = 10;
-
-/** A model as `GET /v1/models` lists it. */
-interface ListedModel {
-  id: string;
-  owned_by: string;
-  routes: string[];
-  computer_use?: {
-    tool: string;
-    beta?: string;
-    environment?: string;
-    environments?: string[];
-  };
-}
 
 /** One provider's case: how Stagehand is pointed at the gateway, and the model it gets. */
 interface StagehandCase {
@@ -164,8 +153,7 @@ Deno.test({
   sanitizeResources: false,
   async fn(t) {
     await using harness = await startHarness();
-    const { data: models } = await (await fetch(`${harness.url}/v1/models`))
-      .json() as { data: ListedModel[] };
+    const models = await computerUseModels(harness.url);
     const cases: [string, StagehandCase | string][] = [];
     const claude = pick(
       models,
