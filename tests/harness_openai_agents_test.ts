@@ -229,6 +229,20 @@ Deno.test({
         const tools = upstreamComputerTools(harness);
         assert.ok(tools.length > 0);
         assert.ok(tools.every((type) => type === "computer"));
+        // The SDK sends the whole history back: the last turn shows a GA
+        // computer_call whose batched actions the SDK carried out.
+        const last = harness.sim.requests.findLast((request) =>
+          request.path.endsWith("/responses")
+        );
+        const calls = ((last?.body as { input?: unknown[] }).input ?? [])
+          .filter((item): item is { type: string; actions?: unknown[] } =>
+            typeof item === "object" && item !== null &&
+            (item as { type?: unknown }).type === "computer_call"
+          );
+        assert.ok(
+          calls.some((call) => (call.actions?.length ?? 0) >= 2),
+          `no batched computer_call in ${JSON.stringify(calls)}`,
+        );
       },
     );
 

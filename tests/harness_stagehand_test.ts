@@ -246,6 +246,18 @@ Deno.test({
             turns.every((turn) => turn.status === 200),
             `upstream answered ${turns.map((turn) => turn.status)}`,
           );
+          if (use.provider === "openai") {
+            // Stagehand chains every later turn on the previous response;
+            // with a key per organization, each must reach the key that
+            // stored it, or the upstream answers previous_response_not_found.
+            const [first, ...chained] = turns;
+            for (const turn of chained) {
+              const body = turn.body as { previous_response_id?: string };
+              assert.match(body.previous_response_id ?? "", /./);
+              assert.equal(turn.key, first.key);
+            }
+            assert.equal(harness.providerKeys.openai.length, 2);
+          }
         },
       );
     }
