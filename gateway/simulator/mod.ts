@@ -89,13 +89,14 @@ import {
 } from "../upstream/providers/mod.ts";
 import type { UpstreamWire } from "../upstream/providers/provider.ts";
 import { anthropicWire, messages } from "./anthropic.ts";
+import { checkAnthropicRules } from "./anthropic_rules.ts";
 import {
   type Behaviour,
   BehaviourBook,
   type ScriptedStep,
 } from "./behaviour.ts";
+import { answerCountTokens } from "./count_tokens.ts";
 import {
-  answerCountTokens,
   answerRequest,
   type Dialect,
   notFound,
@@ -265,6 +266,15 @@ function buildApp(state: SimulatorState): Hono {
             provider,
             anthropicWire,
             (tokens) => ({ input_tokens: tokens }),
+            // The API refuses on count_tokens what it refuses on messages.
+            (body, context) =>
+              checkAnthropicRules(
+                body,
+                context.headers,
+                typeof body.model === "string"
+                  ? context.model(body.model)
+                  : undefined,
+              ),
           ),
       );
     },
