@@ -2,7 +2,8 @@
  * The AI SDK (`ai` with `@ai-sdk/anthropic`) as a computer-use harness,
  * through the gateway to the built-in simulator: for each Anthropic computer
  * tool the SDK has (the GA toolset `computer_toolset_20260801`,
- * `computer_20251124`, `computer_20250124`), a model whose `/v1/models`
+ * `computer_20251124`, `computer_20250124`), whole (`generateText`) and
+ * streamed (`streamText`), a model whose `/v1/models`
  * entry lists that tool drives a real headless Chromium on the desktop
  * example's guest-book page through the tool's `execute`, and the page must
  * submit the word after a real click on its box. The model is chosen from
@@ -11,7 +12,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { generateText, stepCountIs } from "ai";
+import { generateText, stepCountIs, streamText } from "ai";
 import { createAnthropic } from "@ai-sdk/anthropic";
 import type { Page } from "playwright-core";
 import { startHarness } from "./_gateway_harness.ts";
@@ -163,13 +164,19 @@ Deno.test({
       baseURL: `${harness.url}/v1`,
       apiKey: harness.caller.key,
     });
-    for (const type of TOOL_TYPES) {
+    for (
+      const [type, streamed] of TOOL_TYPES.flatMap((type) =>
+        [false, true].map((streamed) => [type, streamed] as const)
+      )
+    ) {
       const model = models.find((entry) =>
         entry.owned_by === "anthropic" && entry.routes.includes("messages") &&
         entry.computer_use?.tool === type
       );
       await t.step(
-        `${type} (${model?.id ?? "no model lists it"})`,
+        `${type} (${model?.id ?? "no model lists it"}), ${
+          streamed ? "streamText" : "generateText"
+        }`,
         async () => {
           assert.ok(
             model,
@@ -177,20 +184,23 @@ Deno.test({
           );
           harness.sim.clear();
           await using book = await openGuestBook();
-          const word = `lantern-${type.slice(-4)}`;
+          const word = `lantern-${type.slice(-4)}${streamed ? "-s" : ""}`;
           const done: string[] = [];
-          const result = await generateText({
+          const call = {
             model: anthropic(model.id),
             tools: { computer: computerTool(anthropic, type, book.page, done) },
             prompt: formInstruction(book.layout, word),
             stopWhen: stepCountIs(MAX_STEPS),
             abortSignal: AbortSignal.timeout(RUN_TIMEOUT_MS),
-          });
+          };
+          const text = streamed
+            ? await streamText(call).text
+            : (await generateText(call)).text;
           assert.ok(
             done.length >= 4,
             `expected a screenshot, a click, typing and Enter; the harness did ${
               JSON.stringify(done)
-            } and the model said "${result.text}"`,
+            } and the model said "${text}"`,
           );
           await assertFormCompleted(book.server, word);
           // Upstream, every turn carried the tool and beta the catalog lists.
@@ -202,6 +212,10 @@ Deno.test({
             const tools = (request.body as { tools?: { type?: string }[] })
               .tools ?? [];
             assert.deepEqual(tools.map((tool) => tool.type), [type]);
+            assert.equal(
+              (request.body as { stream?: boolean }).stream === true,
+              streamed,
+            );
             const betas = request.headers["anthropic-beta"]?.split(",") ?? [];
             const beta = model.computer_use?.beta;
             if (beta) assert.ok(betas.includes(beta), `no beta "${beta}"`);
