@@ -29,7 +29,7 @@ import {
   thinkingBlock,
 } from "./anthropic_computer.ts";
 import { streamBlocks } from "./anthropic_stream.ts";
-import { planComputerUse } from "./computer_use.ts";
+import { givesInstructions, planComputerUse } from "./computer_use.ts";
 import {
   BadRequestError,
   type Dialect,
@@ -190,6 +190,7 @@ function parseMessages(
   const toolUses: string[] = [];
   let lastUserText = "";
   let firstUserText: string | undefined;
+  let planText: string | undefined;
   for (const message of body.messages) {
     if (
       !isObject(message) ||
@@ -211,6 +212,9 @@ function parseMessages(
     if (message.role === "user") {
       lastUserText = blockText(message.content);
       firstUserText ??= lastUserText;
+      if (planText === undefined && givesInstructions(lastUserText)) {
+        planText = lastUserText;
+      }
     }
   }
   const last = body.messages[body.messages.length - 1] as Json;
@@ -246,7 +250,7 @@ function parseMessages(
   }
   const outputFormat = outputFormatOf(body, meter);
   const plan = computer &&
-    planComputerUse(firstUserText ?? "", computer.screen, "anthropic", {
+    planComputerUse(planText ?? "", computer.screen, "anthropic", {
       zoom: computer.zoom,
     });
   const choice = isObject(body.tool_choice) ? body.tool_choice : {};

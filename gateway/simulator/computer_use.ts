@@ -283,6 +283,26 @@ export function planComputerUse(
 }
 
 /**
+ * Whether a user message gives the agent at least one instruction. The agent
+ * plans from the first message that does: a harness may send its own system
+ * prompt as the conversation's first user turn (Stagehand's Google client
+ * does), and the task follows it.
+ *
+ * @example
+ * ```ts
+ * import { givesInstructions } from "./computer_use.ts";
+ * givesInstructions("You are a helpful assistant."); // false
+ * givesInstructions("Click the box at (412, 300)."); // true
+ * ```
+ *
+ * @param text A user message's text.
+ * @returns True when the message names at least one action.
+ */
+export function givesInstructions(text: string): boolean {
+  return readInstructions(text).steps.length > 0;
+}
+
+/**
  * A coordinate normalised to Gemini's 0–999 grid.
  *
  * @example

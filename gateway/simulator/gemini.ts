@@ -20,7 +20,7 @@
 
 import { errorTypeOf } from "../conventions.ts";
 import { asArray, field, isObject, type Json } from "./_json.ts";
-import { planComputerUse } from "./computer_use.ts";
+import { givesInstructions, planComputerUse } from "./computer_use.ts";
 import {
   BadRequestError,
   type Dialect,
@@ -192,6 +192,7 @@ function parseGenerate(
   if (isObject(system)) measureParts(meter, system.parts);
   let lastUserText = "";
   let firstUserText: string | undefined;
+  let planText: string | undefined;
   const calledTools: string[] = [];
   for (const content of body.contents) {
     if (!isObject(content)) {
@@ -203,6 +204,7 @@ function parseGenerate(
     if (content.role !== "model" && text !== "") {
       lastUserText = text;
       firstUserText ??= text;
+      if (planText === undefined && givesInstructions(text)) planText = text;
     }
   }
   const last = body.contents[body.contents.length - 1] as Json;
@@ -269,7 +271,7 @@ function parseGenerate(
     : undefined;
   const plan = computerUse &&
     withoutExcluded(
-      planComputerUse(firstUserText ?? "", undefined, "gemini"),
+      planComputerUse(planText ?? "", undefined, "gemini"),
       computerUse.excluded,
       new Set(tools.map((tool) => tool.name)),
     );

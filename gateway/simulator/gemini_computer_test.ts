@@ -238,3 +238,21 @@ Deno.test("Gemini computer use never calls an excluded predefined function, unle
     ["type_text_at", "key_combination"],
   );
 });
+
+Deno.test("the Gemini agent plans from the first user turn that gives an instruction", async () => {
+  // Stagehand's Google client sends its system prompt as a first user turn.
+  await using simulator = await startSimulator();
+  const ai = client(simulator.baseUrls.gemini);
+  const response = await ai.models.generateContent({
+    model: MODEL,
+    contents: [
+      {
+        role: "user",
+        parts: [{ text: "System prompt: You are a helpful assistant." }],
+      },
+      { role: "user", parts: [{ text: PROMPT }] },
+    ],
+    config: CONFIG,
+  });
+  assert.equal(response.functionCalls?.[0]?.name, "type_text_at");
+});

@@ -15,6 +15,7 @@
 import { asArray, isObject, type Json } from "./_json.ts";
 import {
   type ComputerAction,
+  givesInstructions,
   planComputerUse,
   spellKey,
 } from "./computer_use.ts";
@@ -131,6 +132,7 @@ function parseChat(
   let computerCalls = 0;
   let lastUserText = "";
   let firstUserText: string | undefined;
+  let planText: string | undefined;
   for (const message of body.messages) {
     if (!isObject(message) || typeof message.role !== "string") {
       throw new BadRequestError(
@@ -150,6 +152,9 @@ function parseChat(
     if (message.role === "user") {
       lastUserText = contentText(message.content);
       firstUserText ??= lastUserText;
+      if (planText === undefined && givesInstructions(lastUserText)) {
+        planText = lastUserText;
+      }
     }
   }
   const last = body.messages[body.messages.length - 1] as Json;
@@ -170,7 +175,7 @@ function parseChat(
     meter,
   );
   const plan = tools.some((tool) => tool.name === COMPUTER)
-    ? planComputerUse(firstUserText ?? "", undefined, "chat")
+    ? planComputerUse(planText ?? "", undefined, "chat")
     : undefined;
   const streamOptions = isObject(body.stream_options)
     ? body.stream_options

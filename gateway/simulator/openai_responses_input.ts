@@ -8,7 +8,7 @@
  */
 
 import { asArray, isObject, type Json } from "./_json.ts";
-import { planComputerUse } from "./computer_use.ts";
+import { givesInstructions, planComputerUse } from "./computer_use.ts";
 import { BadRequestError, type RequestContext } from "./request_flow.ts";
 import {
   contentText,
@@ -128,6 +128,7 @@ export function parseResponses(
   meter.text(body.instructions);
   let lastUserText = "";
   let firstUserText: string | undefined;
+  let planText: string | undefined;
   let toolResult: Prompt["toolResult"];
   const history: ComputerHistory = {
     callIds: [],
@@ -160,13 +161,16 @@ export function parseResponses(
       if (item.role === "user") {
         lastUserText = contentText(item.content);
         firstUserText ??= lastUserText;
+        if (planText === undefined && givesInstructions(lastUserText)) {
+          planText = lastUserText;
+        }
       }
     }
   }
   const { tools, computer } = responsesTools(body, meter);
   const plan = computer === null
     ? undefined
-    : planComputerUse(firstUserText ?? "", computer.screen, "responses");
+    : planComputerUse(planText ?? "", computer.screen, "responses");
   if (plan) checkAcknowledgement(plan, history);
   const outputFormat = openaiOutputFormat(
     isObject(body.text) ? body.text.format : undefined,
