@@ -24,6 +24,7 @@ import {
   DEFAULT_AGENT_SIZE,
   type DisplayMeta,
   scaleCoordinate,
+  zoomArea,
 } from "./display.ts";
 
 /** Options of {@linkcode ComputerTool}. */
@@ -41,7 +42,8 @@ export interface ComputerToolOptions {
 /**
  * The `computer` tool: the actions of {@linkcode COMPUTER_ACTIONS} in agent
  * coordinates, each answered with a text item and (unless `screenshot:
- * false`) a PNG screenshot the size of the agent's screen.
+ * false`) a PNG screenshot the size of the agent's screen; `zoom` answers
+ * with a picture of its region instead, enlarged to fit that size.
  *
  * The agent's size comes from the client: call {@linkcode ComputerTool.configure}
  * with the initialize request's `_meta` from an initialize hook. Until then,
@@ -143,16 +145,24 @@ export class ComputerTool extends BaseTool<ComputerInputShape> {
   async call(input: ComputerInput, extra?: ToolExtra): Promise<CallToolResult> {
     let text: string;
     let structured: Record<string, unknown> | undefined;
+    let picture: Uint8Array | undefined;
     try {
       const done = await this.#act(input, extra?.signal);
       text = done.text;
       structured = done.structured;
+      picture = done.picture;
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       return { content: [{ type: "text", text: message }], isError: true };
     }
     const content: CallToolResult["content"] = [{ type: "text", text }];
-    if (input.screenshot !== false || input.action === "screenshot") {
+    if (picture) {
+      content.push({
+        type: "image",
+        mimeType: "image/png",
+        data: base64(picture),
+      });
+    } else if (input.screenshot !== false || input.action === "screenshot") {
       if (input.action !== "screenshot" && this.#settleMs > 0) {
         await new Promise((resolve) => setTimeout(resolve, this.#settleMs));
       }
@@ -240,7 +250,13 @@ export class ComputerTool extends BaseTool<ComputerInputShape> {
   async #act(
     input: ComputerInput,
     signal: AbortSignal | undefined,
-  ): Promise<{ text: string; structured?: Record<string, unknown> }> {
+  ): Promise<
+    {
+      text: string;
+      structured?: Record<string, unknown>;
+      picture?: Uint8Array;
+    }
+  > {
     const { action } = input;
     switch (action) {
       case "screenshot":
@@ -344,6 +360,29 @@ export class ComputerTool extends BaseTool<ComputerInputShape> {
       case "cursor_position": {
         const at = await this.toAgent(await this.executor.cursorPosition());
         return { text: JSON.stringify(at), structured: { ...at } };
+      }
+      case "zoom": {
+        const { agent, real, size } = zoomArea(
+          input.region,
+          this.#agent,
+          await this.executor.screenSize(),
+        );
+        if (!this.executor.screenshotRegion) {
+          throw new Error("This screen cannot zoom: take a screenshot instead");
+        }
+        const picture = await this.executor.screenshotRegion(real, size);
+        const got = pngSize(picture);
+        if (!got || got.width !== size.width || got.height !== size.height) {
+          throw new Error(
+            `The executor answered a zoom that is not a ${size.width}x${size.height} PNG`,
+          );
+        }
+        return {
+          text: `Zoomed into (${agent.x}, ${agent.y})–(${
+            agent.x + agent.width
+          }, ${agent.y + agent.height}), shown at ${size.width}x${size.height}`,
+          picture,
+        };
       }
       default:
         throw new RangeError(

@@ -20,6 +20,18 @@ export interface Point {
   y: number;
 }
 
+/** A rectangle of the screen: its top-left corner and its size, pixels. */
+export interface Region {
+  /** Pixels from the left edge to its left side. */
+  x: number;
+  /** Pixels from the top edge to its top side. */
+  y: number;
+  /** Its width (at least 1). */
+  width: number;
+  /** Its height (at least 1). */
+  height: number;
+}
+
 /** A mouse button. */
 export type MouseButton = "left" | "right" | "middle";
 
@@ -92,6 +104,16 @@ export interface Executor {
    * @returns PNG bytes.
    */
   screenshot(size: Size): Promise<Uint8Array>;
+  /**
+   * A picture of one region of the screen, scaled to `size` (the `computer`
+   * tool's `zoom`). Optional: without it, `zoom` answers that this screen
+   * cannot zoom.
+   *
+   * @param region The region, in real pixels, inside the screen.
+   * @param size The picture's size.
+   * @returns PNG bytes.
+   */
+  screenshotRegion?(region: Region, size: Size): Promise<Uint8Array>;
 }
 
 /** One action a {@linkcode RecordingExecutor} saw, in real pixels. */
@@ -103,7 +125,8 @@ export type RecordedAction =
   | { action: "type"; text: string }
   | { action: "key"; keys: string[] }
   | { action: "hold_key"; keys: string[]; durationMs: number }
-  | { action: "screenshot"; size: Size };
+  | { action: "screenshot"; size: Size }
+  | { action: "zoom"; region: Region; size: Size };
 
 /** Options of {@linkcode RecordingExecutor}. */
 export interface RecordingExecutorOptions {
@@ -219,6 +242,16 @@ export class RecordingExecutor implements Executor {
   /** Records the request and answers with a one-colour PNG of `size`. */
   screenshot(size: Size): Promise<Uint8Array> {
     this.actions.push({ action: "screenshot", size: { ...size } });
+    return encodePng(size, { fill: this.#fill });
+  }
+
+  /** Records the region and answers with a one-colour PNG of `size`. */
+  screenshotRegion(region: Region, size: Size): Promise<Uint8Array> {
+    this.actions.push({
+      action: "zoom",
+      region: { ...region },
+      size: { ...size },
+    });
     return encodePng(size, { fill: this.#fill });
   }
 }
