@@ -317,10 +317,10 @@ async function main(argv: string[]): Promise<number> {
     if (!key && !replay) {
       throw new UsageError("--key (or GATEWAY_KEY) is needed with a gateway");
     }
-    const routed = replay
-      ? replay.index.convention
+    const facts = replay
+      ? { convention: replay.index.convention }
       : await checkGateway(gatewayUrl, key!, model);
-    convention ??= routed;
+    convention ??= facts.convention;
     const recorder = values.record === undefined
       ? undefined
       : await Recorder.create(values.record).catch((error) => {
@@ -361,6 +361,7 @@ async function main(argv: string[]): Promise<number> {
       timeoutMs,
       ...connect,
       convention,
+      facts,
       signal: controller.signal,
       onResult: async (result) => {
         const line = await storeImages(result, imagesDirFor(out));

@@ -14,7 +14,7 @@ import {
   parseConvention,
   responsesComputerPlan,
 } from "../eval/mod.ts";
-import type { ClaudePointer } from "../eval/agents/messages.ts";
+import type { ClaudePointer } from "../eval/agents/claude_computer.ts";
 
 type Json = Record<string, unknown>;
 
@@ -97,6 +97,23 @@ Deno.test("Claude's computer actions map to the computer tool", () => {
   ]);
 });
 
+Deno.test("Claude's zoom and repeated keys map to the computer tool (computer_20251124, the toolset's members)", () => {
+  assert.deepEqual(
+    calls(
+      claudeComputerPlan({ action: "zoom", region: [10, 20, 330.4, 220] }, {}),
+    ),
+    [{ action: "zoom", region: [10, 20, 330, 220] }],
+  );
+  assert.deepEqual(
+    calls(claudeComputerPlan({ action: "key", text: "Tab", repeat: 3 }, {})),
+    [
+      { action: "key", keys: ["Tab"] },
+      { action: "key", keys: ["Tab"] },
+      { action: "key", keys: ["Tab"] },
+    ],
+  );
+});
+
 Deno.test("Claude's left_mouse_down, mouse_move and left_mouse_up become one drag along the path", () => {
   const pointer: ClaudePointer = {};
   const step = (input: Json) => calls(claudeComputerPlan(input, pointer));
@@ -132,7 +149,19 @@ Deno.test("Claude's bad computer actions are errors the model reads", () => {
   assert.match(fail({ action: "left_mouse_up" }), /without left_mouse_down/);
   assert.match(fail({ action: "scroll" }), /scroll_direction/);
   assert.match(fail({ action: "key" }), /needs "text"/);
-  assert.match(fail({ action: "zoom" }), /Unknown computer action "zoom"/);
+  assert.match(fail({ action: "zoom" }), /zoom needs "region"/);
+  assert.match(
+    fail({ action: "zoom", region: [1, 2, "x", 4] }),
+    /zoom needs "region"/,
+  );
+  assert.match(
+    fail({ action: "key", text: "a", repeat: 1000 }),
+    /"repeat" must be from 1 to 100/,
+  );
+  assert.match(
+    fail({ action: "teleport" }),
+    /Unknown computer action "teleport"/,
+  );
 });
 
 Deno.test("Responses computer actions map to the computer tool", () => {
