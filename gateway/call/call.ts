@@ -107,7 +107,13 @@ class Call implements AsyncDisposable {
     const { deps, request } = this;
     const parsed = parseCall(request);
     this.stream = parsed.stream;
-    checkStaticLimits(request.caller.limits, parsed.model, Date.now());
+    // An allowlist names catalog ids: a model asked for by an alias
+    // (`computer-use-preview` for `operator`) is checked as its model.
+    checkStaticLimits(
+      request.caller.limits,
+      deps.model(parsed.model)?.id ?? parsed.model,
+      Date.now(),
+    );
     // The first candidate serves the id asked for, which the allowlist let
     // through (it is the successor of a retired model the operator reroutes).
     const candidates = fallbackCandidates(deps, request.route, parsed)
