@@ -28,8 +28,10 @@ import {
   BadRequestError,
   type Dialect,
   type ParsedRequest,
+  type RequestContext,
   type Wire,
 } from "./request_flow.ts";
+import { checkAnthropicRules } from "./anthropic_rules.ts";
 import type { SimulatedEvent } from "./answers.ts";
 import { imageSizeFromBase64 } from "./image.ts";
 import {
@@ -162,10 +164,12 @@ function outputFormatOf(
 
 function parseMessages(
   body: Json,
+  context: RequestContext,
 ): { prompt: Prompt; model: string; computerName: string } {
   if (typeof body.model !== "string" || body.model === "") {
     throw new BadRequestError("model: Field required");
   }
+  checkAnthropicRules(body, context.headers, context.model(body.model));
   if (
     typeof body.max_tokens !== "number" || !Number.isInteger(body.max_tokens) ||
     body.max_tokens < 1
@@ -291,8 +295,8 @@ function fullUsage(reply: Reply): Json {
   };
 }
 
-function messagesRequest(body: Json): ParsedRequest {
-  const { prompt, model, computerName } = parseMessages(body);
+function messagesRequest(body: Json, context: RequestContext): ParsedRequest {
+  const { prompt, model, computerName } = parseMessages(body, context);
   const message = (
     id: string,
     content: Json[],
@@ -374,5 +378,5 @@ function messagesRequest(body: Json): ParsedRequest {
 /** The Messages endpoint (`POST /v1/messages`). */
 export const messages: Dialect = {
   wire: anthropicWire,
-  parse: (body) => messagesRequest(body as Json),
+  parse: (body, _url, context) => messagesRequest(body as Json, context),
 };

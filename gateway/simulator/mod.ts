@@ -96,6 +96,8 @@ import { geminiWire, generateContent } from "./gemini.ts";
 import { openaiWire } from "./openai.ts";
 import { chatCompletions, geminiChatCompletions } from "./openai_chat.ts";
 import { responses } from "./openai_responses.ts";
+import type { SimulatedModel } from "./model_facts.ts";
+import { ResponseStore, type ResponseStoreOptions } from "./response_store.ts";
 
 export type {
   Behaviour,
@@ -104,6 +106,12 @@ export type {
   UsageOverride,
 } from "./behaviour.ts";
 export type { SimulatedRequest } from "./request_flow.ts";
+export type {
+  ComputerUseFact,
+  ModelFeatures,
+  SimulatedModel,
+} from "./model_facts.ts";
+export type { ResponseStoreOptions } from "./response_store.ts";
 // The providers it serves are the gateway's registered ones.
 export {
   type ProviderName,
@@ -124,6 +132,15 @@ export interface SimulatorOptions {
   validKeys?: Iterable<string>;
   /** Most request records kept; past it the oldest half is dropped (default 10 000). */
   maxRecords?: number;
+  /**
+   * The models whose facts decide what is refused (tool versions, beta
+   * headers, thinking, forced tool choice), found by the provider's model
+   * id; default: the gateway's catalog (`gateway/catalog.json`). A model
+   * not listed is served leniently.
+   */
+  models?: readonly SimulatedModel[];
+  /** Limits of the Responses API's stored responses (see `response_store.ts`). */
+  responseStore?: ResponseStoreOptions;
 }
 
 /** A running simulator. */
@@ -298,6 +315,8 @@ export function startSimulator(
     closing: closing.signal,
     aborted: 0,
     nextId: 1,
+    models: options.models,
+    responses: new ResponseStore(options.responseStore),
     changed() {
       for (const check of waiters) check();
     },

@@ -9,6 +9,12 @@
  * must be answered with that check in `acknowledged_safety_checks`, else the
  * request is refused with 400.
  *
+ * Each response is stored under the API key that created it (each key its
+ * own organization; `store: false` keeps nothing; see `response_store.ts`),
+ * and `previous_response_id` continues that conversation: its items come
+ * before the request's `input`. An id the key's organization does not have
+ * is refused with OpenAI's 400 `previous_response_not_found`.
+ *
  * @module
  */
 
@@ -18,6 +24,7 @@ import {
   BadRequestError,
   type Dialect,
   type ParsedRequest,
+  type RequestContext,
 } from "./request_flow.ts";
 import type { SimulatedEvent } from "./answers.ts";
 import {
@@ -44,6 +51,7 @@ import {
   type ToolDeclaration,
 } from "./reply.ts";
 import { splitEvenly, splitText } from "./tokens.ts";
+import { checkComputerTools, checkToolChoice } from "./openai_rules.ts";
 
 interface ResponsesInput {
   prompt: Prompt;
@@ -73,7 +81,54 @@ function responsesTools(body: Json, meter: PromptMeter): ResponsesTools {
   return { tools, computer };
 }
 
-function parseResponses(body: Json): ResponsesInput {
+/**
+ * The request's own input as items: a string is one user message.
+ *
+ * @throws {BadRequestError} When `input` is missing or holds a non-object.
+ */
+function inputItems(body: Json): Json[] {
+  if (typeof body.input === "string") {
+    return [{ type: "message", role: "user", content: body.input }];
+  }
+  if (!Array.isArray(body.input)) {
+    throw new BadRequestError("Missing required parameter: 'input'");
+  }
+  for (const item of body.input) {
+    if (!isObject(item)) {
+      throw new BadRequestError(
+        "Invalid 'input': each item must be an object",
+      );
+    }
+  }
+  return body.input as Json[];
+}
+
+/**
+ * The conversation before this request: the stored chain that ends at
+ * `previous_response_id`, if the caller's organization has it.
+ *
+ * @throws {BadRequestError} OpenAI's 400 `previous_response_not_found` for an
+ * id this organization never stored (or that was created with `store: false`,
+ * or forgotten), worded as the API words it.
+ */
+function previousItems(body: Json, context: RequestContext): Json[] {
+  const previous = body.previous_response_id;
+  if (previous === undefined || previous === null) return [];
+  const id = String(previous);
+  const history = context.responses.history(context.key, id);
+  if (history === undefined) {
+    throw new BadRequestError(
+      `Previous response with id '${id}' not found.`,
+      { param: "previous_response_id", code: "previous_response_not_found" },
+    );
+  }
+  return history;
+}
+
+function parseResponses(
+  body: Json,
+  items: readonly Json[],
+): ResponsesInput {
   const model = requireModel(body);
   const meter = new PromptMeter("openai");
   meter.text(body.instructions);
@@ -82,44 +137,32 @@ function parseResponses(body: Json): ResponsesInput {
   let toolResult: Prompt["toolResult"];
   const history: ComputerHistory = { callIds: [], acknowledged: new Map() };
   const calledTools: string[] = [];
-  if (typeof body.input === "string") {
-    meter.text(body.input);
-    lastUserText = firstUserText = body.input;
-  } else if (Array.isArray(body.input)) {
-    const callNames = new Map<string, string>();
-    for (const item of body.input) {
-      if (!isObject(item)) {
-        throw new BadRequestError(
-          "Invalid 'input': each item must be an object",
-        );
+  const callNames = new Map<string, string>();
+  for (const item of items) {
+    toolResult = undefined;
+    if (readComputerItem(item, history, meter)) continue;
+    if (item.type === "function_call") {
+      meter.text(item.name);
+      meter.text(item.arguments);
+      if (typeof item.name === "string") calledTools.push(item.name);
+      if (typeof item.call_id === "string" && typeof item.name === "string") {
+        callNames.set(item.call_id, item.name);
       }
-      toolResult = undefined;
-      if (readComputerItem(item, history, meter)) continue;
-      if (item.type === "function_call") {
-        meter.text(item.name);
-        meter.text(item.arguments);
-        if (typeof item.name === "string") calledTools.push(item.name);
-        if (typeof item.call_id === "string" && typeof item.name === "string") {
-          callNames.set(item.call_id, item.name);
-        }
-      } else if (item.type === "function_call_output") {
-        const text = typeof item.output === "string"
-          ? item.output
-          : contentText(item.output);
-        meter.text(text);
-        toolResult = { name: callNames.get(String(item.call_id)), text };
-      } else if (item.type === "reasoning") {
-        meter.json(item.summary);
-      } else {
-        measureContent(meter, item.content);
-        if (item.role === "user") {
-          lastUserText = contentText(item.content);
-          firstUserText ??= lastUserText;
-        }
+    } else if (item.type === "function_call_output") {
+      const text = typeof item.output === "string"
+        ? item.output
+        : contentText(item.output);
+      meter.text(text);
+      toolResult = { name: callNames.get(String(item.call_id)), text };
+    } else if (item.type === "reasoning") {
+      meter.json(item.summary);
+    } else {
+      measureContent(meter, item.content);
+      if (item.role === "user") {
+        lastUserText = contentText(item.content);
+        firstUserText ??= lastUserText;
       }
     }
-  } else {
-    throw new BadRequestError("Missing required parameter: 'input'");
   }
   const { tools, computer } = responsesTools(body, meter);
   const plan = computer === null
@@ -172,8 +215,28 @@ function responsesUsage(reply: Reply): Json {
   };
 }
 
-function responsesRequest(body: Json): ParsedRequest {
-  const { prompt, model } = parseResponses(body);
+function responsesRequest(body: Json, context: RequestContext): ParsedRequest {
+  const facts = context.model(requireModel(body));
+  checkComputerTools(body, facts);
+  checkToolChoice(body, facts);
+  const ownItems = inputItems(body);
+  const { prompt, model } = parseResponses(body, [
+    ...previousItems(body, context),
+    ...ownItems,
+  ]);
+  // Kept under the caller's organization, as OpenAI keeps a response unless
+  // `store: false`; the next turn can then continue from it.
+  const remember = (id: string, output: Json[]) => {
+    if (body.store === false) return;
+    context.responses.put(
+      context.key,
+      `resp_${id}`,
+      typeof body.previous_response_id === "string"
+        ? body.previous_response_id
+        : undefined,
+      [...ownItems, ...output],
+    );
+  };
   const createdAt = Math.floor(Date.now() / 1000);
   const envelope = (
     id: string,
@@ -254,13 +317,11 @@ function responsesRequest(body: Json): ParsedRequest {
   return {
     prompt,
     stream: body.stream === true,
-    body: (reply, id) =>
-      envelope(
-        id,
-        finalStatus(reply),
-        [...leadingItems(reply, id), outputItem(reply, id, true)],
-        reply,
-      ),
+    body(reply, id) {
+      const output = [...leadingItems(reply, id), outputItem(reply, id, true)];
+      remember(id, output);
+      return envelope(id, finalStatus(reply), output, reply);
+    },
     events(reply, id) {
       const events: SimulatedEvent[] = [];
       const push = (type: string, fields: Json) => {
@@ -341,6 +402,7 @@ function responsesRequest(body: Json): ParsedRequest {
       const item = outputItem(reply, id, true);
       push("response.output_item.done", { output_index: index, item });
       const status = finalStatus(reply);
+      remember(id, [...leading, item]);
       push(`response.${status}`, {
         response: envelope(id, status, [...leading, item], reply),
       });
@@ -352,5 +414,5 @@ function responsesRequest(body: Json): ParsedRequest {
 /** The Responses endpoint (`POST /responses`). */
 export const responses: Dialect = {
   wire: openaiWire,
-  parse: (body) => responsesRequest(body as Json),
+  parse: (body, _url, context) => responsesRequest(body as Json, context),
 };

@@ -4,9 +4,9 @@
  * `screenshot`) with `pending_safety_checks`, and the history the runner
  * sends back in `input`, where each call is answered by a
  * `computer_call_output` with a `computer_screenshot` and, after a call that
- * carried a check, `acknowledged_safety_checks`. The simulator keeps no
- * responses, so a conversation continued with `previous_response_id` alone
- * starts the episode again.
+ * carried a check, `acknowledged_safety_checks`. A conversation continued
+ * with `previous_response_id` is read from the stored responses
+ * (`response_store.ts`), so the episode goes on from the stored actions.
  *
  * @module
  */

@@ -13,6 +13,12 @@ import { decideReply, type Prompt, type Reply } from "./reply.ts";
 import { tokensForChars } from "./tokens.ts";
 import type { Json } from "./_json.ts";
 import {
+  type ModelLookup,
+  modelLookup,
+  type SimulatedModel,
+} from "./model_facts.ts";
+import type { ResponseStore } from "./response_store.ts";
+import {
   destroyedResponse,
   garbageResponse,
   JSON_HEADERS,
@@ -48,16 +54,36 @@ export interface SimulatedRequest {
   status: number;
 }
 
-/** Thrown by a wire format's parser for a request the provider would reject with 400. */
+/** Where an error points, for wires whose error bodies say it (OpenAI's `param` and `code`). */
+export interface ErrorDetails {
+  /** The request field at fault. */
+  param?: string;
+  /** The provider's error code. */
+  code?: string;
+}
+
+/**
+ * Thrown by a wire format's parser for a request the provider would reject
+ * (400 unless another status is given).
+ */
 export class BadRequestError extends Error {
+  /** The status to answer. */
+  readonly status: number;
+  /** The field and code, where the provider's error body names them. */
+  readonly details: ErrorDetails;
+
   /**
    * Creates the error.
    *
    * @param message What is wrong, in the provider's words where known.
+   * @param details The field and code the provider names, if any.
+   * @param status The status to answer (default 400).
    */
-  constructor(message: string) {
+  constructor(message: string, details: ErrorDetails = {}, status = 400) {
     super(message);
     this.name = "BadRequestError";
+    this.details = details;
+    this.status = status;
   }
 }
 
@@ -90,7 +116,12 @@ export interface Wire {
   /** Reads the provider key from a request; `undefined` when none is presented. */
   readKey(request: Request, url: URL): string | undefined;
   /** The provider's error body for a status, with its own default message when none is given. */
-  errorBody(status: number, message?: string, retryAfter?: number): unknown;
+  errorBody(
+    status: number,
+    message?: string,
+    retryAfter?: number,
+    details?: ErrorDetails,
+  ): unknown;
   /** The message for a request without a key. */
   missingKeyMessage: string;
   /** The message for a key the simulator does not accept. */
@@ -108,10 +139,23 @@ export interface Dialect {
    *
    * @param body The parsed JSON body.
    * @param url The request URL (Gemini reads the model and `alt` from it).
+   * @param context Who asks and what the simulator knows of models and past responses.
    * @returns The parsed request.
    * @throws {BadRequestError} When the provider would reject the body.
    */
-  parse(body: unknown, url: URL): ParsedRequest;
+  parse(body: unknown, url: URL, context: RequestContext): ParsedRequest;
+}
+
+/** What a parser may need beyond the body: the caller, its headers, model facts, stored responses. */
+export interface RequestContext {
+  /** The provider key presented: the caller's organization. */
+  key: string;
+  /** The request's headers (`anthropic-beta`, …). */
+  headers: Headers;
+  /** The facts of a model the request names, from the catalog. */
+  model: ModelLookup;
+  /** Stored Responses-API responses. */
+  responses: ResponseStore;
 }
 
 /** Mutable state of one running simulator, shared by its handlers. */
@@ -132,6 +176,10 @@ export interface SimulatorState {
   nextId: number;
   /** Called after any record changes (for `waitFor`). */
   changed(): void;
+  /** The models whose facts decide refusals (default: the built-in catalog). */
+  models?: readonly SimulatedModel[];
+  /** Stored Responses-API responses, per organization. */
+  responses: ResponseStore;
 }
 
 function parseBody(text: string): unknown {
@@ -250,10 +298,19 @@ export async function answerRequest(
   }
   let parsed: ParsedRequest;
   try {
-    parsed = dialect.parse(record.body, url);
+    parsed = dialect.parse(record.body, url, {
+      key,
+      headers: request.headers,
+      model: modelLookup(provider, state.models),
+      responses: state.responses,
+    });
   } catch (error) {
     if (error instanceof BadRequestError) {
-      return jsonResponse(tracker, 400, wire.errorBody(400, error.message));
+      return jsonResponse(
+        tracker,
+        error.status,
+        wire.errorBody(error.status, error.message, undefined, error.details),
+      );
     }
     throw error;
   }

@@ -524,3 +524,35 @@ export interface CatalogEntry {
   /** The provider pages every fact of the entry was taken from. */
   sources?: string[];
 }
+
+/**
+ * The entry whose upstream id is `upstreamId` at `provider` (or that lists
+ * it in `aliases`): how the simulator finds the facts of the model a request
+ * names.
+ *
+ * @example
+ * ```ts
+ * import { catalogEntryByUpstream } from "./catalog.ts";
+ *
+ * catalogEntryByUpstream("openai", "computer-use-preview")?.id; // "operator"
+ * ```
+ *
+ * @param provider The provider addressed.
+ * @param upstreamId The model id as the provider names it.
+ * @param entries The entries to search (default: the built-in catalog).
+ * @returns The entry, or `undefined` when none matches.
+ */
+export function catalogEntryByUpstream<
+  E extends Pick<CatalogEntry, "provider" | "upstream"> & {
+    aliases?: readonly string[];
+  },
+>(
+  provider: ProviderName,
+  upstreamId: string,
+  entries: readonly E[] = DEFAULT_CATALOG as unknown as readonly E[],
+): E | undefined {
+  return entries.find((entry) =>
+    entry.provider === provider &&
+    (entry.upstream === upstreamId || entry.aliases?.includes(upstreamId))
+  );
+}
