@@ -2,7 +2,9 @@
  * What the runner reads about a model from the gateway's `GET /v1/models`:
  * the wire convention from its routes (`messages` → Anthropic Messages;
  * else `responses` alone → Responses; else `gemini` alone → Gemini native;
- * else chat completions), and how its computer use is reached
+ * else chat completions; a model with computer use is spoken to on its
+ * provider's native route whenever it has one, since no provider offers
+ * computer use over chat), and how its computer use is reached
  * (`computer_use`: the tool type, beta header, environment) and what it
  * refuses (`features`). The agents pick their wire from these facts, never
  * from the model's name, so a model an operator adds with a `computer_use`
@@ -95,12 +97,21 @@ export function modelFacts(entry: unknown): ModelFacts {
     : [];
   const computerUse = computerUseWire(info.computer_use);
   const features = modelFeatures(info.features);
+  const native = computerUse && NATIVE_ROUTES.find((r) => routes.includes(r));
   return {
-    convention: routes.length > 0 ? conventionForRoutes(routes) : "chat",
+    convention: native ??
+      (routes.length > 0 ? conventionForRoutes(routes) : "chat"),
     ...(computerUse && { computerUse }),
     ...(features && { features }),
   };
 }
+
+/** The routes computer use is spoken on, in the order a model's routes are tried. */
+const NATIVE_ROUTES: readonly Convention[] = [
+  "messages",
+  "responses",
+  "gemini",
+];
 
 function computerUseWire(value: unknown): ComputerUseWire | undefined {
   if (!isObject(value) || typeof value.tool !== "string" || !value.tool) {

@@ -436,34 +436,6 @@ export function lifecycleInfo(
 export const DEFAULT_CATALOG: readonly CatalogEntry[] = catalogData
   .models as CatalogEntry[];
 
-/**
- * The entry a provider's upstream model id belongs to: how a component that
- * sees only the wire (the simulator) finds the model's facts. The first
- * entry in catalog order wins where several serve the same upstream model.
- *
- * @param provider The provider that received the call.
- * @param upstreamId The model id as sent upstream.
- * @param entries The catalog to search; the shipped one by default.
- * @returns The entry, or `undefined` for a model the catalog does not list.
- *
- * @example
- * ```ts
- * import { catalogEntryByUpstream } from "./catalog.ts";
- *
- * catalogEntryByUpstream("openai", "computer-use-preview")?.id; // "operator"
- * catalogEntryByUpstream("openai", "not-listed"); // undefined
- * ```
- */
-export function catalogEntryByUpstream(
-  provider: ProviderName,
-  upstreamId: string,
-  entries: readonly CatalogEntry[] = DEFAULT_CATALOG,
-): CatalogEntry | undefined {
-  return entries.find((entry) =>
-    entry.provider === provider && entry.upstream === upstreamId
-  );
-}
-
 /** Prices in USD per million tokens. */
 export interface ModelPricing {
   /** USD per million uncached input tokens. */
@@ -545,7 +517,7 @@ export interface CatalogEntry {
 export function catalogEntryByUpstream<
   E extends Pick<CatalogEntry, "provider" | "upstream"> & {
     aliases?: readonly string[];
-  },
+  } = CatalogEntry,
 >(
   provider: ProviderName,
   upstreamId: string,
