@@ -240,6 +240,7 @@ Deno.test("OpenAI: the GA computer tool on computer-use-preview, the preview too
   for (
     const [model, tool] of [
       ["computer-use-preview", preview],
+      ["gpt-5.4", { type: "computer" as const }],
       ["gpt-ad-hoc", preview],
     ] as const
   ) {

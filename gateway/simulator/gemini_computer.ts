@@ -170,9 +170,11 @@ function shape(
           keys: action.keys.map((key) => spellKey(key, "gemini")).join("+"),
         },
       };
+    case "zoom":
     case "screenshot":
-      // Gemini has no screenshot action (every function response carries
-      // one); a plan for Gemini never holds one, and waiting is the nearest.
+      // Gemini has no screenshot or zoom action (every function response
+      // carries a screenshot); a plan for Gemini holds neither, and waiting
+      // is the nearest.
       return { name: "wait_5_seconds", args: {} };
   }
 }
@@ -197,6 +199,7 @@ export function geminiFunctionName(action: ComputerAction): string {
  * geminiFunctionCall({
  *   kind: "computer",
  *   action: { type: "click", x: 412, y: 300 },
+ *   actions: [{ type: "click", x: 412, y: 300 }],
  *   screen: { width: 1280, height: 800 },
  *   safetyCheck: false,
  * });

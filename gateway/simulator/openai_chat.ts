@@ -57,6 +57,8 @@ const COMPUTER = "computer";
  */
 export function computerArguments(action: ComputerAction): Json {
   switch (action.type) {
+    // The chat function has no zoom, so no plan for it holds one.
+    case "zoom":
     case "screenshot":
       return { action: "screenshot" };
     case "click":

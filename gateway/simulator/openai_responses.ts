@@ -2,10 +2,12 @@
  * OpenAI's Responses API (`POST /responses`), as the simulator speaks it,
  * streamed and not.
  *
- * The computer-use agent plays when a `computer_use_preview` tool is declared
- * (its `display_width` / `display_height` give the screen; see
- * `openai_responses_computer.ts`): it answers `computer_call` items and reads
- * the history back from `input`. A call that carries a pending safety check
+ * The computer-use agent plays when a computer tool is declared: the GA
+ * `{"type": "computer"}` tool (batched `actions`: a screenshot, then the rest
+ * in one call) or `computer_use_preview` (one `action` per call; its
+ * `display_width` / `display_height` give the screen; see
+ * `openai_responses_computer.ts`). It answers `computer_call` items and
+ * reads the history back from `input` and the stored conversation. A call that carries a pending safety check
  * must be answered with that check in `acknowledged_safety_checks`, else the
  * request is refused with 400.
  *
@@ -40,8 +42,9 @@ import {
   checkAcknowledgement,
   computerCallItem,
   type ComputerHistory,
-  computerScreenOf,
+  computerToolOf,
   readComputerItem,
+  type ResponsesComputerTool,
 } from "./openai_responses_computer.ts";
 import {
   type Prompt,
@@ -60,8 +63,8 @@ interface ResponsesInput {
 
 interface ResponsesTools {
   tools: ToolDeclaration[];
-  /** The screen a `computer_use_preview` tool declares; `null` when none is declared. */
-  computer: { width: number; height: number } | undefined | null;
+  /** The computer tool declared; `null` when none is. */
+  computer: ResponsesComputerTool | null;
 }
 
 function responsesTools(body: Json, meter: PromptMeter): ResponsesTools {
@@ -75,8 +78,7 @@ function responsesTools(body: Json, meter: PromptMeter): ResponsesTools {
     if (tool.type === "function" && typeof tool.name === "string") {
       tools.push({ name: tool.name, schema: tool.parameters });
     }
-    const screen = computerScreenOf(tool);
-    if (screen !== null) computer = screen;
+    computer ??= computerToolOf(tool);
   }
   return { tools, computer };
 }
@@ -135,7 +137,12 @@ function parseResponses(
   let lastUserText = "";
   let firstUserText: string | undefined;
   let toolResult: Prompt["toolResult"];
-  const history: ComputerHistory = { callIds: [], acknowledged: new Map() };
+  const history: ComputerHistory = {
+    callIds: [],
+    firstActions: [],
+    actions: 0,
+    acknowledged: new Map(),
+  };
   const calledTools: string[] = [];
   const callNames = new Map<string, string>();
   for (const item of items) {
@@ -167,7 +174,7 @@ function parseResponses(
   const { tools, computer } = responsesTools(body, meter);
   const plan = computer === null
     ? undefined
-    : planComputerUse(firstUserText ?? "", computer, "responses");
+    : planComputerUse(firstUserText ?? "", computer.screen, "responses");
   if (plan) checkAcknowledgement(plan, history);
   const outputFormat = openaiOutputFormat(
     isObject(body.text) ? body.text.format : undefined,
@@ -199,7 +206,11 @@ function parseResponses(
       script: scriptOf(firstUserText ?? "", tools),
       calledTools,
       outputFormat,
-      computer: plan && { plan, done: history.callIds.length },
+      computer: plan && {
+        plan,
+        done: history.actions,
+        batched: computer?.batched,
+      },
     },
   };
 }
@@ -280,7 +291,9 @@ function responsesRequest(body: Json, context: RequestContext): ParsedRequest {
   const outputItem = (reply: Reply, id: string, done: boolean): Json => {
     const { content } = reply;
     const status = done ? "completed" : "in_progress";
-    if (content.kind === "computer") return computerCallItem(content, id, done);
+    if (content.kind === "computer") {
+      return computerCallItem(content, id, done, prompt.computer?.batched);
+    }
     if (content.kind === "tool") {
       return {
         id: `fc_${id}`,

@@ -38,6 +38,12 @@ export interface UpstreamModel {
   readonly upstream: string;
   /** The most output tokens one call may produce. */
   readonly maxOutputTokens: number;
+  /** What the model refuses (`false`: the provider answers 400), which a translation refuses first. */
+  readonly features?: {
+    readonly disabledThinking?: boolean;
+    readonly forcedToolChoice?: boolean;
+    readonly thinkingBetweenTools?: boolean;
+  };
 }
 
 /** A call the route layer has authenticated, parsed and resolved to a model. */
