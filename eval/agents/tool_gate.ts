@@ -132,10 +132,12 @@ export async function runComputer(
   const texts: string[] = [];
   let last: ToolResult = { text: "", images: [], isError: false };
   for (const [i, call] of plan.calls.entries()) {
-    const final = i === plan.calls.length - 1 && options.screenshot !== false;
+    // A screenshot or zoom is its own picture: never asked to leave it out.
+    const pictured = call.action === "screenshot" || call.action === "zoom" ||
+      (i === plan.calls.length - 1 && options.screenshot !== false);
     last = await gate.call(
       "computer",
-      final ? call : { ...call, screenshot: false },
+      pictured ? call : { ...call, screenshot: false },
     );
     if (last.text) texts.push(last.text);
     if (last.isError) break;
