@@ -145,6 +145,38 @@ function modelFeatures(value: unknown): ModelFeatures | undefined {
 }
 
 /**
+ * Facts as `GET /v1/models` spells them (`computer_use`, `features` in
+ * snake case): what a recording keeps, so a replay drives the same wire.
+ *
+ * @example
+ * ```ts
+ * import { modelFacts, wireFacts } from "./convention.ts";
+ *
+ * const wire = wireFacts({
+ *   convention: "messages",
+ *   computerUse: { tool: "computer_toolset_20260801" },
+ *   features: { forcedToolChoice: false },
+ * });
+ * // { computer_use: { tool: "computer_toolset_20260801" }, features: { forced_tool_choice: false } }
+ * modelFacts({ routes: ["messages"], ...wire }).features; // { forcedToolChoice: false }
+ * ```
+ *
+ * @param facts The facts.
+ * @returns Their `computer_use` and `features`, where set.
+ */
+export function wireFacts(
+  facts: Pick<ModelFacts, "computerUse" | "features">,
+): { computer_use?: ComputerUseWire; features?: Record<string, boolean> } {
+  const features = Object.entries(FEATURE_FIELDS).flatMap(([wire, name]) =>
+    facts.features?.[name] === undefined ? [] : [[wire, facts.features[name]]]
+  );
+  return {
+    ...(facts.computerUse && { computer_use: { ...facts.computerUse } }),
+    ...(features.length > 0 && { features: Object.fromEntries(features) }),
+  };
+}
+
+/**
  * Asks the gateway's `GET /v1/models` what it says about a model; a gateway
  * that does not list the model gets chat and no computer use.
  *
