@@ -2,14 +2,22 @@
  * The simulator refuses what the real APIs refuse, through the official SDKs
  * against the simulator on loopback: each refusal with its status and the
  * provider's wording, and lenience for a model the catalog does not know.
- * The model facts are `_simulator_models.ts`, in the catalog's field names.
+ * The model facts are `_simulator_models.ts`, in the catalog's field names;
+ * the last tests play every computer-use model of the gateway's own catalog
+ * on its documented wire and check every other version is refused.
  */
 import assert from "node:assert/strict";
 import Anthropic from "@anthropic-ai/sdk";
 import { ApiError, Environment, GoogleGenAI } from "@google/genai";
 import OpenAI from "openai";
 import { type Simulator, startSimulator } from "../gateway/simulator/mod.ts";
+import { DEFAULT_CATALOG } from "../gateway/state/catalog.ts";
 import { TEST_MODELS } from "./_simulator_models.ts";
+import {
+  claudeEpisode,
+  geminiEpisode,
+  openaiEpisode,
+} from "./_simulator_episodes.ts";
 
 const TASK =
   'The screen is 1280x800. Click the text box at (412, 300), type "hi", then press Enter.';
@@ -360,3 +368,70 @@ Deno.test("Gemini: computerUse on a model without it, an unknown environment and
   });
   assert.equal(played.functionCalls?.[0].name, "type_text_at");
 });
+
+/** Every computer-use tool type of each provider the catalog names. */
+const TOOL_TYPES: Record<string, string[]> = {
+  anthropic: [
+    "computer_toolset_20260801",
+    "computer_20251124",
+    "computer_20250124",
+  ],
+  openai: ["computer", "computer_use_preview"],
+};
+
+/** The wire each computer-use model's actions take, as the wire names them. */
+const EXPECTED_ACTIONS: Record<string, string[]> = {
+  computer_toolset_20260801: ["screenshot", "left_click", "type", "key"],
+  computer_20251124: ["screenshot", "left_click", "type", "key"],
+  computer_20250124: ["screenshot", "left_click", "type", "key"],
+  computer: ["screenshot", "click", "type", "keypress"],
+  computer_use_preview: ["screenshot", "click", "type", "keypress"],
+  computer_use: ["type_text_at", "key_combination"],
+};
+
+const EPISODES = {
+  anthropic: claudeEpisode,
+  openai: openaiEpisode,
+  gemini: geminiEpisode,
+} as const;
+
+for (
+  const entry of DEFAULT_CATALOG.filter((model) =>
+    model.computerUse && model.provider in EPISODES
+  )
+) {
+  const use = entry.computerUse!;
+  const provider = entry.provider as keyof typeof EPISODES;
+  Deno.test(`the catalog's ${entry.id} plays its documented wire (${use.tool}) to Done, streamed and not, and refuses every other version`, async () => {
+    // No `models` option: the gateway's own catalog decides.
+    await using sim = await startSimulator();
+    for (const stream of [false, true]) {
+      const episode = await EPISODES[provider](
+        sim,
+        entry.upstream,
+        use,
+        stream,
+      );
+      assert.deepEqual(episode.actions, EXPECTED_ACTIONS[use.tool]);
+      assert.match(episode.final, /^Done\./);
+      // Batching wires take two turns: a screenshot, then the rest.
+      const batched = use.tool === "computer" ||
+        use.tool.startsWith("computer_toolset_");
+      if (batched) assert.equal(episode.turns, 2);
+    }
+    for (const other of TOOL_TYPES[provider] ?? []) {
+      if (other === use.tool) continue;
+      const refused = await EPISODES[provider](
+        sim,
+        entry.upstream,
+        { tool: other },
+        false,
+      ).then(() => undefined, (error: unknown) => error);
+      assert.ok(
+        refused instanceof Anthropic.BadRequestError ||
+          refused instanceof OpenAI.BadRequestError,
+        `${entry.id} refuses ${other}: ${refused}`,
+      );
+    }
+  });
+}

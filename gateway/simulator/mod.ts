@@ -32,15 +32,27 @@
  *   `responseSchema` / `responseJsonSchema` (and `text/x.enum`): the reply is
  *   JSON generated from the schema that validates against it, so the SDKs'
  *   `.parse()` helpers work offline (see `schema.ts`).
- * - **Computer use**: with a computer tool declared (Anthropic `computer_*`,
- *   Responses `computer_use_preview`, Gemini `computerUse`, a chat function
- *   named `computer`) and instructions in the first user message, such as
+ * - **Computer use**: with a computer tool declared (Claude's
+ *   `computer_toolset_20260801` or a `computer_*` tool, Responses `computer`
+ *   or `computer_use_preview`, Gemini `computerUse`, a chat function named
+ *   `computer`) and instructions in the first user message, such as
  *   `The screen is 1280x800. Click the text box at (412, 300), type "hello",
  *   then press Enter.`, the model is a deterministic agent: a screenshot
- *   first (not on Gemini), then one action per turn in each provider's own
- *   shapes, streamed and not, then a text that starts with "Done". `[confirm]`
- *   adds a safety check the next request must acknowledge (Responses,
- *   Gemini). See `computer_use.ts` for the grammar.
+ *   first (not on Gemini), then the actions in each provider's own shapes
+ *   (one per turn, or all in one turn where the wire batches: Claude's
+ *   toolset members, the GA `computer` tool's `actions`), streamed and not,
+ *   then a text that starts with "Done". `[confirm]` adds a safety check the
+ *   next request must acknowledge (Responses, Gemini). See `computer_use.ts`
+ *   for the grammar.
+ * - **Refusals**: what the model's catalog facts say the real API refuses
+ *   (another computer tool version, a missing `anthropic-beta`, disabled
+ *   thinking, forced tool choice, a Gemini environment) is answered with the
+ *   provider's 400 and wording (`anthropic_rules.ts`, `openai_rules.ts`,
+ *   `gemini_computer.ts`); a model the catalog does not know is served
+ *   leniently. `options.models` replaces the catalog.
+ * - **Stored responses**: Responses are stored per API key (each key its own
+ *   organization) unless `store: false`, and `previous_response_id`
+ *   continues them (`response_store.ts`).
  *
  * @example
  * ```ts
@@ -106,11 +118,8 @@ export type {
   UsageOverride,
 } from "./behaviour.ts";
 export type { SimulatedRequest } from "./request_flow.ts";
-export type {
-  ComputerUseFact,
-  ModelFeatures,
-  SimulatedModel,
-} from "./model_facts.ts";
+export type { SimulatedModel } from "./model_facts.ts";
+export type { ComputerUse, ModelFeatures } from "../state/model_facts.ts";
 export type { ResponseStoreOptions } from "./response_store.ts";
 // The providers it serves are the gateway's registered ones.
 export {

@@ -9,43 +9,25 @@
 
 import type { ProviderName } from "../upstream/providers/mod.ts";
 import { catalogEntryByUpstream, DEFAULT_CATALOG } from "../state/catalog.ts";
+import type { ComputerUse, ModelFeatures } from "../state/model_facts.ts";
 
-/** How computer use is reached on a model (the catalog's `computerUse`). */
-export interface ComputerUseFact {
-  /** The provider's tool type, exactly as sent (`computer_toolset_20260801`, `computer`, `computer_use`, …). */
-  tool: string;
-  /** The `anthropic-beta` value the tool needs, when it needs one. */
-  beta?: string;
-  /** Gemini: the default environment (`ENVIRONMENT_BROWSER`). */
-  environment?: string;
-  /** Gemini: every environment the model accepts. */
-  environments?: string[];
-}
-
-/** What a model refuses (the catalog's `features`); absent: accepted. */
-export interface ModelFeatures {
-  /** `false`: refuses `thinking: {type: "disabled"}`. */
-  disabledThinking?: boolean;
-  /** `false`: refuses a forced `tool_choice` (`any` / `tool`, `required` / named). */
-  forcedToolChoice?: boolean;
-  /** `true`: text between tool calls arrives in thinking blocks. */
-  thinkingBetweenTools?: boolean;
-}
-
-/** One model as the simulator reads it: where it is served and its facts. */
+/**
+ * One model as the simulator reads it: where it is served and its facts, in
+ * the catalog entry's fields (a `CatalogEntry` is one).
+ */
 export interface SimulatedModel {
   /** The provider that serves it. */
   provider: ProviderName;
   /** The provider's id for it. */
   upstream: string;
   /** Other ids the provider accepts for it. */
-  aliases?: readonly string[];
+  aliases?: string[];
   /** How computer use is reached, for models that have it. */
-  computerUse?: ComputerUseFact;
+  computerUse?: ComputerUse;
   /** What it refuses. */
   features?: ModelFeatures;
   /** The pages its facts were taken from: present once its facts are verified. */
-  sources?: readonly string[];
+  sources?: string[];
 }
 
 /**
