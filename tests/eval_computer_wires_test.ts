@@ -215,6 +215,12 @@ Deno.test("OpenAI's GA computer tool: {type: computer}, on Responses though chat
         batch: [{ type: "click", button: "left" }, { type: "type", text: "x" }],
       }],
     },
+    {
+      calls: [{
+        name: "computer",
+        batch: Array.from({ length: 101 }, () => ({ type: "wait" })),
+      }],
+    },
     { text: "Done" },
   ]);
   assert.equal(result.convention, "responses");
@@ -224,6 +230,8 @@ Deno.test("OpenAI's GA computer tool: {type: computer}, on Responses though chat
     { action: "click", x: 412, y: 300, button: "left" },
     { action: "type", text: "hello" },
     { action: "key", keys: ["ENTER"] },
+    // The failed batch's and the refused batch's outputs need a screenshot.
+    { action: "screenshot" },
     { action: "screenshot" },
   ]);
   const input = requests[1].body.input as Json[];
@@ -241,6 +249,12 @@ Deno.test("OpenAI's GA computer tool: {type: computer}, on Responses though chat
   assert.match(
     JSON.stringify(failed.content),
     /click needs \\"x\\" and \\"y\\".*1 later action/,
+  );
+  // An endless batch is refused whole: no wait ran.
+  const flood = (requests[3].body.input as Json[]).at(-1)!;
+  assert.match(
+    JSON.stringify(flood.content),
+    /at most 100 actions; this one has 101, none run/,
   );
 });
 

@@ -38,7 +38,12 @@ import {
 } from "./loop.ts";
 import type { JsonObject } from "./model.ts";
 import { responsesComputerPlan } from "./responses_computer.ts";
-import { computerTool, runComputer, ToolGate } from "./tool_gate.ts";
+import {
+  computerTool,
+  errorResult,
+  runComputer,
+  ToolGate,
+} from "./tool_gate.ts";
 import { trajectoryPrompt } from "./trajectory.ts";
 
 /**
@@ -260,6 +265,9 @@ export async function runResponses(
   return outcome;
 }
 
+/** Actions one `computer_call` may carry: a hostile model cannot queue an endless batch. */
+const MAX_BATCH = 100;
+
 /**
  * Runs a `computer_call`'s actions in order, only the last answering with a
  * screenshot (the one the output carries); the first error stops the rest
@@ -269,6 +277,11 @@ async function runBatch(
   gate: ToolGate,
   actions: JsonObject[],
 ): Promise<ToolResult> {
+  if (actions.length > MAX_BATCH) {
+    return errorResult(
+      `A computer_call may carry at most ${MAX_BATCH} actions; this one has ${actions.length}, none run`,
+    );
+  }
   const texts: string[] = [];
   for (const [i, action] of actions.entries()) {
     const result = await runComputer(gate, responsesComputerPlan(action), {
