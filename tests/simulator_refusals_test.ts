@@ -193,6 +193,30 @@ Deno.test("Anthropic: disabled thinking and forced tool choice are refused where
   assert.equal(kept.stop_reason, "tool_use");
 });
 
+Deno.test("Anthropic: count_tokens refuses what messages refuse", async () => {
+  await using sim = await simulator();
+  const client = anthropic(sim);
+  const refused = await anthropicRefusal(client.messages.countTokens({
+    model: "claude-opus-5-5",
+    tools: [{
+      name: "look",
+      input_schema: { type: "object" as const, properties: {} },
+    }],
+    tool_choice: { type: "any" },
+    messages: [{ role: "user", content: "hi" }],
+  }));
+  assert.deepEqual(refused, {
+    status: 400,
+    message:
+      'tool_choice: type "tool" and "any" are not supported for this model.',
+  });
+  const counted = await client.messages.countTokens({
+    model: "claude-opus-5-5",
+    messages: [{ role: "user", content: "hi" }],
+  });
+  assert.ok(counted.input_tokens > 0);
+});
+
 Deno.test("Anthropic: a model the catalog does not know takes any computer tool, beta or not", async () => {
   await using sim = await simulator();
   const reply = await anthropic(sim).beta.messages.create({

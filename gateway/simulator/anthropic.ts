@@ -26,6 +26,7 @@ import {
   type ComputerTool,
   computerToolOf,
   showsThinking,
+  thinkingBlock,
 } from "./anthropic_computer.ts";
 import { streamBlocks } from "./anthropic_stream.ts";
 import { planComputerUse } from "./computer_use.ts";
@@ -347,12 +348,19 @@ function messagesRequest(body: Json, context: RequestContext): ParsedRequest {
       });
     }
     if (content.kind === "tool") {
-      return [{
+      const use = {
         type: "tool_use",
         id: `toolu_${id}`,
         name: content.name,
         input: JSON.parse(content.arguments),
-      }];
+      };
+      // Text between tool calls comes as thinking on such a model.
+      return facts?.features?.thinkingBetweenTools
+        ? [
+          thinkingBlock(`Next: call ${content.name}.`, id, showsThinking(body)),
+          use,
+        ]
+        : [use];
     }
     return [{
       type: "text",

@@ -224,11 +224,27 @@ export function computerBlocks(
     };
   });
   if (!options.thinkingBetweenTools) return uses;
-  return [{
+  return [
+    thinkingBlock(narration(call.actions), id, options.showThinking),
+    ...uses,
+  ];
+}
+
+/**
+ * The thinking block a model that thinks between tools puts before a turn's
+ * tool calls: its narration, empty unless the request asks to show it.
+ *
+ * @param text The narration.
+ * @param id The response's id suffix (the signature derives from it).
+ * @param show Whether `thinking.display` asks for the text.
+ * @returns The block.
+ */
+export function thinkingBlock(text: string, id: string, show: boolean): Json {
+  return {
     type: "thinking",
-    thinking: options.showThinking ? narration(call.actions) : "",
+    thinking: show ? text : "",
     signature: `sig_${id}`,
-  }, ...uses];
+  };
 }
 
 /**

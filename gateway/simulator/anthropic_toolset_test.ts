@@ -211,3 +211,41 @@ Deno.test("computer_20251124 zooms with enable_zoom; computer_20250124 never doe
     ["screenshot", "left_click", "type", "key"],
   );
 });
+
+Deno.test("a model that thinks between tools puts a thinking block before a function tool call too, and none before its final text", async () => {
+  await using sim = await startSimulator({ models: [THINKER] });
+  const client = new Anthropic({
+    baseURL: sim.baseUrls.anthropic,
+    apiKey: "sk",
+  });
+  const tools = [{
+    name: "look",
+    input_schema: { type: "object" as const, properties: {} },
+  }];
+  const first = await client.messages.create({
+    model: "claude-thinker",
+    max_tokens: 1024,
+    tools,
+    messages: [{ role: "user", content: "Use `look`." }],
+  });
+  assert.deepEqual(first.content.map((block) => block.type), [
+    "thinking",
+    "tool_use",
+  ]);
+  const use = first.content[1];
+  assert.ok(use.type === "tool_use");
+  const final = await client.messages.create({
+    model: "claude-thinker",
+    max_tokens: 1024,
+    tools,
+    messages: [
+      { role: "user", content: "Use `look`." },
+      { role: "assistant", content: first.content },
+      {
+        role: "user",
+        content: [{ type: "tool_result", tool_use_id: use.id, content: "a" }],
+      },
+    ],
+  });
+  assert.deepEqual(final.content.map((block) => block.type), ["text"]);
+});

@@ -69,8 +69,6 @@ export function isComputerUseTool(tool: Json): boolean {
 
 /** The `computerUse` tool's settings that change what the agent does. */
 export interface GeminiComputerTool {
-  /** The environment asked for (`ENVIRONMENT_BROWSER` when absent). */
-  environment: string;
   /** Predefined functions the model must not call. */
   excluded: ReadonlySet<string>;
 }
@@ -127,7 +125,7 @@ export function readComputerUseTool(
       "excluded_predefined_functions",
     ),
   ).map(String);
-  return { environment: String(environment), excluded: new Set(excluded) };
+  return { excluded: new Set(excluded) };
 }
 
 /** A function call as Gemini's computer-use model writes it. */

@@ -10,7 +10,7 @@
  *
  * | Wire | Providers | Base URL | Endpoints |
  * |---|---|---|---|
- * | openai | openai, xai, openrouter | `${baseUrl}/openai/v1`, `/xai/v1`, `/openrouter/api/v1` | `POST /chat/completions`, `POST /responses` |
+ * | openai | openai, xai, openrouter | `${baseUrl}/openai/v1`, `/xai/v1`, `/openrouter/api/v1` | `POST /chat/completions`, `POST /responses`, `GET /responses/{id}` |
  * | anthropic | anthropic | `${baseUrl}/anthropic` | `POST /v1/messages`, `POST /v1/messages/count_tokens` |
  * | gemini | gemini | `${baseUrl}/gemini` | `POST /v1beta/models/{model}:generateContent`, `:streamGenerateContent?alt=sse`, `:countTokens`, and the OpenAI-compatible `POST /v1beta/openai/chat/completions` |
  *
@@ -89,13 +89,14 @@ import {
 } from "../upstream/providers/mod.ts";
 import type { UpstreamWire } from "../upstream/providers/provider.ts";
 import { anthropicWire, messages } from "./anthropic.ts";
+import { checkAnthropicRules } from "./anthropic_rules.ts";
 import {
   type Behaviour,
   BehaviourBook,
   type ScriptedStep,
 } from "./behaviour.ts";
+import { answerCountTokens } from "./count_tokens.ts";
 import {
-  answerCountTokens,
   answerRequest,
   type Dialect,
   notFound,
@@ -108,6 +109,7 @@ import { geminiWire, generateContent } from "./gemini.ts";
 import { openaiWire } from "./openai.ts";
 import { chatCompletions, geminiChatCompletions } from "./openai_chat.ts";
 import { responses } from "./openai_responses.ts";
+import { retrieveResponse } from "./openai_responses_get.ts";
 import type { SimulatedModel } from "./model_facts.ts";
 import { ResponseStore, type ResponseStoreOptions } from "./response_store.ts";
 
@@ -248,6 +250,10 @@ function buildApp(state: SimulatorState): Hono {
     openai(path, provider) {
       serve(`${path}/chat/completions`, provider, chatCompletions);
       serve(`${path}/responses`, provider, responses);
+      app.get(
+        `${path}/responses/:id`,
+        (c) => retrieveResponse(state, c.req.raw, provider, c.req.param("id")),
+      );
     },
     anthropic(path, provider) {
       serve(`${path}/v1/messages`, provider, messages);
@@ -260,6 +266,15 @@ function buildApp(state: SimulatorState): Hono {
             provider,
             anthropicWire,
             (tokens) => ({ input_tokens: tokens }),
+            // The API refuses on count_tokens what it refuses on messages.
+            (body, context) =>
+              checkAnthropicRules(
+                body,
+                context.headers,
+                typeof body.model === "string"
+                  ? context.model(body.model)
+                  : undefined,
+              ),
           ),
       );
     },

@@ -74,7 +74,7 @@ export const openaiWire: Wire = {
         message: message ?? details.message,
         type: UPSTREAM_TYPES[status] ?? errorTypeOf("openai", status),
         param: where?.param ?? null,
-        code: where?.code ?? details.code,
+        code: where?.code !== undefined ? where.code : details.code,
       },
     };
   },

@@ -56,7 +56,7 @@ function responsesRequest(body: Json, context: RequestContext): ParsedRequest {
   ]);
   // Kept under the caller's organization, as OpenAI keeps a response unless
   // `store: false`; the next turn can then continue from it.
-  const remember = (id: string, output: Json[]) => {
+  const remember = (id: string, response: Json) => {
     if (body.store === false) return;
     context.responses.put(
       context.key,
@@ -64,7 +64,8 @@ function responsesRequest(body: Json, context: RequestContext): ParsedRequest {
       typeof body.previous_response_id === "string"
         ? body.previous_response_id
         : undefined,
-      [...ownItems, ...output],
+      [...ownItems, ...response.output as Json[]],
+      response,
     );
   };
   const createdAt = Math.floor(Date.now() / 1000);
@@ -151,8 +152,9 @@ function responsesRequest(body: Json, context: RequestContext): ParsedRequest {
     stream: body.stream === true,
     body(reply, id) {
       const output = [...leadingItems(reply, id), outputItem(reply, id, true)];
-      remember(id, output);
-      return envelope(id, finalStatus(reply), output, reply);
+      const response = envelope(id, finalStatus(reply), output, reply);
+      remember(id, response);
+      return response;
     },
     events(reply, id) {
       const events: SimulatedEvent[] = [];
@@ -234,10 +236,9 @@ function responsesRequest(body: Json, context: RequestContext): ParsedRequest {
       const item = outputItem(reply, id, true);
       push("response.output_item.done", { output_index: index, item });
       const status = finalStatus(reply);
-      remember(id, [...leading, item]);
-      push(`response.${status}`, {
-        response: envelope(id, status, [...leading, item], reply),
-      });
+      const response = envelope(id, status, [...leading, item], reply);
+      remember(id, response);
+      push(`response.${status}`, { response });
       return events;
     },
   };

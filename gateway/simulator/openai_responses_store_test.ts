@@ -141,3 +141,42 @@ Deno.test("the stored responses are bounded: the oldest is forgotten past the si
   });
   assert.equal(kept.status, "completed");
 });
+
+for (const stream of [false, true]) {
+  Deno.test(`responses.retrieve() returns a stored response to its organization only (stream=${stream})`, async () => {
+    await using sim = await startSimulator();
+    const owner = new OpenAI({ baseURL: sim.baseUrls.openai, apiKey: "sk-a" });
+    const other = new OpenAI({ baseURL: sim.baseUrls.openai, apiKey: "sk-b" });
+    const created = stream
+      ? await owner.responses.stream({ model: "m", input: "hi" })
+        .finalResponse()
+      : await owner.responses.create({ model: "m", input: "hi" });
+    const retrieved = await owner.responses.retrieve(created.id);
+    assert.equal(retrieved.id, created.id);
+    assert.equal(retrieved.output_text, "Echo: hi");
+    for (
+      const [client, id] of [[other, created.id], [owner, "resp_none"]] as const
+    ) {
+      const error = await client.responses.retrieve(id).catch((
+        error: unknown,
+      ) => error);
+      assert.ok(error instanceof OpenAI.NotFoundError, String(error));
+      assert.equal(error.message, `404 Response with id '${id}' not found.`);
+      assert.equal(error.code, null);
+    }
+  });
+}
+
+Deno.test("a response created with store: false cannot be retrieved", async () => {
+  await using sim = await startSimulator();
+  const client = new OpenAI({ baseURL: sim.baseUrls.openai, apiKey: "sk" });
+  const created = await client.responses.create({
+    model: "m",
+    input: "hi",
+    store: false,
+  });
+  const error = await client.responses.retrieve(created.id).catch((
+    error: unknown,
+  ) => error);
+  assert.ok(error instanceof OpenAI.NotFoundError);
+});

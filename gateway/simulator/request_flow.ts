@@ -10,8 +10,6 @@
 import type { ProviderName } from "../upstream/providers/mod.ts";
 import type { BehaviourBook } from "./behaviour.ts";
 import { decideReply, type Prompt, type Reply } from "./reply.ts";
-import { tokensForChars } from "./tokens.ts";
-import type { Json } from "./_json.ts";
 import {
   type ModelLookup,
   modelLookup,
@@ -58,8 +56,8 @@ export interface SimulatedRequest {
 export interface ErrorDetails {
   /** The request field at fault. */
   param?: string;
-  /** The provider's error code. */
-  code?: string;
+  /** The provider's error code (`null`: none, where the status would give one). */
+  code?: string | null;
 }
 
 /**
@@ -182,7 +180,14 @@ export interface SimulatorState {
   responses: ResponseStore;
 }
 
-function parseBody(text: string): unknown {
+/**
+ * A request body as the simulator records it: parsed JSON, the raw text when
+ * it is not JSON, `undefined` when empty.
+ *
+ * @param text The body's text.
+ * @returns The body.
+ */
+export function parseBody(text: string): unknown {
   if (text === "") return undefined;
   try {
     return JSON.parse(text);
@@ -364,46 +369,4 @@ export function notFound(
     ),
     { status: 404, headers: JSON_HEADERS },
   );
-}
-
-/**
- * Answers a token-counting request (Anthropic's `count_tokens`, Gemini's
- * `:countTokens`): one token per four characters of the body, recorded like
- * any request; 401 in the family's format without a key.
- *
- * @param state The simulator's state.
- * @param request The request.
- * @param provider The provider addressed.
- * @param wire The family's conventions.
- * @param answer Builds the provider's answer from the count.
- * @returns The response.
- */
-export async function answerCountTokens(
-  state: SimulatorState,
-  request: Request,
-  provider: ProviderName,
-  wire: Wire,
-  answer: (tokens: number) => Json,
-): Promise<Response> {
-  const url = new URL(request.url);
-  const text = await request.text();
-  const key = wire.readKey(request, url);
-  const status = key ? 200 : 401;
-  state.requests.push({
-    provider,
-    path: url.pathname,
-    method: request.method,
-    headers: Object.fromEntries(request.headers),
-    key,
-    query: Object.fromEntries(url.searchParams),
-    body: JSON.parse(text),
-    time: Date.now(),
-    aborted: false,
-    status,
-  });
-  state.changed();
-  const body = key
-    ? answer(tokensForChars(text.length))
-    : wire.errorBody(401, "Missing API key");
-  return new Response(JSON.stringify(body), { status, headers: JSON_HEADERS });
 }

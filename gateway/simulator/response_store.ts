@@ -32,6 +32,8 @@ interface StoredResponse {
   previous?: string;
   /** This turn's items: the input sent, then the output given. */
   items: Json[];
+  /** The response object, as `GET /responses/{id}` returns it. */
+  response?: Json;
   chars: number;
 }
 
@@ -84,18 +86,21 @@ export class ResponseStore {
    * @param id The response's id (`resp_…`).
    * @param previous The `previous_response_id` it continued, if any.
    * @param items Its turn: the input items sent, then its output items.
+   * @param response The response object, for `GET /responses/{id}`.
    */
   put(
     organization: string,
     id: string,
     previous: string | undefined,
     items: Json[],
+    response?: Json,
   ): void {
-    const chars = JSON.stringify(items).length;
+    const chars = JSON.stringify(items).length +
+      (response === undefined ? 0 : JSON.stringify(response).length);
     // A turn larger than the whole budget is not kept: nothing else would be.
     if (chars > this.#maxChars) return;
     this.#forget(id);
-    this.#entries.set(id, { organization, previous, items, chars });
+    this.#entries.set(id, { organization, previous, items, response, chars });
     this.#chars += chars;
     for (const [oldest] of this.#entries) {
       if (
@@ -115,6 +120,18 @@ export class ResponseStore {
    */
   has(organization: string, id: string): boolean {
     return this.#entries.get(id)?.organization === organization;
+  }
+
+  /**
+   * A stored response object, as `GET /responses/{id}` returns it.
+   *
+   * @param organization The API key asking.
+   * @param id The response's id.
+   * @returns The response, or `undefined` when this organization has no such response.
+   */
+  response(organization: string, id: string): Json | undefined {
+    const entry = this.#entries.get(id);
+    return entry?.organization === organization ? entry.response : undefined;
   }
 
   /**
