@@ -97,6 +97,71 @@ Deno.test("Claude's computer actions map to the computer tool", () => {
   ]);
 });
 
+Deno.test("keys held during a click, drag or scroll map to hold_keys (Claude's text, the Responses keys)", () => {
+  assert.deepEqual(
+    calls(claudeComputerPlan({
+      action: "left_click",
+      coordinate: [10, 20],
+      text: "ctrl+shift",
+    }, {})),
+    [{
+      action: "click",
+      x: 10,
+      y: 20,
+      button: "left",
+      hold_keys: ["ctrl", "shift"],
+    }],
+  );
+  assert.deepEqual(
+    calls(claudeComputerPlan({
+      action: "scroll",
+      coordinate: [10, 20],
+      scroll_direction: "down",
+      scroll_amount: 2,
+      text: "shift",
+    }, {})),
+    [{
+      action: "scroll",
+      x: 10,
+      y: 20,
+      scroll_x: 0,
+      scroll_y: 2,
+      hold_keys: ["shift"],
+    }],
+  );
+  assert.deepEqual(
+    calls(claudeComputerPlan({
+      action: "left_click_drag",
+      start_coordinate: [1, 2],
+      coordinate: [3, 4],
+      text: "alt",
+    }, {})),
+    [{
+      action: "drag",
+      path: [{ x: 1, y: 2 }, { x: 3, y: 4 }],
+      hold_keys: ["alt"],
+    }],
+  );
+  assert.deepEqual(
+    calls(
+      responsesComputerPlan({ type: "click", x: 5, y: 6, keys: ["SHIFT"] }),
+    ),
+    [{ action: "click", x: 5, y: 6, button: "left", hold_keys: ["SHIFT"] }],
+  );
+  assert.deepEqual(
+    calls(responsesComputerPlan({
+      type: "drag",
+      path: [{ x: 1, y: 1 }, { x: 2, y: 2 }],
+      keys: ["CTRL"],
+    })),
+    [{
+      action: "drag",
+      path: [{ x: 1, y: 1 }, { x: 2, y: 2 }],
+      hold_keys: ["CTRL"],
+    }],
+  );
+});
+
 Deno.test("Claude's zoom and repeated keys map to the computer tool (computer_20251124, the toolset's members)", () => {
   assert.deepEqual(
     calls(
@@ -142,8 +207,8 @@ Deno.test("Claude's bad computer actions are errors the model reads", () => {
     /must be \[x, y\]/,
   );
   assert.match(
-    fail({ action: "left_click", coordinate: [1, 1], text: "shift" }),
-    /not supported/,
+    fail({ action: "left_click", coordinate: [1, 1], text: "shift ctrl" }),
+    /left_click holds one key combination in "text"/,
   );
   assert.match(fail({ action: "left_mouse_down" }), /mouse_move/);
   assert.match(fail({ action: "left_mouse_up" }), /without left_mouse_down/);

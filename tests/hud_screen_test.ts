@@ -150,6 +150,22 @@ Deno.test({
       { width: 400, height: 150 },
     );
 
+    // A shift-click: the keys go down and up over the tunnel around it.
+    const shiftClick = await env.callTool(
+      "computer",
+      {
+        action: "click",
+        x: 10,
+        y: 10,
+        hold_keys: ["shift"],
+        screenshot: false,
+      },
+      undefined,
+      runId,
+    );
+    assert.equal(shiftClick.isError, false, shiftClick.text);
+    assert.match(shiftClick.text, /holding shift/);
+
     const moved = await env.callTool(
       "computer",
       { action: "move", x: 200, y: 150, screenshot: false },

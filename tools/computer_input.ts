@@ -75,6 +75,8 @@ export type ComputerInputShape = {
   duration_ms: z.ZodOptional<z.ZodNumber>;
   /** Whether to answer with a screenshot. */
   screenshot: z.ZodOptional<z.ZodBoolean>;
+  /** Keys held down during a click, move, drag or scroll. */
+  hold_keys: z.ZodOptional<z.ZodArray<z.ZodString>>;
   /** The part of the screen a `zoom` shows. */
   region: z.ZodOptional<
     z.ZodTuple<[z.ZodNumber, z.ZodNumber, z.ZodNumber, z.ZodNumber], null>
@@ -111,6 +113,9 @@ export const COMPUTER_INPUT: ComputerInputShape = {
   ),
   screenshot: z.boolean().optional().describe(
     "Answer with a screenshot after the action (default true)",
+  ),
+  hold_keys: z.array(z.string()).optional().describe(
+    'Clicks, move, drag, scroll: keys held down during the action, e.g. ["shift"] for a shift-click',
   ),
   region: z.tuple([z.number(), z.number(), z.number(), z.number()])
     .optional().describe(

@@ -391,3 +391,58 @@ Deno.test("ComputerTool zoom refuses a region outside the screen, inside out, or
   assert.equal(refused.isError, true);
   assert.match(textOf(refused), /This screen cannot zoom/);
 });
+
+Deno.test("ComputerTool holds hold_keys down around a click, move, drag or scroll, releasing them when it fails; a screen that cannot hold keys says so first", async () => {
+  const { screen, tool } = computer({ width: 1280, height: 800 });
+  tool.configure({ display_width: 1280, display_height: 800 });
+  const clicked = await tool.call({
+    action: "click",
+    x: 10,
+    y: 20,
+    hold_keys: ["Shift", "control"],
+    screenshot: false,
+  });
+  assert.equal(textOf(clicked), "Clicked left at (10, 20), holding shift+ctrl");
+  assert.deepEqual(screen.actions, [
+    { action: "keys_down", keys: ["shift", "ctrl"] },
+    { action: "click", at: { x: 10, y: 20 }, button: "left", count: 1 },
+    { action: "keys_up", keys: ["shift", "ctrl"] },
+  ]);
+  // Bad input is refused before any key goes down.
+  screen.actions.length = 0;
+  const outside = await tool.call({
+    action: "click",
+    x: 5000,
+    y: 1,
+    hold_keys: ["shift"],
+  });
+  assert.equal(outside.isError, true);
+  assert.deepEqual(screen.actions, []);
+  // A failing action still releases the keys.
+  const failing = Object.assign(new RecordingExecutor(), {
+    drag: () => Promise.reject(new Error("xdotool died")),
+  });
+  const dragger = new ComputerTool({ executor: failing, settleMs: 0 });
+  dragger.configure({ display_width: 1280, display_height: 800 });
+  const dragged = await dragger.call({
+    action: "drag",
+    path: [{ x: 1, y: 1 }, { x: 2, y: 2 }],
+    hold_keys: ["alt"],
+  });
+  assert.equal(dragged.isError, true);
+  assert.deepEqual(failing.actions.map((a) => a.action), [
+    "keys_down",
+    "keys_up",
+  ]);
+  const stiff: Executor = Object.assign(new RecordingExecutor(), {
+    keysDown: undefined,
+  });
+  const plain = new ComputerTool({ executor: stiff, settleMs: 0 });
+  const refused = await plain.call({
+    action: "scroll",
+    scroll_y: 1,
+    hold_keys: ["shift"],
+  });
+  assert.equal(refused.isError, true);
+  assert.match(textOf(refused), /This screen cannot hold keys/);
+});

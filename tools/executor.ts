@@ -114,6 +114,20 @@ export interface Executor {
    * @returns PNG bytes.
    */
   screenshotRegion?(region: Region, size: Size): Promise<Uint8Array>;
+  /**
+   * Presses keys and keeps them down (a click with a modifier held).
+   * Optional, with {@linkcode Executor.keysUp}: without them an action with
+   * `hold_keys` answers that this screen cannot hold keys.
+   *
+   * @param keys Keysym names.
+   */
+  keysDown?(keys: readonly string[]): Promise<void>;
+  /**
+   * Releases keys {@linkcode Executor.keysDown} pressed, in reverse.
+   *
+   * @param keys Keysym names.
+   */
+  keysUp?(keys: readonly string[]): Promise<void>;
 }
 
 /** One action a {@linkcode RecordingExecutor} saw, in real pixels. */
@@ -126,7 +140,8 @@ export type RecordedAction =
   | { action: "key"; keys: string[] }
   | { action: "hold_key"; keys: string[]; durationMs: number }
   | { action: "screenshot"; size: Size }
-  | { action: "zoom"; region: Region; size: Size };
+  | { action: "zoom"; region: Region; size: Size }
+  | { action: "keys_down" | "keys_up"; keys: string[] };
 
 /** Options of {@linkcode RecordingExecutor}. */
 export interface RecordingExecutorOptions {
@@ -243,6 +258,18 @@ export class RecordingExecutor implements Executor {
   screenshot(size: Size): Promise<Uint8Array> {
     this.actions.push({ action: "screenshot", size: { ...size } });
     return encodePng(size, { fill: this.#fill });
+  }
+
+  /** Records keys pressed and held. */
+  keysDown(keys: readonly string[]): Promise<void> {
+    this.actions.push({ action: "keys_down", keys: [...keys] });
+    return Promise.resolve();
+  }
+
+  /** Records held keys released. */
+  keysUp(keys: readonly string[]): Promise<void> {
+    this.actions.push({ action: "keys_up", keys: [...keys] });
+    return Promise.resolve();
   }
 
   /** Records the region and answers with a one-colour PNG of `size`. */

@@ -215,6 +215,16 @@ export class X11Executor implements Executor {
     await this.#xdotool(["key", "--", keys.join("+")]);
   }
 
+  /** Presses the keys and keeps them down: `xdotool keydown -- ctrl+shift`. */
+  async keysDown(keys: readonly string[]): Promise<void> {
+    await this.#xdotool(["keydown", "--", keys.join("+")]);
+  }
+
+  /** Releases held keys: `xdotool keyup -- ctrl+shift`. */
+  async keysUp(keys: readonly string[]): Promise<void> {
+    await this.#xdotool(["keyup", "--", keys.join("+")]);
+  }
+
   /** Holds the keys for `durationMs`, releasing them even when the wait fails. */
   async holdKey(keys: readonly string[], durationMs: number): Promise<void> {
     const combination = keys.join("+");

@@ -84,6 +84,9 @@ Deno.test({
     await screen.type("-x");
     await screen.key(["ctrl", "a"]);
     await screen.holdKey(["shift"], 50);
+    await screen.keysDown(["ctrl", "shift"]);
+    await screen.click({ x: 5, y: 5 }, "left", 1);
+    await screen.keysUp(["ctrl", "shift"]);
     assert.deepEqual(
       pngSize(await screen.screenshot({ width: 1024, height: 768 })),
       { width: 1024, height: 768 },

@@ -102,15 +102,16 @@ export function claudeComputerPlan(
     ? input.duration
     : undefined;
   const text = typeof input.text === "string" ? input.text : undefined;
+  // On a click, drag or scroll `text` names keys held during it ("shift").
+  const held = text ? xdotoolChords(text) : [];
+  const holding = held.length === 1 ? { hold_keys: held[0] } : {};
+  const heldError = {
+    error: `${action} holds one key combination in "text", e.g. "ctrl+shift"`,
+  };
   if (point) pointer.at = point;
   const click = Object.hasOwn(CLICKS, action) ? CLICKS[action] : undefined;
   if (click) {
-    if (text) {
-      return {
-        error:
-          `${action} while holding "${text}" is not supported here; press keys with "key" or "hold_key"`,
-      };
-    }
+    if (held.length > 1) return heldError;
     const at = point ?? pointer.at;
     if (!at) return { error: `${action} needs a "coordinate"` };
     pointer.pressed = undefined;
@@ -119,6 +120,7 @@ export function claudeComputerPlan(
         action: click.action,
         ...at,
         ...(click.button && { button: click.button }),
+        ...holding,
       }],
     };
   }
@@ -132,13 +134,16 @@ export function claudeComputerPlan(
       pointer.pressed?.push(point);
       return { calls: [{ action: "move", ...point }] };
     case "left_click_drag": {
+      if (held.length > 1) return heldError;
       const start = coordinate(input.start_coordinate) ?? pointer.at;
       if (!start || !point) {
         return {
           error: 'left_click_drag needs "start_coordinate" and "coordinate"',
         };
       }
-      return { calls: [{ action: "drag", path: [start, point] }] };
+      return {
+        calls: [{ action: "drag", path: [start, point], ...holding }],
+      };
     }
     case "left_mouse_down":
       if (!pointer.at) {
@@ -163,18 +168,13 @@ export function claudeComputerPlan(
       };
     }
     case "scroll": {
+      if (held.length > 1) return heldError;
       const direction = Object.hasOwn(SCROLLS, String(input.scroll_direction))
         ? SCROLLS[String(input.scroll_direction)]
         : undefined;
       if (!direction) {
         return {
           error: 'scroll needs "scroll_direction": up, down, left or right',
-        };
-      }
-      if (text) {
-        return {
-          error:
-            `scroll while holding "${text}" is not supported here; press keys with "key" or "hold_key"`,
         };
       }
       const amount = typeof input.scroll_amount === "number" &&
@@ -187,6 +187,7 @@ export function claudeComputerPlan(
           ...point,
           scroll_x: direction[0] * amount,
           scroll_y: direction[1] * amount,
+          ...holding,
         }],
       };
     }

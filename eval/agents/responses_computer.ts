@@ -44,14 +44,11 @@ function point(value: unknown): { x: number; y: number } | undefined {
  */
 export function responsesComputerPlan(action: JsonObject): ComputerPlan {
   const type = String(action.type ?? "");
-  if (
-    type !== "keypress" && Array.isArray(action.keys) && action.keys.length > 0
-  ) {
-    return {
-      error:
-        `${type} while holding keys is not supported here; press them with a keypress`,
-    };
-  }
+  // Beside a keypress, `keys` are held during the action (a shift-click).
+  const held = type !== "keypress" && Array.isArray(action.keys)
+    ? action.keys.filter((key) => typeof key === "string")
+    : [];
+  const holding = held.length > 0 ? { hold_keys: held } : {};
   const at = point(action);
   const needsPoint = ["click", "double_click", "move"].includes(type);
   if (needsPoint && !at) return { error: `${type} needs "x" and "y"` };
@@ -73,18 +70,25 @@ export function responsesComputerPlan(action: JsonObject): ComputerPlan {
       if (!buttons[button]) {
         return { error: `Unknown button "${button.slice(0, 20)}"` };
       }
-      return { calls: [{ action: "click", ...at, button: buttons[button] }] };
+      return {
+        calls: [{
+          action: "click",
+          ...at,
+          button: buttons[button],
+          ...holding,
+        }],
+      };
     }
     case "double_click":
-      return { calls: [{ action: "double_click", ...at }] };
+      return { calls: [{ action: "double_click", ...at, ...holding }] };
     case "move":
-      return { calls: [{ action: "move", ...at }] };
+      return { calls: [{ action: "move", ...at, ...holding }] };
     case "drag": {
       const path = Array.isArray(action.path) ? action.path.map(point) : [];
       if (path.length < 2 || path.some((p) => p === undefined)) {
         return { error: 'drag needs a "path" of at least two {x, y} points' };
       }
-      return { calls: [{ action: "drag", path }] };
+      return { calls: [{ action: "drag", path, ...holding }] };
     }
     case "scroll":
       return {
@@ -93,6 +97,7 @@ export function responsesComputerPlan(action: JsonObject): ComputerPlan {
           ...at,
           scroll_x: wheelClicks(action.scroll_x),
           scroll_y: wheelClicks(action.scroll_y),
+          ...holding,
         }],
       };
     case "type":

@@ -197,6 +197,20 @@ export class RfbExecutor implements Executor {
     for (const code of codes.toReversed()) await this.#rfb.key(code, false);
   }
 
+  /** Presses keys and keeps them down. */
+  async keysDown(keys: readonly string[]): Promise<void> {
+    for (const code of keysyms(keys).map(keysymCode)) {
+      await this.#rfb.key(code, true);
+    }
+  }
+
+  /** Releases held keys, in reverse. */
+  async keysUp(keys: readonly string[]): Promise<void> {
+    for (const code of keysyms(keys).map(keysymCode).toReversed()) {
+      await this.#rfb.key(code, false);
+    }
+  }
+
   /** Holds keys down for `durationMs`. */
   async holdKey(keys: readonly string[], durationMs: number): Promise<void> {
     const codes = keysyms(keys).map(keysymCode);
