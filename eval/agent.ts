@@ -10,7 +10,13 @@
 import { runChat } from "./agents/chat.ts";
 import { runGemini } from "./agents/gemini.ts";
 import { type AgentOutcome, emptyOutcome } from "./agents/loop.ts";
-import type { Convention, ModelEndpoint, RunPlace } from "./agents/model.ts";
+import type {
+  ComputerUseWire,
+  Convention,
+  ModelEndpoint,
+  ModelFeatures,
+  RunPlace,
+} from "./agents/model.ts";
 import {
   type AgentTool,
   DEFAULT_DISPLAY,
@@ -46,6 +52,14 @@ export interface AgentOptions {
   convention?: Convention;
   /** The screen size the environment was told (default 1280×800). */
   display?: DisplaySize;
+  /** How the model's computer use is reached (`/v1/models`' `computer_use`). */
+  computerUse?: ComputerUseWire;
+  /** What the model refuses (`/v1/models`' `features`). */
+  features?: ModelFeatures;
+  /** The computer environment the scenario asks for (`browser`, `desktop`, `mobile`). */
+  computerEnvironment?: string;
+  /** The scenario's excluded tool patterns. */
+  excludedTools?: string[];
   /** Stops the loop. */
   signal?: AbortSignal;
   /** Filled in as the loop goes (default a fresh one), so a run that fails keeps its steps and cost. */
@@ -76,7 +90,7 @@ const LOOPS = {
  * @param endpoint The gateway, key and model.
  * @param prompt The scenario's prompt messages.
  * @param tools The tools the agent may use.
- * @param options Step limit, trace id, convention, display size, abort signal.
+ * @param options Step limit, trace id, convention, the model's computer use and features, display size, abort signal.
  * @returns The answer and what it cost.
  */
 export async function runAgent(
@@ -95,6 +109,11 @@ export async function runAgent(
     traceId: options.traceId,
     ...(options.run && { run: options.run }),
     display: options.display ?? DEFAULT_DISPLAY,
+    ...(options.computerUse && { computerUse: options.computerUse }),
+    ...(options.features && { features: options.features }),
+    ...(options.computerEnvironment &&
+      { computerEnvironment: options.computerEnvironment }),
+    ...(options.excludedTools && { excludedTools: options.excludedTools }),
     signal: options.signal,
   }, options.outcome ?? emptyOutcome());
 }

@@ -294,14 +294,19 @@ export class Environment {
    * Runs a scenario's setup: gets its prompt with the arguments (sent as
    * strings, as prompt arguments are).
    *
-   * @returns The messages and the tool filters of `_meta`.
+   * @returns The messages, the tool filters of `_meta`, and the computer environment it asks for.
    */
   async setup(
     scenario: string,
     args: Record<string, unknown>,
     runId: string,
   ): Promise<
-    { messages: PromptMessage[]; exclude: string[]; allowed?: string[] }
+    {
+      messages: PromptMessage[];
+      exclude: string[];
+      allowed?: string[];
+      computerEnvironment?: string;
+    }
   > {
     const strings = Object.fromEntries(
       Object.entries(args).map((
@@ -322,6 +327,8 @@ export class Environment {
       allowed: Array.isArray(meta.allowed_tools)
         ? meta.allowed_tools.map(String)
         : undefined,
+      ...(typeof meta.computer_environment === "string" &&
+        { computerEnvironment: meta.computer_environment }),
     };
   }
 

@@ -7,8 +7,8 @@
  */
 import { usdToMicros } from "./agent.ts";
 import { isObject } from "./agents/loop.ts";
-import type { Convention } from "./agents/model.ts";
-import { conventionForRoutes } from "./convention.ts";
+import type { ModelFacts } from "./agents/model.ts";
+import { modelFacts } from "./convention.ts";
 import { UsageError } from "./cli_options.ts";
 
 /**
@@ -42,14 +42,14 @@ export async function balanceMicros(
  * @param gatewayUrl The gateway's base URL.
  * @param key The gateway key.
  * @param model The model the runs use.
- * @returns The model's convention from its routes.
+ * @returns What `GET /v1/models/{id}` says about the model: its convention, computer use and features.
  * @throws {UsageError} Naming what is wrong.
  */
 export async function checkGateway(
   gatewayUrl: string,
   key: string,
   model: string,
-): Promise<Convention> {
+): Promise<ModelFacts> {
   const get = async (path: string, auth: boolean) => {
     try {
       const response = await fetch(`${gatewayUrl}${path}`, {
@@ -114,8 +114,5 @@ export async function checkGateway(
       }`,
     );
   }
-  const routes = Array.isArray(info.body.routes)
-    ? info.body.routes.filter((r): r is string => typeof r === "string")
-    : [];
-  return routes.length > 0 ? conventionForRoutes(routes) : "chat";
+  return modelFacts(info.body);
 }

@@ -20,7 +20,7 @@ import {
 } from "./tool_host.ts";
 import { isObject } from "./agents/loop.ts";
 import { gatewayTransport } from "./agents/model.ts";
-import { parseConvention } from "./convention.ts";
+import { modelFacts, parseConvention } from "./convention.ts";
 import {
   parseCommandLine,
   parseCount,
@@ -319,10 +319,11 @@ async function main(argv: string[]): Promise<number> {
     if (!key && !replay) {
       throw new UsageError("--key (or GATEWAY_KEY) is needed with a gateway");
     }
-    const routed = replay
-      ? replay.index.convention
+    // A replay drives the wire the recording was made with.
+    const facts = replay
+      ? { ...modelFacts(replay.index), convention: replay.index.convention }
       : await checkGateway(gatewayUrl, key!, model);
-    convention ??= routed;
+    convention ??= facts.convention;
     const recorder = values.record === undefined
       ? undefined
       : await Recorder.create(values.record).catch((error) => {
@@ -363,6 +364,7 @@ async function main(argv: string[]): Promise<number> {
       timeoutMs,
       ...connect,
       convention,
+      facts,
       signal: controller.signal,
       onResult: async (result) => {
         const line = await storeImages(result, imagesDirFor(out));
@@ -373,7 +375,7 @@ async function main(argv: string[]): Promise<number> {
       },
     });
     const after = replay ? undefined : await balanceMicros(gatewayUrl, key!);
-    await recorder?.finish(model, convention, results);
+    await recorder?.finish(model, convention, results, facts);
     console.log(summaryTable(results, passThreshold));
     for (
       const line of endOfRunLines(results, {

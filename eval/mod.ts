@@ -87,13 +87,19 @@ export type {
 } from "./tool_host.ts";
 export {
   conventionForRoutes,
-  modelConvention,
+  fetchModelFacts,
+  modelFacts,
   parseConvention,
 } from "./convention.ts";
-export { claudeComputerPlan } from "./agents/messages.ts";
-export { responsesComputerPlan } from "./agents/responses.ts";
-export { geminiComputerPlan } from "./agents/gemini.ts";
-export type { JsonObject } from "./agents/model.ts";
+export { claudeComputerPlan } from "./agents/claude_computer.ts";
+export { responsesComputerPlan } from "./agents/responses_computer.ts";
+export { geminiComputerPlan } from "./agents/gemini_computer.ts";
+export type {
+  ComputerUseWire,
+  JsonObject,
+  ModelFacts,
+  ModelFeatures,
+} from "./agents/model.ts";
 export type { ComputerPlan } from "./agents/tool_gate.ts";
 export type {
   ModelRequest,
@@ -109,7 +115,7 @@ export type {
   TrajectoryToolCall,
   TrajectoryToolResult,
 } from "./agents/trajectory.ts";
-export type { ClaudePointer } from "./agents/messages.ts";
+export type { ClaudePointer } from "./agents/claude_computer.ts";
 export { gatewayTransport } from "./agents/model.ts";
 export { renderReport, REPORT_CSP, writeReport } from "./report.ts";
 export type { ReportOptions } from "./report.ts";

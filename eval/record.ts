@@ -14,10 +14,12 @@
 import type {
   Convention,
   JsonObject,
+  ModelFacts,
   ModelRequest,
   ModelResponse,
   ModelTransport,
 } from "./agents/model.ts";
+import { wireFacts } from "./convention.ts";
 import type { EvalResult } from "./result.ts";
 import {
   exchangeFile,
@@ -135,16 +137,19 @@ export class Recorder {
    * @param model The model.
    * @param convention The convention.
    * @param results The run's results.
+   * @param facts How the model's computer use was reached, and what it refuses.
    */
   async finish(
     model: string,
     convention: Convention,
     results: EvalResult[],
+    facts: Pick<ModelFacts, "computerUse" | "features"> = {},
   ): Promise<void> {
     const index: RecordingIndex = {
       version: VERSION,
       model,
       convention,
+      ...wireFacts(facts),
       tasks: await Promise.all(
         [...results].sort((a, b) => a.task - b.task).map(async (r) => ({
           task: r.task,

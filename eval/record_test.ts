@@ -285,9 +285,17 @@ Deno.test("runs whose first requests are alike each replay their own task's reco
     await recorder.finish("m", "chat", [
       result(0, "rec-0", 2),
       result(1, "rec-1", 2),
-    ]);
+    ], {
+      computerUse: { tool: "computer_toolset_20260801" },
+      features: { forcedToolChoice: false },
+    });
 
     const replay = await Replayer.open(dir);
+    // The wire the runs were driven with, for the replay to drive again.
+    assert.deepEqual(replay.index.computer_use, {
+      tool: "computer_toolset_20260801",
+    });
+    assert.deepEqual(replay.index.features, { forced_tool_choice: false });
     // Task 1 starts first (concurrency): it must play rec-1, not rec-0.
     for (const { task, answer } of [...runs].reverse()) {
       const run = { task, repeat: 0 };

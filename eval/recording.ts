@@ -7,7 +7,11 @@
  *
  * @module
  */
-import type { Convention, JsonObject } from "./agents/model.ts";
+import type {
+  ComputerUseWire,
+  Convention,
+  JsonObject,
+} from "./agents/model.ts";
 
 /** The recording's format version. */
 export const VERSION = 1;
@@ -77,6 +81,10 @@ export interface RecordingIndex {
   model: string;
   /** The convention it was spoken to in. */
   convention: Convention;
+  /** How its computer use was reached, as `GET /v1/models` said (a replay drives the same wire). */
+  computer_use?: ComputerUseWire;
+  /** What it refuses, as `GET /v1/models` said. */
+  features?: Record<string, boolean>;
   /** The tasks, in task order. */
   tasks: RecordedTask[];
 }

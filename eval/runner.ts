@@ -18,7 +18,8 @@ import {
   runAgent,
 } from "./agent.ts";
 import { agentTools, type DisplaySize } from "./tool_host.ts";
-import { modelConvention } from "./convention.ts";
+import { fetchModelFacts } from "./convention.ts";
+import type { ModelFacts } from "./agents/model.ts";
 import { RUN_ISOLATION_CAPABILITY } from "../mcp/runs.ts";
 import {
   type ConnectOptions,
@@ -70,6 +71,11 @@ export interface EvalOptions {
   harnessToken?: string;
   /** The wire convention (default: from the gateway's `/models` routes for the model). */
   convention?: Convention;
+  /**
+   * What the gateway's `/v1/models` says about the model: convention,
+   * computer use, features (default: asked for, unless `convention` is given).
+   */
+  facts?: ModelFacts;
   /** More variables for a stdio environment's process. */
   env?: Record<string, string>;
   /** The screen size the environment is told (default 1280×800). */
@@ -165,12 +171,15 @@ export function concurrencyRefusal(
  */
 export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   const results: EvalResult[] = [];
-  const convention = options.convention ??
-    await modelConvention(
-      options.endpoint.gatewayUrl,
-      options.endpoint.model,
-      options.signal,
-    );
+  const facts = options.facts ??
+    (options.convention
+      ? { convention: options.convention }
+      : await fetchModelFacts(
+        options.endpoint.gatewayUrl,
+        options.endpoint.model,
+        options.signal,
+      ));
+  const convention = options.convention ?? facts.convention;
   const connect: ConnectOptions = {
     harnessToken: options.harnessToken,
     env: options.env,
@@ -223,7 +232,7 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
         for (let attempt = 1;; attempt++) {
           try {
             env ??= await Environment.connect(options.target, connect);
-            result = await runTask(env, run, options, convention);
+            result = await runTask(env, run, options, { ...facts, convention });
           } catch (error) {
             result = failedRun(
               run,
@@ -335,8 +344,9 @@ async function runTask(
   env: Environment,
   run: PlannedRun,
   options: EvalOptions,
-  convention: Convention,
+  facts: ModelFacts,
 ): Promise<EvalResult> {
+  const { convention } = facts;
   const started = performance.now();
   const runId = crypto.randomUUID();
   const { task } = run;
@@ -385,6 +395,11 @@ async function runTask(
       run: { task: run.index, repeat: run.repeat },
       convention,
       display: env.display,
+      ...(facts.computerUse && { computerUse: facts.computerUse }),
+      ...(facts.features && { features: facts.features }),
+      ...(setup.computerEnvironment &&
+        { computerEnvironment: setup.computerEnvironment }),
+      excludedTools: setup.exclude,
       signal,
     });
     signal?.throwIfAborted();

@@ -36,6 +36,11 @@ export interface ScenarioOptions<S extends Shape = Shape> {
   excludeTools?: string[];
   /** Glob patterns of the only tools the agent may be given. */
   allowedTools?: string[];
+  /**
+   * The kind of computer the scenario's screen is (`browser`, `desktop`,
+   * `mobile`), for models whose computer use asks (Gemini's environment).
+   */
+  computerEnvironment?: "browser" | "desktop" | "mobile";
 }
 
 /** What the agent hands back: text, or content with citations. */

@@ -168,6 +168,9 @@ export class Scenarios {
     const meta: Record<string, unknown> = {};
     if (options.excludeTools) meta.exclude_tools = options.excludeTools;
     if (options.allowedTools) meta.allowed_tools = options.allowedTools;
+    if (options.computerEnvironment) {
+      meta.computer_environment = options.computerEnvironment;
+    }
     return {
       description: options.description,
       messages,

@@ -14,7 +14,7 @@ import {
   parseConvention,
   responsesComputerPlan,
 } from "../eval/mod.ts";
-import type { ClaudePointer } from "../eval/agents/messages.ts";
+import type { ClaudePointer } from "../eval/agents/claude_computer.ts";
 
 type Json = Record<string, unknown>;
 
@@ -97,6 +97,88 @@ Deno.test("Claude's computer actions map to the computer tool", () => {
   ]);
 });
 
+Deno.test("keys held during a click, drag or scroll map to hold_keys (Claude's text, the Responses keys)", () => {
+  assert.deepEqual(
+    calls(claudeComputerPlan({
+      action: "left_click",
+      coordinate: [10, 20],
+      text: "ctrl+shift",
+    }, {})),
+    [{
+      action: "click",
+      x: 10,
+      y: 20,
+      button: "left",
+      hold_keys: ["ctrl", "shift"],
+    }],
+  );
+  assert.deepEqual(
+    calls(claudeComputerPlan({
+      action: "scroll",
+      coordinate: [10, 20],
+      scroll_direction: "down",
+      scroll_amount: 2,
+      text: "shift",
+    }, {})),
+    [{
+      action: "scroll",
+      x: 10,
+      y: 20,
+      scroll_x: 0,
+      scroll_y: 2,
+      hold_keys: ["shift"],
+    }],
+  );
+  assert.deepEqual(
+    calls(claudeComputerPlan({
+      action: "left_click_drag",
+      start_coordinate: [1, 2],
+      coordinate: [3, 4],
+      text: "alt",
+    }, {})),
+    [{
+      action: "drag",
+      path: [{ x: 1, y: 2 }, { x: 3, y: 4 }],
+      hold_keys: ["alt"],
+    }],
+  );
+  assert.deepEqual(
+    calls(
+      responsesComputerPlan({ type: "click", x: 5, y: 6, keys: ["SHIFT"] }),
+    ),
+    [{ action: "click", x: 5, y: 6, button: "left", hold_keys: ["SHIFT"] }],
+  );
+  assert.deepEqual(
+    calls(responsesComputerPlan({
+      type: "drag",
+      path: [{ x: 1, y: 1 }, { x: 2, y: 2 }],
+      keys: ["CTRL"],
+    })),
+    [{
+      action: "drag",
+      path: [{ x: 1, y: 1 }, { x: 2, y: 2 }],
+      hold_keys: ["CTRL"],
+    }],
+  );
+});
+
+Deno.test("Claude's zoom and repeated keys map to the computer tool (computer_20251124, the toolset's members)", () => {
+  assert.deepEqual(
+    calls(
+      claudeComputerPlan({ action: "zoom", region: [10, 20, 330.4, 220] }, {}),
+    ),
+    [{ action: "zoom", region: [10, 20, 330, 220] }],
+  );
+  assert.deepEqual(
+    calls(claudeComputerPlan({ action: "key", text: "Tab", repeat: 3 }, {})),
+    [
+      { action: "key", keys: ["Tab"] },
+      { action: "key", keys: ["Tab"] },
+      { action: "key", keys: ["Tab"] },
+    ],
+  );
+});
+
 Deno.test("Claude's left_mouse_down, mouse_move and left_mouse_up become one drag along the path", () => {
   const pointer: ClaudePointer = {};
   const step = (input: Json) => calls(claudeComputerPlan(input, pointer));
@@ -125,14 +207,26 @@ Deno.test("Claude's bad computer actions are errors the model reads", () => {
     /must be \[x, y\]/,
   );
   assert.match(
-    fail({ action: "left_click", coordinate: [1, 1], text: "shift" }),
-    /not supported/,
+    fail({ action: "left_click", coordinate: [1, 1], text: "shift ctrl" }),
+    /left_click holds one key combination in "text"/,
   );
   assert.match(fail({ action: "left_mouse_down" }), /mouse_move/);
   assert.match(fail({ action: "left_mouse_up" }), /without left_mouse_down/);
   assert.match(fail({ action: "scroll" }), /scroll_direction/);
   assert.match(fail({ action: "key" }), /needs "text"/);
-  assert.match(fail({ action: "zoom" }), /Unknown computer action "zoom"/);
+  assert.match(fail({ action: "zoom" }), /zoom needs "region"/);
+  assert.match(
+    fail({ action: "zoom", region: [1, 2, "x", 4] }),
+    /zoom needs "region"/,
+  );
+  assert.match(
+    fail({ action: "key", text: "a", repeat: 1000 }),
+    /"repeat" must be from 1 to 100/,
+  );
+  assert.match(
+    fail({ action: "teleport" }),
+    /Unknown computer action "teleport"/,
+  );
 });
 
 Deno.test("Responses computer actions map to the computer tool", () => {

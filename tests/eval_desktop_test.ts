@@ -6,8 +6,9 @@
  * (Responses), `gemini-2.5-computer-use-preview` (Gemini), `claude-haiku-4-5`
  * (Messages) and `gpt-4o-mini` (chat). Every task scores 1 and every run's
  * cost equals what the gateway's ledger charged; `deno task eval
- * examples/desktop/main.ts --model operator` does the same from the command
- * line.
+ * examples/desktop/main.ts --model <id>` does the same from the command
+ * line for one model of each computer-use wire, and its recording shows the
+ * tool and beta the catalog documents for the model.
  *
  * Skips, saying why, while `examples/desktop/main.ts` does not exist or
  * Xvfb, xdotool or Chromium is missing.
@@ -127,42 +128,101 @@ Deno.test({
   }
 });
 
-Deno.test({
-  name:
-    "deno task eval examples/desktop/main.ts --model operator runs offline through the demo: reward 1, the ledger agrees",
-  ignore: missing.length > 0,
-}, async () => {
-  const dir = await Deno.makeTempDir({ prefix: "mcpkit-eval-desktop-" });
-  try {
-    const output = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "-A",
-        `${ROOT}eval/main.ts`,
-        MAIN,
-        "--model",
-        "operator",
-        "--out",
-        `${dir}/results.jsonl`,
-      ],
-      cwd: dir,
-      env: { NO_COLOR: "1" },
-      stdin: "null",
-    }).output();
-    const stdout = new TextDecoder().decode(output.stdout);
-    const stderr = new TextDecoder().decode(output.stderr);
-    assert.equal(output.code, 0, stderr);
-    assert.match(stderr, /with operator \(responses\)/);
-    const results = (await Deno.readTextFile(`${dir}/results.jsonl`)).trim()
-      .split("\n").map((line) => JSON.parse(line));
-    assert.ok(results.length > 0);
-    for (const result of results) assert.equal(result.reward, 1, stdout);
-    const cost =
-      /model calls cost \$([\d.]+); the gateway's ledger charged \$([\d.]+)/
-        .exec(stdout);
-    assert.ok(cost, stdout);
-    assert.equal(cost[1], cost[2]);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-});
+/** What each wire sends, as the catalog documents it, for the command-line runs. */
+const CLI_MODELS = [
+  { model: "operator", convention: "responses", tool: "computer_use_preview" },
+  { model: "gpt-5.4", convention: "responses", tool: "computer" },
+  {
+    model: "claude-opus-5-5",
+    convention: "messages",
+    tool: "computer_toolset_20260801",
+  },
+  {
+    model: "claude-opus-4-5",
+    convention: "messages",
+    tool: "computer_20251124",
+    beta: "computer-use-2025-11-24",
+  },
+  {
+    model: "gemini-2.5-computer-use-preview",
+    convention: "gemini",
+    tool: "computer_use",
+  },
+] as const;
+
+for (const expected of CLI_MODELS) {
+  Deno.test({
+    name:
+      `deno task eval examples/desktop/main.ts --model ${expected.model} runs offline through the demo: reward 1, the ledger agrees, the recording shows ${expected.tool}${
+        "beta" in expected ? ` with ${expected.beta}` : ""
+      }`,
+    ignore: missing.length > 0,
+  }, async () => {
+    const dir = await Deno.makeTempDir({ prefix: "mcpkit-eval-desktop-" });
+    try {
+      const output = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          `${ROOT}eval/main.ts`,
+          MAIN,
+          "--model",
+          expected.model,
+          "--scenario",
+          "fill_form",
+          "--out",
+          `${dir}/results.jsonl`,
+          "--record",
+          `${dir}/recording`,
+        ],
+        cwd: dir,
+        env: { NO_COLOR: "1" },
+        stdin: "null",
+      }).output();
+      const stdout = new TextDecoder().decode(output.stdout);
+      const stderr = new TextDecoder().decode(output.stderr);
+      assert.equal(output.code, 0, stderr);
+      assert.match(
+        stderr,
+        new RegExp(`with ${expected.model} \\(${expected.convention}\\)`),
+      );
+      const results = (await Deno.readTextFile(`${dir}/results.jsonl`))
+        .trim().split("\n").map((line) => JSON.parse(line));
+      assert.ok(results.length > 0);
+      for (const result of results) assert.equal(result.reward, 1, stdout);
+      const cost =
+        /model calls cost \$([\d.]+); the gateway's ledger charged \$([\d.]+)/
+          .exec(stdout);
+      assert.ok(cost, stdout);
+      assert.equal(cost[1], cost[2]);
+      // Every model call of the run carried the documented tool and beta.
+      let calls = 0;
+      for await (
+        const run of Deno.readDir(`${dir}/recording/exchanges`)
+      ) {
+        for await (
+          const file of Deno.readDir(`${dir}/recording/exchanges/${run.name}`)
+        ) {
+          const exchange = JSON.parse(
+            await Deno.readTextFile(
+              `${dir}/recording/exchanges/${run.name}/${file.name}`,
+            ),
+          );
+          const tools = JSON.stringify(exchange.request.tools);
+          const declared = expected.tool === "computer_use"
+            ? tools.includes('"computerUse"')
+            : tools.includes(`"type":"${expected.tool}"`);
+          assert.ok(declared, tools.slice(0, 300));
+          assert.equal(
+            exchange.headers["anthropic-beta"],
+            "beta" in expected ? expected.beta : undefined,
+          );
+          calls++;
+        }
+      }
+      assert.ok(calls > 0);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+}

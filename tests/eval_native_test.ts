@@ -26,14 +26,18 @@ const SCREEN =
 
 type Json = Record<string, unknown>;
 
-/** Runs the `desktop` scenario with a scripted model on `routes`. */
+/**
+ * Runs the `desktop` scenario with a scripted model on `routes`, listed with
+ * `facts` (`computer_use`, `features`) as the gateway's `/v1/models` would.
+ */
 async function desktop(
   routes: string[],
   script: ScriptedTurn[],
   fn: (result: EvalResult, model: ScriptedModel) => void,
+  facts: Record<string, unknown> = {},
 ) {
   await using model = startScriptedModel({
-    models: [{ id: "native", routes }],
+    models: [{ id: "native", routes, ...facts }],
     script,
   });
   const { results } = await runEval({
@@ -106,6 +110,11 @@ Deno.test("Messages (Claude): the native computer tool at the display size, acti
       JSON.stringify(bash.content),
       /There is no tool \\"bash\\" in this task/,
     );
+  }, {
+    computer_use: {
+      tool: "computer_20250124",
+      beta: "computer-use-2025-01-24",
+    },
   });
 });
 
@@ -166,7 +175,7 @@ Deno.test("Responses (operator): computer_use_preview, computer_call_output with
         message: "Check the page first",
       }],
     });
-  });
+  }, { computer_use: { tool: "computer_use_preview" } });
 });
 
 Deno.test("Gemini native: computerUse, 0–999 coordinates denormalised to the display, functionResponse with inlineData, confirmation acknowledged", async () => {
@@ -217,6 +226,14 @@ Deno.test("Gemini native: computerUse, 0–999 coordinates denormalised to the d
       String((search.response as Json).error),
       /search is not available/,
     );
+    // The confirmation is in the trajectory, on the call that asked for it.
+    assert.deepEqual(result.trajectory!.steps[0].tool_calls[0].safety_checks, [{
+      id: "click_at",
+      code: "require_confirmation",
+      message: "Submitting a form",
+    }]);
+  }, {
+    computer_use: { tool: "computer_use", environment: "ENVIRONMENT_BROWSER" },
   });
 });
 

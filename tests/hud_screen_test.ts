@@ -135,6 +135,37 @@ Deno.test({
       "in the agent's size",
     );
 
+    // zoom: a quarter-height strip of the screen, enlarged to the agent's width.
+    const zoomed = await env.callTool(
+      "computer",
+      { action: "zoom", region: [0, 0, 200, 75] },
+      undefined,
+      runId,
+    );
+    assert.equal(zoomed.isError, false, zoomed.text);
+    assert.deepEqual(
+      pngSize(
+        Uint8Array.from(atob(zoomed.images[0].data), (c) => c.charCodeAt(0)),
+      ),
+      { width: 400, height: 150 },
+    );
+
+    // A shift-click: the keys go down and up over the tunnel around it.
+    const shiftClick = await env.callTool(
+      "computer",
+      {
+        action: "click",
+        x: 10,
+        y: 10,
+        hold_keys: ["shift"],
+        screenshot: false,
+      },
+      undefined,
+      runId,
+    );
+    assert.equal(shiftClick.isError, false, shiftClick.text);
+    assert.match(shiftClick.text, /holding shift/);
+
     const moved = await env.callTool(
       "computer",
       { action: "move", x: 200, y: 150, screenshot: false },

@@ -24,6 +24,7 @@ import {
   DEFAULT_AGENT_SIZE,
   type DisplayMeta,
   scaleCoordinate,
+  zoomArea,
 } from "./display.ts";
 
 /** Options of {@linkcode ComputerTool}. */
@@ -41,7 +42,8 @@ export interface ComputerToolOptions {
 /**
  * The `computer` tool: the actions of {@linkcode COMPUTER_ACTIONS} in agent
  * coordinates, each answered with a text item and (unless `screenshot:
- * false`) a PNG screenshot the size of the agent's screen.
+ * false`) a PNG screenshot the size of the agent's screen; `zoom` answers
+ * with a picture of its region instead, enlarged to fit that size.
  *
  * The agent's size comes from the client: call {@linkcode ComputerTool.configure}
  * with the initialize request's `_meta` from an initialize hook. Until then,
@@ -143,16 +145,24 @@ export class ComputerTool extends BaseTool<ComputerInputShape> {
   async call(input: ComputerInput, extra?: ToolExtra): Promise<CallToolResult> {
     let text: string;
     let structured: Record<string, unknown> | undefined;
+    let picture: Uint8Array | undefined;
     try {
       const done = await this.#act(input, extra?.signal);
       text = done.text;
       structured = done.structured;
+      picture = done.picture;
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       return { content: [{ type: "text", text: message }], isError: true };
     }
     const content: CallToolResult["content"] = [{ type: "text", text }];
-    if (input.screenshot !== false || input.action === "screenshot") {
+    if (picture) {
+      content.push({
+        type: "image",
+        mimeType: "image/png",
+        data: base64(picture),
+      });
+    } else if (input.screenshot !== false || input.action === "screenshot") {
       if (input.action !== "screenshot" && this.#settleMs > 0) {
         await new Promise((resolve) => setTimeout(resolve, this.#settleMs));
       }
@@ -237,10 +247,38 @@ export class ComputerTool extends BaseTool<ComputerInputShape> {
     return keysyms(keys);
   }
 
+  /**
+   * Runs a pointer action (its input already checked) with `hold_keys` held
+   * down, released even when the action fails; says which keys in the text.
+   */
+  async #holding(
+    keys: string[] | undefined,
+    act: () => Promise<{ text: string }>,
+  ): Promise<{ text: string }> {
+    if (keys === undefined || keys.length === 0) return await act();
+    const held = this.#keys(keys, "hold_keys");
+    if (!this.executor.keysDown || !this.executor.keysUp) {
+      throw new Error("This screen cannot hold keys during an action");
+    }
+    await this.executor.keysDown(held);
+    try {
+      const done = await act();
+      return { text: `${done.text}, holding ${held.join("+")}` };
+    } finally {
+      await this.executor.keysUp(held);
+    }
+  }
+
   async #act(
     input: ComputerInput,
     signal: AbortSignal | undefined,
-  ): Promise<{ text: string; structured?: Record<string, unknown> }> {
+  ): Promise<
+    {
+      text: string;
+      structured?: Record<string, unknown>;
+      picture?: Uint8Array;
+    }
+  > {
     const { action } = input;
     switch (action) {
       case "screenshot":
@@ -250,23 +288,22 @@ export class ComputerTool extends BaseTool<ComputerInputShape> {
       case "triple_click": {
         const at = this.#point(input.x, input.y, action);
         const button: MouseButton = input.button ?? "left";
-        const count = action === "click"
-          ? 1
-          : action === "double_click"
-          ? 2
-          : 3;
-        await this.executor.click(await this.toReal(at), button, count);
-        const what = count === 1
-          ? "Clicked"
-          : count === 2
-          ? "Double-clicked"
-          : "Triple-clicked";
-        return { text: `${what} ${button} at (${at.x}, ${at.y})` };
+        const count = { click: 1, double_click: 2, triple_click: 3 }[action];
+        const real = await this.toReal(at);
+        return await this.#holding(input.hold_keys, async () => {
+          await this.executor.click(real, button, count);
+          const what =
+            ["Clicked", "Double-clicked", "Triple-clicked"][count - 1];
+          return { text: `${what} ${button} at (${at.x}, ${at.y})` };
+        });
       }
       case "move": {
         const to = this.#point(input.x, input.y, action);
-        await this.executor.move(await this.toReal(to));
-        return { text: `Moved the pointer to (${to.x}, ${to.y})` };
+        const real = await this.toReal(to);
+        return await this.#holding(input.hold_keys, async () => {
+          await this.executor.move(real);
+          return { text: `Moved the pointer to (${to.x}, ${to.y})` };
+        });
       }
       case "drag": {
         const path = input.path;
@@ -276,15 +313,16 @@ export class ComputerTool extends BaseTool<ComputerInputShape> {
           );
         }
         const points = path.map((p) => this.#inside(p));
-        const real = [];
+        const real: Point[] = [];
         for (const p of points) real.push(await this.toReal(p));
-        await this.executor.drag(real);
-        const first = points[0];
-        const last = points[points.length - 1];
-        return {
-          text:
-            `Dragged from (${first.x}, ${first.y}) to (${last.x}, ${last.y})`,
-        };
+        const [first, last] = [points[0], points[points.length - 1]];
+        return await this.#holding(input.hold_keys, async () => {
+          await this.executor.drag(real);
+          return {
+            text:
+              `Dragged from (${first.x}, ${first.y}) to (${last.x}, ${last.y})`,
+          };
+        });
       }
       case "scroll": {
         const dx = input.scroll_x ?? 0;
@@ -300,14 +338,13 @@ export class ComputerTool extends BaseTool<ComputerInputShape> {
         const at = input.x === undefined && input.y === undefined
           ? undefined
           : this.#point(input.x, input.y, action);
-        await this.executor.scroll(
-          at && await this.toReal(at),
-          dx,
-          dy,
-        );
-        return {
-          text: `Scrolled ${dx}, ${dy}${at ? ` at (${at.x}, ${at.y})` : ""}`,
-        };
+        const real = at && await this.toReal(at);
+        return await this.#holding(input.hold_keys, async () => {
+          await this.executor.scroll(real, dx, dy);
+          return {
+            text: `Scrolled ${dx}, ${dy}${at ? ` at (${at.x}, ${at.y})` : ""}`,
+          };
+        });
       }
       case "type": {
         const text = input.text;
@@ -344,6 +381,29 @@ export class ComputerTool extends BaseTool<ComputerInputShape> {
       case "cursor_position": {
         const at = await this.toAgent(await this.executor.cursorPosition());
         return { text: JSON.stringify(at), structured: { ...at } };
+      }
+      case "zoom": {
+        const { agent, real, size } = zoomArea(
+          input.region,
+          this.#agent,
+          await this.executor.screenSize(),
+        );
+        if (!this.executor.screenshotRegion) {
+          throw new Error("This screen cannot zoom: take a screenshot instead");
+        }
+        const picture = await this.executor.screenshotRegion(real, size);
+        const got = pngSize(picture);
+        if (!got || got.width !== size.width || got.height !== size.height) {
+          throw new Error(
+            `The executor answered a zoom that is not a ${size.width}x${size.height} PNG`,
+          );
+        }
+        return {
+          text: `Zoomed into (${agent.x}, ${agent.y})–(${
+            agent.x + agent.width
+          }, ${agent.y + agent.height}), shown at ${size.width}x${size.height}`,
+          picture,
+        };
       }
       default:
         throw new RangeError(

@@ -14,7 +14,7 @@ import { z } from "zod";
  * import { COMPUTER_ACTIONS } from "./computer_input.ts";
  *
  * COMPUTER_ACTIONS.includes("click"); // true
- * COMPUTER_ACTIONS.length; // 12
+ * COMPUTER_ACTIONS.length; // 13
  * ```
  */
 export const COMPUTER_ACTIONS = [
@@ -30,6 +30,7 @@ export const COMPUTER_ACTIONS = [
   "hold_key",
   "wait",
   "cursor_position",
+  "zoom",
 ] as const;
 
 /** One of {@linkcode COMPUTER_ACTIONS}. */
@@ -74,6 +75,12 @@ export type ComputerInputShape = {
   duration_ms: z.ZodOptional<z.ZodNumber>;
   /** Whether to answer with a screenshot. */
   screenshot: z.ZodOptional<z.ZodBoolean>;
+  /** Keys held down during a click, move, drag or scroll. */
+  hold_keys: z.ZodOptional<z.ZodArray<z.ZodString>>;
+  /** The part of the screen a `zoom` shows. */
+  region: z.ZodOptional<
+    z.ZodTuple<[z.ZodNumber, z.ZodNumber, z.ZodNumber, z.ZodNumber], null>
+  >;
 };
 
 /** The `computer` tool's input schema. */
@@ -107,6 +114,13 @@ export const COMPUTER_INPUT: ComputerInputShape = {
   screenshot: z.boolean().optional().describe(
     "Answer with a screenshot after the action (default true)",
   ),
+  hold_keys: z.array(z.string()).optional().describe(
+    'Clicks, move, drag, scroll: keys held down during the action, e.g. ["shift"] for a shift-click',
+  ),
+  region: z.tuple([z.number(), z.number(), z.number(), z.number()])
+    .optional().describe(
+      "Zoom: [x1, y1, x2, y2], the top-left and bottom-right corners of the part of the screen to show enlarged",
+    ),
 };
 
 /** The `computer` tool's parsed input. */

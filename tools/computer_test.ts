@@ -338,3 +338,111 @@ Deno.test("over MCP a bad action is refused by the input schema", async () => {
     await peer.close();
   }
 });
+
+Deno.test("ComputerTool zoom shows a region in agent pixels enlarged to fit the agent's screen, from the real screen's matching region", async () => {
+  const { screen, tool } = computer({ width: 2560, height: 1600 });
+  tool.configure({ display_width: 1280, display_height: 800 });
+  const result = await tool.call({
+    action: "zoom",
+    region: [100, 50, 420, 250],
+  });
+  assert.equal(result.isError, undefined);
+  assert.match(
+    textOf(result),
+    /Zoomed into \(100, 50\)–\(420, 250\), shown at 1280x800/,
+  );
+  assert.deepEqual(imageSize(result), { width: 1280, height: 800 });
+  assert.deepEqual(screen.actions, [{
+    action: "zoom",
+    region: { x: 200, y: 100, width: 640, height: 400 },
+    size: { width: 1280, height: 800 },
+  }]);
+  // A wide strip keeps its shape: as wide as the screen, a quarter as tall.
+  const strip = await tool.call({ action: "zoom", region: [0, 0, 1280, 200] });
+  assert.deepEqual(imageSize(strip), { width: 1280, height: 200 });
+});
+
+Deno.test("ComputerTool zoom refuses a region outside the screen, inside out, or missing, and a screen that cannot zoom", async () => {
+  const { screen, tool } = computer({ width: 1280, height: 800 });
+  tool.configure({ display_width: 1280, display_height: 800 });
+  for (
+    const region of [[0, 0, 1281, 10], [10, 10, 5, 20], [-1, 0, 5, 5]] as [
+      number,
+      number,
+      number,
+      number,
+    ][]
+  ) {
+    const result = await tool.call({ action: "zoom", region });
+    assert.equal(result.isError, true, JSON.stringify(region));
+    assert.match(textOf(result), /must lie inside the 1280x800 screen/);
+  }
+  const missing = await tool.call({ action: "zoom" });
+  assert.match(
+    textOf(missing),
+    /Action "zoom" needs region \[x1, y1, x2, y2\]/,
+  );
+  assert.deepEqual(screen.actions, []);
+  const blind: Executor = Object.assign(new RecordingExecutor(), {
+    screenshotRegion: undefined,
+  });
+  const plain = new ComputerTool({ executor: blind, settleMs: 0 });
+  const refused = await plain.call({ action: "zoom", region: [0, 0, 10, 10] });
+  assert.equal(refused.isError, true);
+  assert.match(textOf(refused), /This screen cannot zoom/);
+});
+
+Deno.test("ComputerTool holds hold_keys down around a click, move, drag or scroll, releasing them when it fails; a screen that cannot hold keys says so first", async () => {
+  const { screen, tool } = computer({ width: 1280, height: 800 });
+  tool.configure({ display_width: 1280, display_height: 800 });
+  const clicked = await tool.call({
+    action: "click",
+    x: 10,
+    y: 20,
+    hold_keys: ["Shift", "control"],
+    screenshot: false,
+  });
+  assert.equal(textOf(clicked), "Clicked left at (10, 20), holding shift+ctrl");
+  assert.deepEqual(screen.actions, [
+    { action: "keys_down", keys: ["shift", "ctrl"] },
+    { action: "click", at: { x: 10, y: 20 }, button: "left", count: 1 },
+    { action: "keys_up", keys: ["shift", "ctrl"] },
+  ]);
+  // Bad input is refused before any key goes down.
+  screen.actions.length = 0;
+  const outside = await tool.call({
+    action: "click",
+    x: 5000,
+    y: 1,
+    hold_keys: ["shift"],
+  });
+  assert.equal(outside.isError, true);
+  assert.deepEqual(screen.actions, []);
+  // A failing action still releases the keys.
+  const failing = Object.assign(new RecordingExecutor(), {
+    drag: () => Promise.reject(new Error("xdotool died")),
+  });
+  const dragger = new ComputerTool({ executor: failing, settleMs: 0 });
+  dragger.configure({ display_width: 1280, display_height: 800 });
+  const dragged = await dragger.call({
+    action: "drag",
+    path: [{ x: 1, y: 1 }, { x: 2, y: 2 }],
+    hold_keys: ["alt"],
+  });
+  assert.equal(dragged.isError, true);
+  assert.deepEqual(failing.actions.map((a) => a.action), [
+    "keys_down",
+    "keys_up",
+  ]);
+  const stiff: Executor = Object.assign(new RecordingExecutor(), {
+    keysDown: undefined,
+  });
+  const plain = new ComputerTool({ executor: stiff, settleMs: 0 });
+  const refused = await plain.call({
+    action: "scroll",
+    scroll_y: 1,
+    hold_keys: ["shift"],
+  });
+  assert.equal(refused.isError, true);
+  assert.match(textOf(refused), /This screen cannot hold keys/);
+});

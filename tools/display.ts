@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Size } from "./executor.ts";
+import type { Region, Size } from "./executor.ts";
 
 /**
  * The agent's screen when the client names none (the MCP description's fallback).
@@ -102,4 +102,76 @@ export function scaleCoordinate(
 ): number {
   const scaled = Math.floor((value + 0.5) * to / from);
   return Math.min(to - 1, Math.max(0, scaled));
+}
+
+/** What a `zoom` shows: its region on both screens, and the picture's size. */
+export interface ZoomArea {
+  /** The region in agent pixels. */
+  agent: Region;
+  /** The real screen's region it covers. */
+  real: Region;
+  /** The picture: the region's shape enlarged to fit the agent's screen. */
+  size: Size;
+}
+
+/**
+ * A `zoom` region `[x1, y1, x2, y2]` in agent pixels as the real screen's
+ * region it covers (edges rounded outwards, so nothing asked for is cut),
+ * and the size of the picture: the region enlarged, keeping its shape, to
+ * fit the agent's screen.
+ *
+ * @param corners The region's top-left and bottom-right corners, agent pixels.
+ * @param agent The agent's screen size.
+ * @param real The real screen's size.
+ * @returns The regions and the picture's size.
+ * @throws {RangeError} When the region is missing, empty, or not inside the screen.
+ * @example
+ * ```ts
+ * import { zoomArea } from "./display.ts";
+ * const area = zoomArea([0, 0, 640, 200], { width: 1280, height: 800 }, { width: 2560, height: 1600 });
+ * area.real; // { x: 0, y: 0, width: 1280, height: 400 }
+ * area.size; // { width: 1280, height: 400 }
+ * ```
+ */
+export function zoomArea(
+  corners: readonly number[] | undefined,
+  agent: Size,
+  real: Size,
+): ZoomArea {
+  if (!corners || corners.length !== 4) {
+    throw new RangeError(
+      'Action "zoom" needs region [x1, y1, x2, y2] in pixels of the screen',
+    );
+  }
+  const [x1, y1, x2, y2] = corners.map(Math.round);
+  const { width, height } = agent;
+  if (
+    ![x1, y1, x2, y2].every(Number.isFinite) || x1 < 0 || y1 < 0 ||
+    x2 > width || y2 > height || x2 <= x1 || y2 <= y1
+  ) {
+    throw new RangeError(
+      `Zoom region [${
+        corners.join(", ")
+      }] must lie inside the ${width}x${height} screen, its first corner above and left of its second`,
+    );
+  }
+  const left = Math.floor(x1 * real.width / width);
+  const top = Math.floor(y1 * real.height / height);
+  const right = Math.min(
+    real.width,
+    Math.max(left + 1, Math.ceil(x2 * real.width / width)),
+  );
+  const bottom = Math.min(
+    real.height,
+    Math.max(top + 1, Math.ceil(y2 * real.height / height)),
+  );
+  const scale = Math.min(width / (x2 - x1), height / (y2 - y1));
+  return {
+    agent: { x: x1, y: y1, width: x2 - x1, height: y2 - y1 },
+    real: { x: left, y: top, width: right - left, height: bottom - top },
+    size: {
+      width: Math.max(1, Math.min(width, Math.round((x2 - x1) * scale))),
+      height: Math.max(1, Math.min(height, Math.round((y2 - y1) * scale))),
+    },
+  };
 }

@@ -20,6 +20,18 @@ export interface Point {
   y: number;
 }
 
+/** A rectangle of the screen: its top-left corner and its size, pixels. */
+export interface Region {
+  /** Pixels from the left edge to its left side. */
+  x: number;
+  /** Pixels from the top edge to its top side. */
+  y: number;
+  /** Its width (at least 1). */
+  width: number;
+  /** Its height (at least 1). */
+  height: number;
+}
+
 /** A mouse button. */
 export type MouseButton = "left" | "right" | "middle";
 
@@ -92,6 +104,30 @@ export interface Executor {
    * @returns PNG bytes.
    */
   screenshot(size: Size): Promise<Uint8Array>;
+  /**
+   * A picture of one region of the screen, scaled to `size` (the `computer`
+   * tool's `zoom`). Optional: without it, `zoom` answers that this screen
+   * cannot zoom.
+   *
+   * @param region The region, in real pixels, inside the screen.
+   * @param size The picture's size.
+   * @returns PNG bytes.
+   */
+  screenshotRegion?(region: Region, size: Size): Promise<Uint8Array>;
+  /**
+   * Presses keys and keeps them down (a click with a modifier held).
+   * Optional, with {@linkcode Executor.keysUp}: without them an action with
+   * `hold_keys` answers that this screen cannot hold keys.
+   *
+   * @param keys Keysym names.
+   */
+  keysDown?(keys: readonly string[]): Promise<void>;
+  /**
+   * Releases keys {@linkcode Executor.keysDown} pressed, in reverse.
+   *
+   * @param keys Keysym names.
+   */
+  keysUp?(keys: readonly string[]): Promise<void>;
 }
 
 /** One action a {@linkcode RecordingExecutor} saw, in real pixels. */
@@ -103,7 +139,9 @@ export type RecordedAction =
   | { action: "type"; text: string }
   | { action: "key"; keys: string[] }
   | { action: "hold_key"; keys: string[]; durationMs: number }
-  | { action: "screenshot"; size: Size };
+  | { action: "screenshot"; size: Size }
+  | { action: "zoom"; region: Region; size: Size }
+  | { action: "keys_down" | "keys_up"; keys: string[] };
 
 /** Options of {@linkcode RecordingExecutor}. */
 export interface RecordingExecutorOptions {
@@ -219,6 +257,28 @@ export class RecordingExecutor implements Executor {
   /** Records the request and answers with a one-colour PNG of `size`. */
   screenshot(size: Size): Promise<Uint8Array> {
     this.actions.push({ action: "screenshot", size: { ...size } });
+    return encodePng(size, { fill: this.#fill });
+  }
+
+  /** Records keys pressed and held. */
+  keysDown(keys: readonly string[]): Promise<void> {
+    this.actions.push({ action: "keys_down", keys: [...keys] });
+    return Promise.resolve();
+  }
+
+  /** Records held keys released. */
+  keysUp(keys: readonly string[]): Promise<void> {
+    this.actions.push({ action: "keys_up", keys: [...keys] });
+    return Promise.resolve();
+  }
+
+  /** Records the region and answers with a one-colour PNG of `size`. */
+  screenshotRegion(region: Region, size: Size): Promise<Uint8Array> {
+    this.actions.push({
+      action: "zoom",
+      region: { ...region },
+      size: { ...size },
+    });
     return encodePng(size, { fill: this.#fill });
   }
 }

@@ -37,8 +37,13 @@ export type {
   ComputerInput,
   ComputerInputShape,
 } from "./computer_input.ts";
-export { agentSize, DEFAULT_AGENT_SIZE, scaleCoordinate } from "./display.ts";
-export type { DisplayMeta } from "./display.ts";
+export {
+  agentSize,
+  DEFAULT_AGENT_SIZE,
+  scaleCoordinate,
+  zoomArea,
+} from "./display.ts";
+export type { DisplayMeta, ZoomArea } from "./display.ts";
 export { RecordingExecutor } from "./executor.ts";
 export type {
   Executor,
@@ -46,6 +51,7 @@ export type {
   Point,
   RecordedAction,
   RecordingExecutorOptions,
+  Region,
   Size,
 } from "./executor.ts";
 export { startXvfb, X11Executor } from "./x11.ts";

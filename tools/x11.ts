@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { Executor, MouseButton, Point, Size } from "./executor.ts";
+import type { Executor, MouseButton, Point, Region, Size } from "./executor.ts";
 
 const BUTTONS: Record<MouseButton, string> = {
   left: "1",
@@ -215,6 +215,16 @@ export class X11Executor implements Executor {
     await this.#xdotool(["key", "--", keys.join("+")]);
   }
 
+  /** Presses the keys and keeps them down: `xdotool keydown -- ctrl+shift`. */
+  async keysDown(keys: readonly string[]): Promise<void> {
+    await this.#xdotool(["keydown", "--", keys.join("+")]);
+  }
+
+  /** Releases held keys: `xdotool keyup -- ctrl+shift`. */
+  async keysUp(keys: readonly string[]): Promise<void> {
+    await this.#xdotool(["keyup", "--", keys.join("+")]);
+  }
+
   /** Holds the keys for `durationMs`, releasing them even when the wait fails. */
   async holdKey(keys: readonly string[], durationMs: number): Promise<void> {
     const combination = keys.join("+");
@@ -261,6 +271,29 @@ export class X11Executor implements Executor {
       "-window",
       "root",
       ...resize,
+      "-depth",
+      "8",
+      "png:-",
+    ]);
+  }
+
+  /**
+   * A region of the screen: `import -window root -crop`, resized (exactly)
+   * to `size`.
+   *
+   * @param region The region, real pixels.
+   * @param size The picture's size.
+   * @returns PNG bytes.
+   */
+  async screenshotRegion(region: Region, size: Size): Promise<Uint8Array> {
+    return await this.#run("import", [
+      "-window",
+      "root",
+      "-crop",
+      `${region.width}x${region.height}+${region.x}+${region.y}`,
+      "+repage",
+      "-resize",
+      `${size.width}x${size.height}!`,
       "-depth",
       "8",
       "png:-",

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { pngSize } from "./png.ts";
+import { encodePng, pngSize } from "./png.ts";
 import { startXvfb, X11Executor } from "./x11.ts";
 
 function installed(program: string): boolean {
@@ -84,6 +84,9 @@ Deno.test({
     await screen.type("-x");
     await screen.key(["ctrl", "a"]);
     await screen.holdKey(["shift"], 50);
+    await screen.keysDown(["ctrl", "shift"]);
+    await screen.click({ x: 5, y: 5 }, "left", 1);
+    await screen.keysUp(["ctrl", "shift"]);
     assert.deepEqual(
       pngSize(await screen.screenshot({ width: 1024, height: 768 })),
       { width: 1024, height: 768 },
@@ -110,4 +113,60 @@ Deno.test("X11Executor needs a display", () => {
   } finally {
     if (saved !== undefined) Deno.env.set("DISPLAY", saved);
   }
+});
+
+/** The colour of a PNG's pixel, as ImageMagick names it. */
+async function pixelOf(png: Uint8Array, x: number, y: number): Promise<string> {
+  const child = new Deno.Command("convert", {
+    args: ["png:-", "-format", `%[pixel:p{${x},${y}}]`, "info:"],
+    stdin: "piped",
+    stdout: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(png);
+  await writer.close();
+  return new TextDecoder().decode((await child.output()).stdout).trim();
+}
+
+Deno.test({
+  name:
+    "X11Executor screenshotRegion crops the real screen to the region and scales it to the size asked for",
+  ignore: missing.length > 0 || !installed("display") ||
+    !installed("convert"),
+  async fn() {
+    await using xvfb = await startXvfb({ width: 640, height: 400 });
+    // The root window shows red on the left half, blue on the right.
+    const dir = await Deno.makeTempDir({ prefix: "mcpkit-x11-zoom-" });
+    try {
+      const file = `${dir}/halves.png`;
+      await Deno.writeFile(
+        file,
+        await encodePng({ width: 640, height: 400 }, {
+          pixel: (x) => x < 320 ? [255, 0, 0] : [0, 0, 255],
+        }),
+      );
+      // `display -window root` paints and exits with 1 (it has no window of its own to wait on).
+      await new Deno.Command("display", {
+        args: ["-window", "root", file],
+        env: { DISPLAY: xvfb.display },
+        stdout: "null",
+        stderr: "null",
+      }).output();
+      const screen = new X11Executor({ display: xvfb.display });
+      const right = await screen.screenshotRegion(
+        { x: 400, y: 100, width: 200, height: 100 },
+        { width: 640, height: 320 },
+      );
+      assert.deepEqual(pngSize(right), { width: 640, height: 320 });
+      assert.match(await pixelOf(right, 0, 0), /\(0,0,255\)/);
+      assert.match(await pixelOf(right, 639, 319), /\(0,0,255\)/);
+      const left = await screen.screenshotRegion(
+        { x: 0, y: 0, width: 100, height: 100 },
+        { width: 400, height: 400 },
+      );
+      assert.match(await pixelOf(left, 399, 399), /\(255,0,0\)/);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
 });

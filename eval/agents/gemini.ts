@@ -1,15 +1,23 @@
 /**
- * The Gemini native agent (`POST /v1beta/models/{model}:generateContent`,
- * e.g. `gemini-2.5-computer-use-preview`): the environment's `computer` tool
- * becomes the `computerUse` tool (browser environment), whose predefined
- * functions take coordinates normalised to 0–999; every other tool is a
- * function declaration. Each call is answered by a `functionResponse` whose
- * `parts` carry the screenshot as `inlineData`; a call that needs the user's
- * confirmation is acknowledged (`safety_acknowledgement`) and recorded.
+ * The Gemini native agent (`POST /v1beta/models/{model}:generateContent`).
+ * For a model whose `computer_use` (from `GET /v1/models`) names the
+ * `computer_use` tool, the environment's `computer` tool becomes the
+ * `computerUse` tool, in the environment the scenario asks for (`browser`,
+ * `desktop`, `mobile` → `ENVIRONMENT_…`; default the model's
+ * `computer_use.environment`), with `excludedPredefinedFunctions` naming
+ * the predefined functions the scenario's `exclude_tools` patterns match.
+ * The predefined functions take coordinates normalised to 0–999; every
+ * other tool is a function declaration. Each call is answered by a
+ * `functionResponse` whose `parts` carry the screenshot as `inlineData`; a
+ * call that needs the user's confirmation is acknowledged
+ * (`safety_acknowledgement`) and recorded in the trajectory. Source:
+ * https://ai.google.dev/gemini-api/docs/computer-use and `@google/genai`'s
+ * `ComputerUse` and `Environment` types.
  *
  * @module
  */
-import type { DisplaySize, PromptMessage, ToolResult } from "../tool_host.ts";
+import { globMatch } from "../../mcp/scenario.ts";
+import type { PromptMessage, ToolResult } from "../tool_host.ts";
 import {
   addTokens,
   type AgentOutcome,
@@ -25,221 +33,104 @@ import {
 } from "./loop.ts";
 import type { JsonObject } from "./model.ts";
 import {
-  type ComputerPlan,
-  computerTool,
-  runComputer,
-  ToolGate,
-} from "./tool_gate.ts";
+  GEMINI_COMPUTER_FUNCTIONS,
+  geminiComputerPlan,
+} from "./gemini_computer.ts";
+import { computerTool, runComputer, ToolGate } from "./tool_gate.ts";
 import { trajectoryPrompt } from "./trajectory.ts";
 
-/** Wheel clicks a `scroll_document` turns (about a page). */
-const DOCUMENT_SCROLL_CLICKS = 10;
-/** Pixels per wheel click of the `computer` tool. */
-const PIXELS_PER_WHEEL_CLICK = 100;
-
-const DIRECTIONS: Record<string, [number, number]> = {
-  up: [0, -1],
-  down: [0, 1],
-  left: [-1, 0],
-  right: [1, 0],
-};
-
-/** The predefined functions of Gemini's `computerUse` tool. */
-export const GEMINI_COMPUTER_FUNCTIONS: readonly string[] = [
-  "open_web_browser",
-  "wait_5_seconds",
-  "go_back",
-  "go_forward",
-  "search",
-  "navigate",
-  "click_at",
-  "hover_at",
-  "type_text_at",
-  "key_combination",
-  "scroll_document",
-  "scroll_at",
-  "drag_and_drop",
-];
+/** The `computer_use` tool type of `/v1/models` that this agent speaks. */
+const GEMINI_COMPUTER_TOOL = "computer_use";
 
 /**
- * A coordinate normalised to 0–999 as a pixel of a side `size` long.
+ * The `computerUse` environment for the scenario's kind of computer, checked
+ * against the ones the model documents.
  *
- * @param value The normalised coordinate.
- * @param size The side's length, pixels.
- * @returns The pixel, or `undefined` when the value is not a number in 0–999.
+ * @throws {Error} When the model does not offer it: one line naming both.
  */
-export function denormalise(value: unknown, size: number): number | undefined {
-  if (typeof value !== "number" || !Number.isFinite(value)) return undefined;
-  if (value < 0 || value > 999) return undefined;
-  return Math.min(size - 1, Math.round((value / 1000) * size));
-}
-
-/**
- * A predefined `computerUse` function call as calls of the environment's
- * `computer` tool: the one place the Gemini convention maps actions.
- *
- * @example
- * ```ts
- * import { geminiComputerPlan } from "./gemini.ts";
- * geminiComputerPlan("click_at", { x: 500, y: 500 }, { width: 1280, height: 800 });
- * // { calls: [{ action: "click", x: 640, y: 400, button: "left" }] }
- * ```
- *
- * @param name The function's name.
- * @param args Its arguments (coordinates 0–999).
- * @param display The screen size, agent pixels.
- * @returns The calls, or an error the model reads.
- */
-export function geminiComputerPlan(
-  name: string,
-  args: JsonObject,
-  display: DisplaySize,
-): ComputerPlan {
-  const at = (xKey = "x", yKey = "y") => {
-    const x = denormalise(args[xKey], display.width);
-    const y = denormalise(args[yKey], display.height);
-    return x === undefined || y === undefined ? undefined : { x, y };
-  };
-  const point = at();
-  if (
-    ["click_at", "hover_at", "type_text_at", "scroll_at", "drag_and_drop"]
-      .includes(name) && !point
-  ) {
-    return { error: `${name} needs "x" and "y" between 0 and 999` };
+function geminiEnvironment(
+  run: Pick<AgentRun, "computerUse" | "computerEnvironment" | "endpoint">,
+): string {
+  const offered = run.computerUse?.environments ??
+    (run.computerUse?.environment ? [run.computerUse.environment] : []);
+  if (run.computerEnvironment === undefined) {
+    return run.computerUse?.environment ?? offered[0] ?? "ENVIRONMENT_BROWSER";
   }
-  switch (name) {
-    case "open_web_browser":
-      return { calls: [{ action: "screenshot" }] };
-    case "wait_5_seconds":
-      return { calls: [{ action: "wait", duration_ms: 5000 }] };
-    case "go_back":
-      return { calls: [{ action: "key", keys: ["alt", "left"] }] };
-    case "go_forward":
-      return { calls: [{ action: "key", keys: ["alt", "right"] }] };
-    case "navigate": {
-      if (typeof args.url !== "string" || args.url === "") {
-        return { error: 'navigate needs a "url"' };
-      }
-      return {
-        calls: [
-          { action: "key", keys: ["ctrl", "l"] },
-          { action: "type", text: args.url },
-          { action: "key", keys: ["enter"] },
-        ],
-      };
-    }
-    case "search":
-      return {
-        error:
-          "search is not available here: there is no search engine, only the task's screen",
-      };
-    case "click_at":
-      return { calls: [{ action: "click", ...point, button: "left" }] };
-    case "hover_at":
-      return { calls: [{ action: "move", ...point }] };
-    case "type_text_at": {
-      if (typeof args.text !== "string") {
-        return { error: 'type_text_at needs "text"' };
-      }
-      return {
-        calls: [
-          { action: "click", ...point, button: "left" },
-          ...(args.clear_before_typing === false ? [] : [
-            { action: "key", keys: ["ctrl", "a"] },
-            { action: "key", keys: ["backspace"] },
-          ]),
-          { action: "type", text: args.text },
-          ...(args.press_enter === false
-            ? []
-            : [{ action: "key", keys: ["enter"] }]),
-        ],
-      };
-    }
-    case "key_combination": {
-      const keys = typeof args.keys === "string"
-        ? args.keys.split("+").map((key) => key.trim()).filter(Boolean)
-        : [];
-      if (keys.length === 0) {
-        return { error: 'key_combination needs "keys", e.g. "Control+A"' };
-      }
-      return { calls: [{ action: "key", keys }] };
-    }
-    case "scroll_document":
-    case "scroll_at": {
-      const direction = Object.hasOwn(DIRECTIONS, String(args.direction))
-        ? DIRECTIONS[String(args.direction)]
-        : undefined;
-      if (!direction) {
-        return {
-          error: `${name} needs "direction": up, down, left or right`,
-        };
-      }
-      let clicks = DOCUMENT_SCROLL_CLICKS;
-      if (name === "scroll_at") {
-        const magnitude = typeof args.magnitude === "number" &&
-            Number.isFinite(args.magnitude)
-          ? Math.min(999, Math.max(0, args.magnitude))
-          : 800;
-        const side = direction[0] === 0 ? display.height : display.width;
-        clicks = Math.max(
-          1,
-          Math.round((magnitude / 1000) * side / PIXELS_PER_WHEEL_CLICK),
-        );
-      }
-      const where = point ??
-        {
-          x: Math.floor(display.width / 2),
-          y: Math.floor(display.height / 2),
-        };
-      return {
-        calls: [{
-          action: "scroll",
-          ...where,
-          scroll_x: direction[0] * clicks,
-          scroll_y: direction[1] * clicks,
-        }],
-      };
-    }
-    case "drag_and_drop": {
-      const to = at("destination_x", "destination_y");
-      if (!to) {
-        return {
-          error:
-            'drag_and_drop needs "destination_x" and "destination_y" between 0 and 999',
-        };
-      }
-      return { calls: [{ action: "drag", path: [point, to] }] };
-    }
-    default:
-      return { error: `Unknown computer function "${name.slice(0, 50)}"` };
+  const wanted = `ENVIRONMENT_${run.computerEnvironment.toUpperCase()}`;
+  if (!offered.includes(wanted)) {
+    throw new Error(
+      `The scenario asks for the ${run.computerEnvironment} environment, and ${run.endpoint.model}'s computer use offers ${
+        offered.join(", ") || "none"
+      }`,
+    );
   }
+  return wanted;
 }
 
 /**
  * The tools the model is given.
  *
- * @param run The run (tools).
- * @returns The tool list, and whether `computerUse` is in it.
+ * @example
+ * ```ts
+ * import { geminiTools } from "./gemini.ts";
+ *
+ * const computer = {
+ *   name: "computer",
+ *   inputSchema: { type: "object", properties: { action: { type: "string" } } },
+ * };
+ * geminiTools({
+ *   tools: [computer],
+ *   endpoint: { gatewayUrl: "", key: "", model: "gemini-x" },
+ *   computerUse: { tool: "computer_use", environment: "ENVIRONMENT_BROWSER" },
+ *   excludedTools: ["search"],
+ * }).declared;
+ * // [{ computerUse: { environment: "ENVIRONMENT_BROWSER", excludedPredefinedFunctions: ["search"] } }]
+ * ```
+ *
+ * @param run The run (tools, the model's computer use, the scenario's environment and exclusions).
+ * @returns The tool list, whether `computerUse` is in it, and the predefined functions excluded.
+ * @throws {Error} When the scenario asks for an environment the model does not offer.
  */
 export function geminiTools(
-  run: Pick<AgentRun, "tools">,
-): { declared: JsonObject[]; computer: boolean } {
-  const computer = computerTool(run.tools);
-  const functions = run.tools.filter((tool) => tool !== computer).map((
-    tool,
+  run: Pick<
+    AgentRun,
+    | "tools"
+    | "computerUse"
+    | "computerEnvironment"
+    | "excludedTools"
+    | "endpoint"
+  >,
+): { declared: JsonObject[]; computer: boolean; excluded: string[] } {
+  const tool = computerTool(run.tools);
+  const computer = tool !== undefined &&
+    run.computerUse?.tool === GEMINI_COMPUTER_TOOL;
+  const excluded = computer
+    ? GEMINI_COMPUTER_FUNCTIONS.filter((name) =>
+      (run.excludedTools ?? []).some((pattern) => globMatch(name, pattern))
+    )
+    : [];
+  const functions = run.tools.filter((t) => !computer || t !== tool).map((
+    t,
   ) => ({
-    name: tool.name,
-    ...(tool.description && { description: tool.description }),
-    parametersJsonSchema: tool.inputSchema,
+    name: t.name,
+    ...(t.description && { description: t.description }),
+    parametersJsonSchema: t.inputSchema,
   }));
   return {
     declared: [
       ...(computer
-        ? [{ computerUse: { environment: "ENVIRONMENT_BROWSER" } }]
+        ? [{
+          computerUse: {
+            environment: geminiEnvironment(run),
+            ...(excluded.length > 0 &&
+              { excludedPredefinedFunctions: excluded }),
+          },
+        }]
         : []),
       ...(functions.length > 0 ? [{ functionDeclarations: functions }] : []),
     ],
-    computer: computer !== undefined,
+    computer,
+    excluded,
   };
 }
 
@@ -316,7 +207,7 @@ export async function runGemini(
   outcome: AgentOutcome = emptyOutcome(),
 ): Promise<AgentOutcome> {
   const gate = new ToolGate(run, outcome);
-  const { declared, computer } = geminiTools(run);
+  const { declared, computer, excluded } = geminiTools(run);
   const contents = geminiContents(run.prompt);
   outcome.trajectory.prompt = trajectoryPrompt(run.prompt);
   const path = `/v1beta/models/${run.endpoint.model}:generateContent`;
@@ -360,10 +251,10 @@ export async function runGemini(
       const check = safetyCheck(call, isObject(call.args) ? call.args : {});
       if (check) outcome.safetyChecks.push(check);
       const result = await traceToolCall(outcome, name, args, () => {
-        if (GEMINI_COMPUTER_FUNCTIONS.includes(name)) {
-          return computer
-            ? runComputer(gate, geminiComputerPlan(name, args, run.display))
-            : gate.refuse(name);
+        if (computer && GEMINI_COMPUTER_FUNCTIONS.includes(name)) {
+          return excluded.includes(name)
+            ? gate.refuse(name)
+            : runComputer(gate, geminiComputerPlan(name, args, run.display));
         }
         // The computer is offered only through `computerUse`.
         if (computer && name === "computer") return gate.refuse(name);

@@ -22,9 +22,11 @@ import {
   type TrajectoryToolCall,
 } from "./trajectory.ts";
 import {
+  type ComputerUseWire,
   gatewayTransport,
   type JsonObject,
   type ModelEndpoint,
+  type ModelFeatures,
   type RunPlace,
   usdToMicros,
 } from "./model.ts";
@@ -104,6 +106,18 @@ export interface AgentRun {
   run?: RunPlace;
   /** The screen size the environment was told, agent pixels. */
   display: DisplaySize;
+  /**
+   * How the model's computer use is reached (`/v1/models`' `computer_use`);
+   * absent, or a tool the convention does not speak: the environment's
+   * `computer` tool is given as a plain tool.
+   */
+  computerUse?: ComputerUseWire;
+  /** What the model refuses (`/v1/models`' `features`). */
+  features?: ModelFeatures;
+  /** The computer environment the scenario asks for (`browser`, `desktop`, `mobile`), when it asks. */
+  computerEnvironment?: string;
+  /** The scenario's excluded tool patterns (`_meta.exclude_tools`). */
+  excludedTools?: string[];
   /** Stops the loop. */
   signal?: AbortSignal;
 }

@@ -1,9 +1,28 @@
 /**
- * The Anthropic Messages agent (`POST /v1/messages`, Claude): the
- * environment's `computer`, `bash` and `edit` tools become Claude's native
- * `computer_20250124`, `bash_20250124` and `text_editor_20250728` (named
- * `str_replace_based_edit_tool`); every other tool is a custom tool. Results
- * go back as `tool_result` blocks, screenshots as `image` blocks inside them.
+ * The Anthropic Messages agent (`POST /v1/messages`, Claude). The
+ * environment's `computer` tool becomes the computer tool the model's
+ * `computer_use` names (from `GET /v1/models`, never from the model's name):
+ *
+ * - `computer_toolset_20260801`: one `tools[]` entry, no beta header; the
+ *   model calls members (`left_click`, `type`, `zoom`, …) as `tool_use`
+ *   blocks named after the member with `toolset_name: "computer"`, often
+ *   several in one turn: they run in order, each answered by its own
+ *   `tool_result` carrying `toolset_name`; after one fails the rest of the
+ *   turn is answered "Not executed" (as Anthropic's SDK does). An action
+ *   answers with text, `screenshot` and `zoom` with a picture.
+ * - `computer_20251124` (with zoom) and `computer_20250124`: the `computer`
+ *   tool with `{action, …}`, behind the beta header `computer_use.beta`
+ *   names; every action answers with a screenshot.
+ *
+ * A model without `computer_use` (or with a tool this agent does not speak)
+ * gets the `computer` tool as a custom tool. `bash` and `edit` become
+ * `bash_20250124` and `text_editor_20250728` (named
+ * `str_replace_based_edit_tool`); every other tool is a custom tool. The
+ * assistant's content goes back whole, thinking blocks and their signatures
+ * included, as the docs require with tool use. Sources:
+ * https://platform.claude.com/docs/en/agents-and-tools/tool-use/computer-use-tool
+ * and the SDK types of `anthropics/anthropic-sdk-typescript`
+ * (`BetaComputerToolset20260801`, `toolsetResultBlock`).
  *
  * @module
  */
@@ -13,6 +32,7 @@ import type {
   ToolImage,
   ToolResult,
 } from "../tool_host.ts";
+import { claudeComputerPlan, type ClaudePointer } from "./claude_computer.ts";
 import {
   addTokens,
   type AgentOutcome,
@@ -26,267 +46,109 @@ import {
   traceToolCall,
 } from "./loop.ts";
 import type { JsonObject } from "./model.ts";
-import {
-  type ComputerPlan,
-  computerTool,
-  pixel,
-  runComputer,
-  ToolGate,
-} from "./tool_gate.ts";
+import { computerTool, runComputer, ToolGate } from "./tool_gate.ts";
 import { trajectoryPrompt } from "./trajectory.ts";
 
 /** Output tokens a Messages call may use (the API requires a limit). */
 const MAX_TOKENS = 4096;
-/** The beta the computer and bash tool versions need. */
-const COMPUTER_BETA = "computer-use-2025-01-24";
 
-/** Where Claude's pointer is and, between `left_mouse_down` and `_up`, the path it pressed along. */
-export interface ClaudePointer {
-  /** The last position an action put the pointer at. */
-  at?: { x: number; y: number };
-  /** The path since `left_mouse_down`. */
-  pressed?: { x: number; y: number }[];
-}
+/** The `toolset_name` of the computer toolset's member calls. */
+const COMPUTER_TOOLSET = "computer";
 
-const XDOTOOL_KEYS: Record<string, string> = {
-  page_up: "pageup",
-  prior: "pageup",
-  page_down: "pagedown",
-  next: "pagedown",
-  kp_enter: "enter",
-  super_l: "super",
-  super_r: "super",
-  control_l: "ctrl",
-  control_r: "ctrl",
-  shift_l: "shift",
-  shift_r: "shift",
-  alt_l: "alt",
-  alt_r: "alt",
-  meta_l: "meta",
-  meta_r: "meta",
-};
+/** What answers the members of a turn after one failed (Anthropic's SDK text). */
+const NOT_EXECUTED =
+  "Not executed: an earlier computer action in this turn failed.";
 
 /**
- * An xdotool key string (`ctrl+a`, `Return`, `ctrl+a Delete`) as key
- * combinations of the `computer` tool, one per space-separated chord.
- *
- * @param text What Claude sent.
- * @returns The chords, each a list of keys pressed together.
+ * How each Claude computer tool version is declared: the toolset as one
+ * entry with no name, the single tools as `computer` with the display size
+ * (and zoom switched on where the version has it).
  */
-export function xdotoolChords(text: string): string[][] {
-  return text.trim().split(/\s+/).filter(Boolean).map((chord) =>
-    chord.split("+").filter(Boolean).map((key) =>
-      Object.hasOwn(XDOTOOL_KEYS, key.toLowerCase())
-        ? XDOTOOL_KEYS[key.toLowerCase()]
-        : key
-    )
-  );
-}
-
-const CLICKS: Record<string, { action: string; button?: string }> = {
-  left_click: { action: "click", button: "left" },
-  right_click: { action: "click", button: "right" },
-  middle_click: { action: "click", button: "middle" },
-  double_click: { action: "double_click" },
-  triple_click: { action: "triple_click" },
+const CLAUDE_COMPUTER_TOOLS: Record<
+  string,
+  { toolset: boolean; declare(display: AgentRun["display"]): JsonObject }
+> = {
+  computer_toolset_20260801: {
+    toolset: true,
+    declare: () => ({ type: "computer_toolset_20260801" }),
+  },
+  computer_20251124: {
+    toolset: false,
+    declare: (display) => ({
+      type: "computer_20251124",
+      name: "computer",
+      display_width_px: display.width,
+      display_height_px: display.height,
+      enable_zoom: true,
+    }),
+  },
+  computer_20250124: {
+    toolset: false,
+    declare: (display) => ({
+      type: "computer_20250124",
+      name: "computer",
+      display_width_px: display.width,
+      display_height_px: display.height,
+    }),
+  },
 };
-
-const SCROLLS: Record<string, [number, number]> = {
-  up: [0, -1],
-  down: [0, 1],
-  left: [-1, 0],
-  right: [1, 0],
-};
-
-/**
- * Claude's native computer action as calls of the environment's `computer`
- * tool: the one place the Messages convention maps actions.
- *
- * @example
- * ```ts
- * import { claudeComputerPlan } from "./messages.ts";
- * claudeComputerPlan({ action: "left_click", coordinate: [10, 20] }, {});
- * // { calls: [{ action: "click", x: 10, y: 20, button: "left" }] }
- * ```
- *
- * @param input The `tool_use` block's input.
- * @param pointer The pointer the conversation's earlier actions left (updated).
- * @returns The calls, or an error the model reads.
- */
-export function claudeComputerPlan(
-  input: JsonObject,
-  pointer: ClaudePointer,
-): ComputerPlan {
-  const action = String(input.action ?? "");
-  const point = coordinate(input.coordinate);
-  if (input.coordinate !== undefined && !point) {
-    return { error: `${action}: "coordinate" must be [x, y] in pixels` };
-  }
-  const seconds = typeof input.duration === "number" &&
-      Number.isFinite(input.duration) && input.duration >= 0
-    ? input.duration
-    : undefined;
-  const text = typeof input.text === "string" ? input.text : undefined;
-  if (point) pointer.at = point;
-  const click = Object.hasOwn(CLICKS, action) ? CLICKS[action] : undefined;
-  if (click) {
-    if (text) {
-      return {
-        error:
-          `${action} while holding "${text}" is not supported here; press keys with "key" or "hold_key"`,
-      };
-    }
-    const at = point ?? pointer.at;
-    if (!at) return { error: `${action} needs a "coordinate"` };
-    pointer.pressed = undefined;
-    return {
-      calls: [{
-        action: click.action,
-        ...at,
-        ...(click.button && { button: click.button }),
-      }],
-    };
-  }
-  switch (action) {
-    case "screenshot":
-      return { calls: [{ action: "screenshot" }] };
-    case "cursor_position":
-      return { calls: [{ action: "cursor_position" }] };
-    case "mouse_move":
-      if (!point) return { error: 'mouse_move needs a "coordinate"' };
-      pointer.pressed?.push(point);
-      return { calls: [{ action: "move", ...point }] };
-    case "left_click_drag": {
-      const start = coordinate(input.start_coordinate) ?? pointer.at;
-      if (!start || !point) {
-        return {
-          error: 'left_click_drag needs "start_coordinate" and "coordinate"',
-        };
-      }
-      return { calls: [{ action: "drag", path: [start, point] }] };
-    }
-    case "left_mouse_down":
-      if (!pointer.at) {
-        return {
-          error:
-            'left_mouse_down needs to know where the pointer is: send "mouse_move" first',
-        };
-      }
-      pointer.pressed = [pointer.at];
-      return { calls: [{ action: "screenshot" }] };
-    case "left_mouse_up": {
-      const path = pointer.pressed;
-      pointer.pressed = undefined;
-      if (!path) return { error: "left_mouse_up without left_mouse_down" };
-      if (point) path.push(point);
-      return {
-        calls: [
-          path.length > 1
-            ? { action: "drag", path }
-            : { action: "click", ...path[0], button: "left" },
-        ],
-      };
-    }
-    case "scroll": {
-      const direction = Object.hasOwn(SCROLLS, String(input.scroll_direction))
-        ? SCROLLS[String(input.scroll_direction)]
-        : undefined;
-      if (!direction) {
-        return {
-          error: 'scroll needs "scroll_direction": up, down, left or right',
-        };
-      }
-      if (text) {
-        return {
-          error:
-            `scroll while holding "${text}" is not supported here; press keys with "key" or "hold_key"`,
-        };
-      }
-      const amount = typeof input.scroll_amount === "number" &&
-          Number.isFinite(input.scroll_amount)
-        ? Math.max(0, Math.round(input.scroll_amount))
-        : 3;
-      return {
-        calls: [{
-          action: "scroll",
-          ...point,
-          scroll_x: direction[0] * amount,
-          scroll_y: direction[1] * amount,
-        }],
-      };
-    }
-    case "type":
-      if (text === undefined) return { error: 'type needs "text"' };
-      return { calls: [{ action: "type", text }] };
-    case "key": {
-      const chords = xdotoolChords(text ?? "");
-      if (chords.length === 0) return { error: 'key needs "text"' };
-      return { calls: chords.map((keys) => ({ action: "key", keys })) };
-    }
-    case "hold_key": {
-      const chords = xdotoolChords(text ?? "");
-      if (chords.length !== 1 || seconds === undefined) {
-        return { error: 'hold_key needs one key in "text" and a "duration"' };
-      }
-      return {
-        calls: [{
-          action: "hold_key",
-          keys: chords[0],
-          duration_ms: Math.round(seconds * 1000),
-        }],
-      };
-    }
-    case "wait":
-      return {
-        calls: [{
-          action: "wait",
-          duration_ms: Math.round((seconds ?? 1) * 1000),
-        }],
-      };
-    default:
-      return { error: `Unknown computer action "${action.slice(0, 50)}"` };
-  }
-}
-
-function coordinate(value: unknown): { x: number; y: number } | undefined {
-  if (!Array.isArray(value) || value.length !== 2) return undefined;
-  const [x, y] = value.map(pixel);
-  return x === undefined || y === undefined ? undefined : { x, y };
-}
 
 function hasProperties(tool: AgentTool, names: string[]): boolean {
   const properties = tool.inputSchema.properties;
   return isObject(properties) && names.every((name) => name in properties);
 }
 
+/** The tools Claude is given, and how its calls reach the environment. */
+export interface ClaudeTools {
+  /** The `tools[]` entries. */
+  declared: JsonObject[];
+  /** The environment tool behind each name the model may call (beside toolset members). */
+  names: Map<string, string>;
+  /** How the computer is reached: a toolset's members, the native `computer` tool, or not natively. */
+  computer: "toolset" | "native" | undefined;
+  /** The `anthropic-beta` header value, when the computer tool needs one. */
+  beta?: string;
+}
+
 /**
- * The tools Claude is given, and the environment tool behind each name it
- * may call.
+ * The tools Claude is given, from the environment's tools and the model's
+ * `computer_use`.
  *
- * @param run The run (tools, display size).
- * @returns The declarations, the name map, and whether the computer beta is needed.
+ * @example
+ * ```ts
+ * import { claudeTools } from "./messages.ts";
+ *
+ * const computer = {
+ *   name: "computer",
+ *   inputSchema: { type: "object", properties: { action: { type: "string" } } },
+ * };
+ * claudeTools({
+ *   tools: [computer],
+ *   display: { width: 1280, height: 800 },
+ *   computerUse: { tool: "computer_toolset_20260801" },
+ * }).declared; // [{ type: "computer_toolset_20260801" }]
+ * ```
+ *
+ * @param run The run (tools, display size, the model's computer use).
+ * @returns The declarations, the name map, the computer's wire and beta.
  */
 export function claudeTools(
-  run: Pick<AgentRun, "tools" | "display">,
-): { declared: JsonObject[]; names: Map<string, string>; beta: boolean } {
+  run: Pick<AgentRun, "tools" | "display" | "computerUse">,
+): ClaudeTools {
   const declared: JsonObject[] = [];
   const names = new Map<string, string>();
-  let beta = false;
   const computer = computerTool(run.tools);
+  const wire = run.computerUse &&
+      Object.hasOwn(CLAUDE_COMPUTER_TOOLS, run.computerUse.tool)
+    ? CLAUDE_COMPUTER_TOOLS[run.computerUse.tool]
+    : undefined;
   for (const tool of run.tools) {
-    if (tool === computer) {
-      declared.push({
-        type: "computer_20250124",
-        name: "computer",
-        display_width_px: run.display.width,
-        display_height_px: run.display.height,
-      });
-      names.set("computer", tool.name);
-      beta = true;
+    if (tool === computer && wire) {
+      declared.push(wire.declare(run.display));
+      if (!wire.toolset) names.set("computer", tool.name);
     } else if (tool.name === "bash" && hasProperties(tool, ["command"])) {
       declared.push({ type: "bash_20250124", name: "bash" });
       names.set("bash", tool.name);
-      beta = true;
     } else if (
       tool.name === "edit" && hasProperties(tool, ["command", "path"])
     ) {
@@ -304,7 +166,15 @@ export function claudeTools(
       names.set(tool.name, tool.name);
     }
   }
-  return { declared, names, beta };
+  return {
+    declared,
+    names,
+    computer: computer && wire
+      ? (wire.toolset ? "toolset" : "native")
+      : undefined,
+    ...(computer && wire && run.computerUse?.beta &&
+      { beta: run.computerUse.beta }),
+  };
 }
 
 function imageBlock(image: ToolImage): JsonObject {
@@ -335,17 +205,26 @@ export function claudeMessages(messages: PromptMessage[]): JsonObject[] {
   return turns;
 }
 
-function toolResultBlock(id: unknown, result: ToolResult): JsonObject {
+function toolResultBlock(use: JsonObject, result: ToolResult): JsonObject {
   const content: JsonObject[] = [
     ...(result.text ? [{ type: "text", text: result.text }] : []),
     ...result.images.map(imageBlock),
   ];
   return {
     type: "tool_result",
-    tool_use_id: id,
+    tool_use_id: use.id,
+    // A member's result names its toolset (the API rejects a mismatch).
+    ...(typeof use.toolset_name === "string" &&
+      { toolset_name: use.toolset_name }),
     content: content.length > 0 ? content : [{ type: "text", text: "(done)" }],
     ...(result.isError && { is_error: true }),
   };
+}
+
+/** The text of blocks of one type (`text`, or `thinking` for its `thinking` field). */
+function blockText(content: JsonObject[], type: "text" | "thinking"): string {
+  return content.filter((block) => block.type === type)
+    .map((block) => String(block[type] ?? "")).join("");
 }
 
 /**
@@ -360,19 +239,19 @@ export async function runMessages(
   outcome: AgentOutcome = emptyOutcome(),
 ): Promise<AgentOutcome> {
   const gate = new ToolGate(run, outcome);
-  const { declared, names, beta } = claudeTools(run);
-  const computer = names.has("computer") &&
-    computerTool(run.tools) !== undefined;
+  const { declared, names, computer, beta } = claudeTools(run);
   const messages = claudeMessages(run.prompt);
   outcome.trajectory.prompt = trajectoryPrompt(run.prompt);
   const pointer: ClaudePointer = {};
   while (outcome.steps < run.maxSteps) {
+    // No `thinking` and no `tool_choice`: the model's defaults, which every
+    // model takes (some refuse disabled thinking or a forced tool choice).
     const body = await callModel(run, outcome, "/v1/messages", {
       model: run.endpoint.model,
       max_tokens: MAX_TOKENS,
       messages,
       ...(declared.length > 0 && { tools: declared }),
-    }, beta ? { "anthropic-beta": COMPUTER_BETA } : {});
+    }, beta ? { "anthropic-beta": beta } : {});
     const usage = isObject(body.usage) ? body.usage : {};
     addTokens(
       outcome,
@@ -385,28 +264,45 @@ export async function runMessages(
       isObject,
     );
     messages.push({ role: "assistant", content });
-    const text = content.filter((block) => block.type === "text").map((
-      block,
-    ) => String(block.text ?? "")).join("");
-    modelSaid(outcome, text);
+    const text = blockText(content, "text");
+    // Models that write between tool calls in thinking blocks show it there.
+    modelSaid(outcome, text || blockText(content, "thinking"));
     const uses = content.filter((block) => block.type === "tool_use");
     if (uses.length === 0) {
       outcome.answer = text;
       return outcome;
     }
     const results: JsonObject[] = [];
+    let memberFailed = false;
     for (const use of uses) {
       const modelName = String(use.name ?? "");
-      const envName = names.get(modelName);
       const input = isObject(use.input) ? use.input : {};
+      const member = use.toolset_name !== undefined;
       const result = await traceToolCall(outcome, modelName, input, () => {
+        if (member) {
+          if (computer !== "toolset" || use.toolset_name !== COMPUTER_TOOLSET) {
+            return gate.refuse(`${String(use.toolset_name)}.${modelName}`);
+          }
+          if (memberFailed) {
+            return { text: NOT_EXECUTED, images: [], isError: true };
+          }
+          return runComputer(
+            gate,
+            claudeComputerPlan({ ...input, action: modelName }, pointer),
+            { screenshot: false },
+          );
+        }
+        const envName = names.get(modelName);
         if (envName === undefined) return gate.refuse(modelName);
-        if (computer && modelName === "computer") {
+        if (computer === "native" && modelName === "computer") {
           return runComputer(gate, claudeComputerPlan(input, pointer));
         }
         return gate.callJson(envName, input);
       });
-      results.push(toolResultBlock(use.id, result));
+      if (computer === "toolset" && use.toolset_name === COMPUTER_TOOLSET) {
+        memberFailed ||= result.isError;
+      }
+      results.push(toolResultBlock(use, result));
     }
     messages.push({ role: "user", content: results });
   }

@@ -30,6 +30,48 @@ export const CONVENTIONS: readonly Convention[] = [
   "gemini",
 ];
 
+/**
+ * How computer use is reached on a model, as the gateway's `GET /v1/models`
+ * lists it (`computer_use`): the provider's tool type exactly as sent, the
+ * `anthropic-beta` value it needs, and for Gemini the environment.
+ */
+export interface ComputerUseWire {
+  /** The tool type, e.g. `computer_toolset_20260801`, `computer`, `computer_use`. */
+  tool: string;
+  /** The `anthropic-beta` header value the tool needs, when it needs one. */
+  beta?: string;
+  /** The default environment (Gemini: `ENVIRONMENT_BROWSER`, …). */
+  environment?: string;
+  /** Every environment the model documents (Gemini). */
+  environments?: string[];
+}
+
+/**
+ * What a model refuses, as `GET /v1/models` lists it (`features`); an
+ * absent field means the model accepts it.
+ */
+export interface ModelFeatures {
+  /** `false`: the model refuses `thinking: {type: "disabled"}`. */
+  disabledThinking?: boolean;
+  /** `false`: the model refuses a forced `tool_choice` (any, or a named tool). */
+  forcedToolChoice?: boolean;
+  /** `true`: text between tool calls arrives in thinking blocks. */
+  thinkingBetweenTools?: boolean;
+}
+
+/**
+ * What the runner reads about a model from the gateway: the convention its
+ * routes call for, and how its computer use is reached.
+ */
+export interface ModelFacts {
+  /** The wire convention. */
+  convention: Convention;
+  /** How computer use is reached, for a model that has it. */
+  computerUse?: ComputerUseWire;
+  /** What the model refuses. */
+  features?: ModelFeatures;
+}
+
 /** Where the model is. */
 export interface ModelEndpoint {
   /** Base URL of the gateway, e.g. `http://localhost:8080` (the route's path is added). */

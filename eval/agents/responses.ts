@@ -1,10 +1,17 @@
 /**
- * The OpenAI Responses agent (`POST /v1/responses`, e.g. `operator`): the
- * environment's `computer` tool becomes `computer_use_preview`; every other
- * tool is a function. The whole history goes back as `input` on every call
- * (no `previous_response_id`): each `computer_call` is answered by a
- * `computer_call_output` carrying a `computer_screenshot`, with the call's
- * pending safety checks acknowledged (and recorded in the outcome).
+ * The OpenAI Responses agent (`POST /v1/responses`). The environment's
+ * `computer` tool becomes the tool the model's `computer_use` names (from
+ * `GET /v1/models`, never from the model's name): the GA `{"type":
+ * "computer"}` tool, whose `computer_call` carries a batched `actions` list
+ * (run in order), or `computer_use_preview` (one `action` per call, with the
+ * display size and environment declared). Without `computer_use` the
+ * computer is a function like every other tool. The whole history goes back
+ * as `input` on every call (no `previous_response_id`): each
+ * `computer_call` is answered by one `computer_call_output` carrying the
+ * screenshot after its last action, with the call's pending safety checks
+ * acknowledged (and recorded in the outcome). Source: the OpenAI SDK's
+ * types (`ComputerTool`, `ComputerUsePreviewTool`, `ResponseComputerToolCall
+ * .actions`) and https://developers.openai.com/api/docs/guides/tools-computer-use.
  *
  * @module
  */
@@ -30,140 +37,88 @@ import {
   traceToolCall,
 } from "./loop.ts";
 import type { JsonObject } from "./model.ts";
+import { responsesComputerPlan } from "./responses_computer.ts";
 import {
-  type ComputerPlan,
   computerTool,
-  pixel,
+  errorResult,
   runComputer,
   ToolGate,
 } from "./tool_gate.ts";
 import { trajectoryPrompt } from "./trajectory.ts";
 
-/** Pixels of a Responses scroll per wheel click of the `computer` tool. */
-const PIXELS_PER_WHEEL_CLICK = 100;
-
-function wheelClicks(pixels: unknown): number {
-  const value = typeof pixels === "number" && Number.isFinite(pixels)
-    ? pixels
-    : 0;
-  if (value === 0) return 0;
-  return Math.sign(value) *
-    Math.max(1, Math.round(Math.abs(value) / PIXELS_PER_WHEEL_CLICK));
-}
-
-function point(value: unknown): { x: number; y: number } | undefined {
-  if (!isObject(value)) return undefined;
-  const x = pixel(value.x);
-  const y = pixel(value.y);
-  return x === undefined || y === undefined ? undefined : { x, y };
-}
-
 /**
- * A Responses `computer_call` action as calls of the environment's
- * `computer` tool: the one place the Responses convention maps actions.
- *
- * @example
- * ```ts
- * import { responsesComputerPlan } from "./responses.ts";
- * responsesComputerPlan({ type: "keypress", keys: ["CTRL", "A"] });
- * // { calls: [{ action: "key", keys: ["CTRL", "A"] }] }
- * ```
- *
- * @param action The call's `action`.
- * @returns The calls, or an error the model reads.
+ * The preview tool's `environment` for the scenario's kind of computer: our
+ * desktops are Linux X displays; a browser (or no word) is `browser`.
  */
-export function responsesComputerPlan(action: JsonObject): ComputerPlan {
-  const type = String(action.type ?? "");
-  const at = point(action);
-  const needsPoint = ["click", "double_click", "move"].includes(type);
-  if (needsPoint && !at) return { error: `${type} needs "x" and "y"` };
-  switch (type) {
-    case "screenshot":
-      return { calls: [{ action: "screenshot" }] };
-    case "click": {
-      const button = String(action.button ?? "left");
-      if (button === "back" || button === "forward") {
-        const arrow = button === "back" ? "left" : "right";
-        return { calls: [{ action: "key", keys: ["alt", arrow] }] };
-      }
-      const buttons: Record<string, string> = {
-        left: "left",
-        right: "right",
-        middle: "middle",
-        wheel: "middle",
-      };
-      if (!buttons[button]) {
-        return { error: `Unknown button "${button.slice(0, 20)}"` };
-      }
-      return { calls: [{ action: "click", ...at, button: buttons[button] }] };
-    }
-    case "double_click":
-      return { calls: [{ action: "double_click", ...at }] };
-    case "move":
-      return { calls: [{ action: "move", ...at }] };
-    case "drag": {
-      const path = Array.isArray(action.path) ? action.path.map(point) : [];
-      if (path.length < 2 || path.some((p) => p === undefined)) {
-        return { error: 'drag needs a "path" of at least two {x, y} points' };
-      }
-      return { calls: [{ action: "drag", path }] };
-    }
-    case "scroll":
-      return {
-        calls: [{
-          action: "scroll",
-          ...at,
-          scroll_x: wheelClicks(action.scroll_x),
-          scroll_y: wheelClicks(action.scroll_y),
-        }],
-      };
-    case "type":
-      if (typeof action.text !== "string") {
-        return { error: 'type needs "text"' };
-      }
-      return { calls: [{ action: "type", text: action.text }] };
-    case "keypress": {
-      const keys = Array.isArray(action.keys)
-        ? action.keys.filter((key) => typeof key === "string")
-        : [];
-      if (keys.length === 0) return { error: 'keypress needs "keys"' };
-      return { calls: [{ action: "key", keys }] };
-    }
-    case "wait":
-      return { calls: [{ action: "wait", duration_ms: 1000 }] };
-    default:
-      return { error: `Unknown computer action "${type.slice(0, 50)}"` };
-  }
-}
+const PREVIEW_ENVIRONMENTS: Record<string, string> = {
+  browser: "browser",
+  desktop: "linux",
+};
 
-/**
- * The tools the model is given.
- *
- * @param run The run (tools, display size).
- * @returns The declarations, and whether the computer tool is among them.
- */
-export function responsesTools(
-  run: Pick<AgentRun, "tools" | "display">,
-): { declared: JsonObject[]; computer: boolean } {
-  const computer = computerTool(run.tools);
-  const declared = run.tools.map((tool): JsonObject =>
-    tool === computer ? computerDeclaration(run.display) : {
-      type: "function",
-      name: tool.name,
-      ...(tool.description && { description: tool.description }),
-      parameters: tool.inputSchema,
-      strict: false,
-    }
-  );
-  return { declared, computer: computer !== undefined };
-}
-
-function computerDeclaration(display: DisplaySize): JsonObject {
-  return {
+/** How each Responses computer tool is declared. */
+const RESPONSES_COMPUTER_TOOLS: Record<
+  string,
+  (display: DisplaySize, environment: string | undefined) => JsonObject
+> = {
+  computer: () => ({ type: "computer" }),
+  computer_use_preview: (display, environment) => ({
     type: "computer_use_preview",
     display_width: display.width,
     display_height: display.height,
-    environment: "browser",
+    environment: environment !== undefined &&
+        Object.hasOwn(PREVIEW_ENVIRONMENTS, environment)
+      ? PREVIEW_ENVIRONMENTS[environment]
+      : "browser",
+  }),
+};
+
+/**
+ * The tools the model is given, from the environment's tools and the
+ * model's `computer_use`.
+ *
+ * @example
+ * ```ts
+ * import { responsesTools } from "./responses.ts";
+ *
+ * const computer = {
+ *   name: "computer",
+ *   inputSchema: { type: "object", properties: { action: { type: "string" } } },
+ * };
+ * responsesTools({
+ *   tools: [computer],
+ *   display: { width: 1280, height: 800 },
+ *   computerUse: { tool: "computer" },
+ * }).declared; // [{ type: "computer" }]
+ * ```
+ *
+ * @param run The run (tools, display size, the model's computer use, the scenario's environment).
+ * @returns The declarations, and whether the computer is reached natively.
+ */
+export function responsesTools(
+  run: Pick<
+    AgentRun,
+    "tools" | "display" | "computerUse" | "computerEnvironment"
+  >,
+): { declared: JsonObject[]; computer: boolean } {
+  const computer = computerTool(run.tools);
+  const declare = run.computerUse &&
+      Object.hasOwn(RESPONSES_COMPUTER_TOOLS, run.computerUse.tool)
+    ? RESPONSES_COMPUTER_TOOLS[run.computerUse.tool]
+    : undefined;
+  const declared = run.tools.map((tool): JsonObject =>
+    tool === computer && declare
+      ? declare(run.display, run.computerEnvironment)
+      : {
+        type: "function",
+        name: tool.name,
+        ...(tool.description && { description: tool.description }),
+        parameters: tool.inputSchema,
+        strict: false,
+      }
+  );
+  return {
+    declared,
+    computer: computer !== undefined && declare !== undefined,
   };
 }
 
@@ -276,15 +231,15 @@ export async function runResponses(
       }
       const checks = safetyChecks(call);
       outcome.safetyChecks.push(...checks);
-      const action = isObject(call.action) ? call.action : {};
+      // The GA tool batches `actions`; the preview tool sends one `action`.
+      const batch = Array.isArray(call.actions)
+        ? call.actions.filter(isObject)
+        : [isObject(call.action) ? call.action : {}];
       const result = await traceToolCall(
         outcome,
         "computer",
-        action,
-        () =>
-          computer
-            ? runComputer(gate, responsesComputerPlan(action))
-            : gate.refuse("computer"),
+        Array.isArray(call.actions) ? batch : batch[0],
+        () => computer ? runBatch(gate, batch) : gate.refuse("computer"),
         checks,
       );
       if (result.isError) {
@@ -308,6 +263,46 @@ export async function runResponses(
   }
   outcome.stepLimitReached = true;
   return outcome;
+}
+
+/** Actions one `computer_call` may carry: a hostile model cannot queue an endless batch. */
+const MAX_BATCH = 100;
+
+/**
+ * Runs a `computer_call`'s actions in order, only the last answering with a
+ * screenshot (the one the output carries); the first error stops the rest
+ * (the model reads which failed).
+ */
+async function runBatch(
+  gate: ToolGate,
+  actions: JsonObject[],
+): Promise<ToolResult> {
+  if (actions.length > MAX_BATCH) {
+    return errorResult(
+      `A computer_call may carry at most ${MAX_BATCH} actions; this one has ${actions.length}, none run`,
+    );
+  }
+  const texts: string[] = [];
+  for (const [i, action] of actions.entries()) {
+    const result = await runComputer(gate, responsesComputerPlan(action), {
+      screenshot: i === actions.length - 1,
+    });
+    if (result.text) texts.push(result.text);
+    if (result.isError) {
+      const skipped = actions.length - i - 1;
+      return {
+        ...result,
+        text: [
+          ...texts,
+          ...(skipped > 0
+            ? [`(${skipped} later action(s) of this call were not run)`]
+            : []),
+        ].join("\n"),
+      };
+    }
+    if (i === actions.length - 1) return { ...result, text: texts.join("\n") };
+  }
+  return { text: "", images: [], isError: false };
 }
 
 /** A 1×1 PNG: the screen of a computer the task does not have. */

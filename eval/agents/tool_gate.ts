@@ -114,24 +114,30 @@ export type ComputerPlan = { calls: JsonObject[] } | { error: string };
 
 /**
  * Runs a native action's calls of the environment's `computer` tool in order:
- * only the last answers with a screenshot; the first error stops the rest.
+ * only the last answers with a screenshot (none with `screenshot: false`,
+ * beside a `screenshot` or `zoom` call's own picture); the first error stops
+ * the rest.
  *
  * @param gate The tool gate.
  * @param plan The calls, or an error to answer with.
+ * @param options `screenshot`: whether the last call answers with one (default true).
  * @returns The texts joined, the last call's images.
  */
 export async function runComputer(
   gate: ToolGate,
   plan: ComputerPlan,
+  options: { screenshot?: boolean } = {},
 ): Promise<ToolResult> {
   if ("error" in plan) return errorResult(plan.error);
   const texts: string[] = [];
   let last: ToolResult = { text: "", images: [], isError: false };
   for (const [i, call] of plan.calls.entries()) {
-    const final = i === plan.calls.length - 1;
+    // A screenshot or zoom is its own picture: never asked to leave it out.
+    const pictured = call.action === "screenshot" || call.action === "zoom" ||
+      (i === plan.calls.length - 1 && options.screenshot !== false);
     last = await gate.call(
       "computer",
-      final ? call : { ...call, screenshot: false },
+      pictured ? call : { ...call, screenshot: false },
     );
     if (last.text) texts.push(last.text);
     if (last.isError) break;

@@ -5,7 +5,12 @@
  *
  * @module
  */
-import type { Executor, MouseButton, Point } from "../../tools/executor.ts";
+import type {
+  Executor,
+  MouseButton,
+  Point,
+  Region,
+} from "../../tools/executor.ts";
 import { keysyms } from "../../tools/keys.ts";
 import { encodePng, type Size } from "../../tools/png.ts";
 import type { RfbClient } from "./rfb.ts";
@@ -192,6 +197,20 @@ export class RfbExecutor implements Executor {
     for (const code of codes.toReversed()) await this.#rfb.key(code, false);
   }
 
+  /** Presses keys and keeps them down. */
+  async keysDown(keys: readonly string[]): Promise<void> {
+    for (const code of keysyms(keys).map(keysymCode)) {
+      await this.#rfb.key(code, true);
+    }
+  }
+
+  /** Releases held keys, in reverse. */
+  async keysUp(keys: readonly string[]): Promise<void> {
+    for (const code of keysyms(keys).map(keysymCode).toReversed()) {
+      await this.#rfb.key(code, false);
+    }
+  }
+
   /** Holds keys down for `durationMs`. */
   async holdKey(keys: readonly string[], durationMs: number): Promise<void> {
     const codes = keysyms(keys).map(keysymCode);
@@ -207,12 +226,26 @@ export class RfbExecutor implements Executor {
 
   /** The whole screen, scaled (nearest pixel) to `size`, as PNG. */
   async screenshot(size: Size): Promise<Uint8Array> {
+    return await this.screenshotRegion(
+      { x: 0, y: 0, width: this.#rfb.width, height: this.#rfb.height },
+      size,
+    );
+  }
+
+  /** A region of the screen (the `computer` tool's `zoom`), scaled (nearest pixel) to `size`, as PNG. */
+  async screenshotRegion(region: Region, size: Size): Promise<Uint8Array> {
     const pixels = await this.#rfb.refresh();
     const { width, height } = this.#rfb;
     return await encodePng(size, {
       pixel: (x, y) => {
-        const sx = Math.min(width - 1, Math.floor(x * width / size.width));
-        const sy = Math.min(height - 1, Math.floor(y * height / size.height));
+        const sx = Math.min(
+          width - 1,
+          region.x + Math.floor(x * region.width / size.width),
+        );
+        const sy = Math.min(
+          height - 1,
+          region.y + Math.floor(y * region.height / size.height),
+        );
         const at = (sy * width + sx) * 4;
         return [pixels[at], pixels[at + 1], pixels[at + 2]];
       },
