@@ -8,6 +8,7 @@
  */
 import type { EvalResult } from "./result.ts";
 import { runIdentity } from "./tasks.ts";
+import { countsAsFailure } from "./stats.ts";
 
 /** What {@linkcode endOfRunLines} reports on besides the results. */
 export interface EndOfRun {
@@ -74,8 +75,20 @@ export function endOfRunLines(
     lines.push(
       `${failed.length} run(s) ended in an error (${
         [...kinds].map(([kind, n]) => `${kind} ${n}`).join(", ")
-      }), not counted in the mean; --resume ${out} runs them again`,
+      })`,
     );
+    const asFailures = failed.filter(countsAsFailure).length;
+    if (asFailures > 0) {
+      lines.push(
+        `  ${asFailures} after the agent acted: counted as failures (reward 0) in the mean and pass@k`,
+      );
+    }
+    const notScored = failed.length - asFailures;
+    if (notScored > 0) {
+      lines.push(
+        `  ${notScored} before the agent acted (infrastructure, or stopped): not scored, their task(s) left out of every rate; --resume ${out} runs them again`,
+      );
+    }
   }
   const refused = results.reduce((sum, r) => sum + r.refused_tool_calls, 0);
   if (refused > 0) {

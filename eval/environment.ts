@@ -52,6 +52,21 @@ import {
  */
 export const DEFAULT_TOOL_TIMEOUT_MS = 120_000;
 
+/**
+ * How much longer than the tool time-out the runner waits for a tool's
+ * answer, ms: a tool with a limit of its own of at most the tool time-out
+ * (bash's 120 s) answers the agent with its own time-out first, so a long
+ * command is the agent's to read, never a way to error the run.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_TOOL_TIMEOUT_MS, TOOL_TIMEOUT_GRACE_MS } from "./environment.ts";
+ *
+ * (DEFAULT_TOOL_TIMEOUT_MS + TOOL_TIMEOUT_GRACE_MS) / 1000; // 130, when the runner gives up
+ * ```
+ */
+export const TOOL_TIMEOUT_GRACE_MS = 10_000;
+
 /** Options of {@linkcode Environment.connect}. */
 export interface ConnectOptions {
   /** Sent as `_meta.harness_token`, and to a stdio child as `MCP_HARNESS_TOKEN`. */
@@ -357,7 +372,7 @@ export class Environment {
             ? this.#displayMeta
             : { ...this.#displayMeta, run_id: runId },
         },
-        { signal, timeout: this.#toolTimeoutMs },
+        { signal, timeout: this.#toolTimeoutMs + TOOL_TIMEOUT_GRACE_MS },
       );
     } catch (error) {
       if (signal?.aborted) throw error;
@@ -372,7 +387,7 @@ export class Environment {
       ) {
         throw new EnvironmentError(
           `The tool "${name}" did not answer within ${
-            this.#toolTimeoutMs / 1000
+            (this.#toolTimeoutMs + TOOL_TIMEOUT_GRACE_MS) / 1000
           } s`,
           { cause: error },
         );

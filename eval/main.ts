@@ -46,7 +46,7 @@ import { Replayer } from "./replay.ts";
 import { writeReport } from "./report.ts";
 import { imagesDirFor, storeImages } from "./report_images.ts";
 import { concurrencyRefusal, runEval } from "./runner.ts";
-import { summaryTable } from "./stats.ts";
+import { scoredReward, summaryTable } from "./stats.ts";
 import { type EvalTask, parseTasks, runIdentity } from "./tasks.ts";
 import type { EvalResult } from "./result.ts";
 
@@ -61,10 +61,11 @@ function progress(total: number) {
   let cost = 0;
   return (result: EvalResult) => {
     done++;
-    if (result.reward === null) errors++;
-    else {
+    if (result.error) errors++;
+    const score = scoredReward(result);
+    if (score !== null) {
       rewarded++;
-      rewards += result.reward;
+      rewards += score;
     }
     cost += result.cost_usd;
     const width = 24;
@@ -330,7 +331,7 @@ async function main(argv: string[]): Promise<number> {
       recorder?.wrap(gatewayTransport({ gatewayUrl, key: key! }));
 
     // Resuming keeps the finished runs (each once) and drops the rest.
-    const completed = earlier.filter((result) => !result.error);
+    const completed = earlier.filter((result) => scoredReward(result) !== null);
     await Deno.mkdir(dirname(out), { recursive: true });
     const kept = new Map(completed.map((r) => [runIdentity(r), r]));
     await Deno.writeTextFile(
@@ -353,7 +354,10 @@ async function main(argv: string[]): Promise<number> {
       tasks,
       repeat,
       // The errored ones are run again; their cost goes into the new result.
-      completed: [...kept.values(), ...earlier.filter((r) => r.error)],
+      completed: [
+        ...kept.values(),
+        ...earlier.filter((r) => scoredReward(r) === null),
+      ],
       endpoint: { gatewayUrl, key: key!, model, transport },
       concurrency,
       maxSteps,

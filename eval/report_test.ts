@@ -121,8 +121,9 @@ Deno.test("renderReport() gives every task a section, a summary row per scenario
   }
   assert.match(
     html,
-    // runs, mean, 95% interval, pass@1, errors: the error is no reward, not a 0.
-    /<th scope="row">guess<\/th><td class="n">2<\/td><td class="n">1\.000<\/td><td class="n">–<\/td><td class="n">1\.000<\/td><td class="n">1<\/td>/,
+    // runs, mean, 95% interval, pass@1, errors as 0, not scored: the error
+    // came after the agent acted (a model call), so it is a 0.
+    /<th scope="row">guess<\/th><td class="n">2<\/td><td class="n">0\.500<\/td><td class="n">±0\.980<\/td><td class="n">0\.500<\/td><td class="n">1<\/td><td class="n">0<\/td>/,
   );
   assert.match(
     html,

@@ -33,7 +33,10 @@ export interface EvalResult {
   scenario: string;
   /** Its arguments. */
   args: Record<string, unknown>;
-  /** The reward; `null` when the run ended in an error (not a score). */
+  /**
+   * The environment's reward; `null` when the run ended in an error (the
+   * statistics then score it 0 if the agent had acted: `agent_acted`).
+   */
   reward: number | null;
   /** Whether the environment called the task done. */
   done: boolean;
@@ -45,6 +48,13 @@ export interface EvalResult {
   error?: string;
   /** What kind of failure `error` is. */
   error_kind?: EvalErrorKind;
+  /**
+   * Whether the agent acted before the run ended: the model answered (or,
+   * for a time-out, was called). An error after that is scored as a 0 (see
+   * `scoredReward` in `stats.ts`); one before is not scored and is tried
+   * again (`retries`, `--resume`). Absent in results of older runners.
+   */
+  agent_acted?: boolean;
   /** Tries the task took (more than 1 after infrastructure failures). */
   attempts: number;
   /**

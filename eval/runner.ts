@@ -28,6 +28,7 @@ import {
 import type { EnvironmentTarget } from "./target.ts";
 import type { EarlierAttempt, EvalErrorKind, EvalResult } from "./result.ts";
 import { type EvalTask, runIdentity } from "./tasks.ts";
+import { scoredReward } from "./stats.ts";
 import {
   backOff,
   earlierAttempt,
@@ -44,10 +45,10 @@ export interface EvalOptions {
   /** Runs of every task (default 1); results say which with `repeat`. */
   repeat?: number;
   /**
-   * Results of an earlier run of the same tasks (`--resume`): the tasks
-   * they finished without an error are not run again, and are part of
-   * the summary; one that ended in an error is run again, and its new
-   * result lists it in `earlier_attempts` (its cost counted).
+   * Results of an earlier run of the same tasks (`--resume`): the runs
+   * they scored (an error after the agent acted scores 0) are not run
+   * again, and are part of the summary; one not scored is run again, and
+   * its new result lists it in `earlier_attempts` (its cost counted).
    */
   completed?: EvalResult[];
   /** The model behind the gateway. */
@@ -184,7 +185,7 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   const triedBefore = new Map<string, EarlierAttempt[]>();
   for (const result of options.completed ?? []) {
     const key = runIdentity(result);
-    if (!result.error || done.has(key)) continue;
+    if (done.has(key) || !result.error) continue;
     triedBefore.set(key, [
       ...triedBefore.get(key) ?? [],
       ...result.earlier_attempts ?? [],
@@ -233,8 +234,11 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
             await env?.close().catch(() => {});
             env = undefined;
           }
+          // Only a failure the agent had no part in is tried again: one
+          // after it acted is its score (a 0), or failing would buy retries.
           if (
             attempt > retries || options.signal?.aborted ||
+            result.agent_acted ||
             (result.error_kind !== "environment" &&
               result.error_kind !== "gateway")
           ) break;
@@ -278,7 +282,10 @@ function planRuns(tasks: EvalTask[], repeat: number): PlannedRun[] {
   );
 }
 
-/** The earlier results that finished a planned run, one per run. */
+/**
+ * The earlier results that scored a planned run, one per run: an error
+ * after the agent acted is its score, never run again.
+ */
 function keptResults(
   planned: PlannedRun[],
   completed: EvalResult[],
@@ -287,7 +294,9 @@ function keptResults(
   const kept = new Map<string, EvalResult>();
   for (const result of completed) {
     const key = runIdentity(result);
-    if (result.error || !wanted.has(key) || kept.has(key)) continue;
+    if (scoredReward(result) === null || !wanted.has(key) || kept.has(key)) {
+      continue;
+    }
     kept.set(key, { ...result, repeat: result.repeat ?? 0 });
   }
   return [...kept.values()];
@@ -311,6 +320,7 @@ function failedRun(
     done: false,
     error: stopped ? "Stopped before the run finished" : messageOf(error),
     error_kind: stopped ? "stopped" : errorKind(error),
+    agent_acted: false,
     attempts: 1,
     steps: 0,
     tokens: { input: 0, output: 0 },
@@ -358,7 +368,11 @@ async function runTask(
     done: evaluation.done ?? true,
     ...(evaluation.subscores && { subscores: evaluation.subscores }),
     ...(evaluation.content && { content: String(evaluation.content) }),
-    ...(error && { error: error.message, error_kind: error.kind }),
+    ...(error && {
+      error: error.message,
+      error_kind: error.kind,
+      agent_acted: agentActed(agent, error.kind),
+    }),
     attempts: 1,
     steps: agent.steps,
     tokens: agent.tokens,
@@ -415,6 +429,18 @@ async function runTask(
       kind,
     });
   }
+}
+
+/**
+ * Whether the agent acted before its run failed: the model answered once at
+ * least, or was called when the time ran out (a model that stalls must not
+ * turn a task it would fail into one that is not scored).
+ */
+function agentActed(agent: AgentOutcome, kind: EvalErrorKind): boolean {
+  if (kind === "timeout") return agent.steps > 0;
+  return agent.trajectory.steps.some((step) =>
+    step.status >= 200 && step.status <= 299
+  );
 }
 
 /**

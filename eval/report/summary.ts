@@ -9,10 +9,13 @@ import { rewardStats } from "../stats.ts";
 import { esc, isScored, num, usd } from "./html.ts";
 
 export function summarySection(results: EvalResult[]): string {
-  // Rewards as the runner's statistics read them: a number, or null (an error).
+  // Rewards as the runner's statistics read them: a number, or null (an
+  // error, which they score 0 when the agent had acted).
   const clean = results.map((r) => ({
     ...r,
     reward: isScored(r) ? num(r.reward) : null,
+    ...(r.reward !== null && !isScored(r) && !r.error &&
+      { error: "The reward is not a finite number" }),
   }));
   const groups = new Map<string, EvalResult[]>();
   for (const result of clean) {
@@ -32,9 +35,10 @@ export function summarySection(results: EvalResult[]): string {
     const cells = [
       String(list.length),
       fixed(stats.mean),
-      stats.runs - stats.errors > 1 ? `±${stats.ci95.toFixed(3)}` : "–",
+      stats.ci95 > 0 ? `±${stats.ci95.toFixed(3)}` : "–",
       ...ks.map((k) => fixed(stats.passAt.get(k))),
-      String(stats.errors),
+      String(stats.countedAsFailures),
+      String(stats.notScored),
       (sum((r) => num(r.steps)) / Math.max(1, list.length)).toFixed(1),
       String(sum((r) => num(r.tokens?.input) + num(r.tokens?.output))),
       usd(sum((r) => num(r.cost_usd))),
@@ -48,7 +52,8 @@ export function summarySection(results: EvalResult[]): string {
     "mean reward",
     "95% interval",
     ...ks.map((k) => `pass@${k}`),
-    "errors",
+    "errors as 0",
+    "not scored",
     "mean steps",
     "tokens",
     "cost",
