@@ -69,6 +69,14 @@ export interface EvalResult {
   tokens: { input: number; output: number };
   /** What the gateway charged for the run's calls, USD, over every try. */
   cost_usd: number;
+  /**
+   * `gateway_traces` when `cost_usd` was read from the gateway's traces of
+   * the run (`GET /v1/traces?trace_id=`): a call was cut off (by the
+   * time-out, a stop, a failure) before its cost header arrived.
+   */
+  cost_source?: "gateway_traces";
+  /** The environment's name (its MCP server name; absent in older results). */
+  environment?: string;
   /** The `trace-id` every model call of the run carried. */
   trace_id: string;
   /** The wire convention the model was spoken to in. */

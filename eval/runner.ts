@@ -29,6 +29,7 @@ import type { EnvironmentTarget } from "./target.ts";
 import type { EarlierAttempt, EvalErrorKind, EvalResult } from "./result.ts";
 import { type EvalTask, runIdentity } from "./tasks.ts";
 import { scoredReward } from "./stats.ts";
+import { chargedMicros } from "./trace_cost.ts";
 import {
   backOff,
   earlierAttempt,
@@ -358,6 +359,7 @@ async function runTask(
     trace_id: runId,
     convention,
     model: options.endpoint.model,
+    environment: env.name,
   };
   const finish = (
     evaluation: Partial<EvaluationResult>,
@@ -398,6 +400,39 @@ async function runTask(
     await env.submit(task.scenario, agent.answer, runId);
     return await env.evaluate(task.scenario, runId);
   };
+  const result = await settle(work, signal, options, timeout, env, finish);
+  if (!result.error || agent.steps === 0 || !options.endpoint.gatewayUrl) {
+    return result;
+  }
+  // A call cut off (by the time-out, a stop, a failure elsewhere) was still
+  // charged, but its x-gateway-cost never arrived: the gateway's traces say.
+  const charged = await chargedMicros({
+    gatewayUrl: options.endpoint.gatewayUrl,
+    key: options.endpoint.key,
+    traceId: runId,
+    calls: agent.steps,
+  });
+  return charged !== undefined && charged > agent.costMicros
+    ? {
+      ...result,
+      cost_usd: charged / 1_000_000,
+      cost_source: "gateway_traces",
+    }
+    : result;
+}
+
+/** A run's work carried out: its result, or the error it ended in. */
+async function settle(
+  work: () => Promise<EvaluationResult>,
+  signal: AbortSignal | undefined,
+  options: EvalOptions,
+  timeout: AbortSignal | undefined,
+  env: Environment,
+  finish: (
+    evaluation: Partial<EvaluationResult>,
+    error?: { message: string; kind: EvalErrorKind },
+  ) => EvalResult,
+): Promise<EvalResult> {
   try {
     const evaluation = await untilAborted(work(), signal);
     return evaluation.isError
