@@ -94,13 +94,14 @@ export const OPTIONS = {
   out: {
     type: "string",
     arg: "FILE",
-    help: "results, JSONL (default eval-results/<time>.jsonl)",
+    help:
+      "results, JSONL: a new file (default\neval-results/<time>-<id>.jsonl)",
   },
   resume: {
     type: "string",
     arg: "FILE",
     help:
-      "runs only the tasks FILE has no result for (or an error),\nand adds their results to it",
+      "runs only the runs FILE has no score for, and appends\ntheir results to it",
   },
   "harness-token": {
     type: "string",
