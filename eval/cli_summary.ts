@@ -96,6 +96,15 @@ export function endOfRunLines(
       `${refused} call(s) of tools the agent was not given were refused`,
     );
   }
+  const excess = results.reduce(
+    (sum, r) => sum + (r.excess_tool_calls ?? 0),
+    0,
+  );
+  if (excess > 0) {
+    lines.push(
+      `${excess} tool call(s) past the cap of a turn were answered with an error, not run`,
+    );
+  }
   const checks = results.reduce((sum, r) => sum + r.safety_checks.length, 0);
   if (checks > 0) {
     lines.push(`${checks} safety check(s) acknowledged`);

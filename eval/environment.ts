@@ -18,6 +18,7 @@ import {
 } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { declaresRunIsolation } from "../mcp/runs.ts";
+import { boundedFetch, boundStdio } from "./_bounded_read.ts";
 import {
   type AgentTool,
   capToolContent,
@@ -232,7 +233,9 @@ export class Environment {
     let transport: Transport;
     if ("url" in target) {
       client = new Client(info, { versionNegotiation: { mode: "auto" } });
-      transport = new StreamableHTTPClientTransport(new URL(target.url));
+      transport = new StreamableHTTPClientTransport(new URL(target.url), {
+        fetch: boundedFetch(),
+      });
     } else {
       client = new Client(info);
       const stdio = new StdioClientTransport({
@@ -247,7 +250,7 @@ export class Environment {
         stderr: "pipe",
       });
       stdio.stderr?.on("data", (chunk: Uint8Array) => stderr.push(chunk));
-      transport = stdio;
+      transport = boundStdio(stdio);
     }
     try {
       await client.connect(withInitializeMeta(transport, display));

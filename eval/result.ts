@@ -85,6 +85,8 @@ export interface EvalResult {
   model?: string;
   /** Calls of tools the agent was not given, refused with an error result. */
   refused_tool_calls: number;
+  /** Tool calls past the per-turn cap (32), answered with an error, not run. */
+  excess_tool_calls?: number;
   /** Safety checks the model raised and the runner acknowledged. */
   safety_checks: SafetyCheck[];
   /** Wall time of the run, ms. */

@@ -380,6 +380,8 @@ async function runTask(
     tokens: agent.tokens,
     cost_usd: agent.costMicros / 1_000_000,
     refused_tool_calls: agent.refusedToolCalls,
+    ...(agent.excessToolCalls > 0 &&
+      { excess_tool_calls: agent.excessToolCalls }),
     safety_checks: agent.safetyChecks,
     duration_ms: Math.round(performance.now() - started),
     trajectory: agent.trajectory,
