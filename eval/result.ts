@@ -77,6 +77,8 @@ export interface EvalResult {
   cost_source?: "gateway_traces";
   /** The environment's name (its MCP server name; absent in older results). */
   environment?: string;
+  /** The gateway the model was called through (its URL; absent when replayed, and in older results). */
+  gateway?: string;
   /** The `trace-id` every model call of the run carried. */
   trace_id: string;
   /** The wire convention the model was spoken to in. */

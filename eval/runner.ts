@@ -360,6 +360,8 @@ async function runTask(
     convention,
     model: options.endpoint.model,
     environment: env.name,
+    ...(options.endpoint.gatewayUrl &&
+      { gateway: options.endpoint.gatewayUrl }),
   };
   const finish = (
     evaluation: Partial<EvaluationResult>,
