@@ -5,7 +5,7 @@
  * @module
  */
 import type { EvalResult } from "../result.ts";
-import { rewardStats } from "../stats.ts";
+import { countsAsFailure, rewardStats } from "../stats.ts";
 import { esc, isScored, num, usd } from "./html.ts";
 
 export function summarySection(results: EvalResult[]): string {
@@ -136,7 +136,7 @@ export function distribution(results: EvalResult[]): string {
     ? (sorted[Math.floor((sorted.length - 1) / 2)] +
       sorted[Math.ceil((sorted.length - 1) / 2)]) / 2
     : 0;
-  const mean = scored.reduce((a, b) => a + b, 0) / Math.max(1, scored.length);
+  const asZero = results.filter((r) => r.error && countsAsFailure(r)).length;
   return `<figure>
 <svg viewBox="0 0 ${w} ${h}" width="${w}" height="${h}" role="img" aria-labelledby="dist-caption">
 <line class="axis" x1="${left}" y1="${base}" x2="${w - 10}" y2="${base}"/>
@@ -146,11 +146,11 @@ export function distribution(results: EvalResult[]): string {
 <text x="${(w + left) / 2}" y="${h - 4}" text-anchor="middle">reward</text>
 ${bars}
 </svg>
-<figcaption id="dist-caption">${scored.length} scored run(s): mean reward ${
-    mean.toFixed(3)
-  }, median ${median.toFixed(3)}${
+<figcaption id="dist-caption">${scored.length} run(s) with a reward: median ${
+    median.toFixed(3)
+  }${
     errors > 0
-      ? `; ${errors} run(s) ended in an error (no reward, in red)`
+      ? `; ${errors} run(s) ended in an error (no reward, in red), ${asZero} of them scored 0 in the mean and pass@k`
       : "; no errors"
   }</figcaption>
 </figure>`;
