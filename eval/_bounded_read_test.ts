@@ -1,9 +1,6 @@
 import assert from "node:assert/strict";
-import {
-  boundedFetch,
-  BoundedLineBuffer,
-  SentRequests,
-} from "./_bounded_read.ts";
+import { BoundedLineBuffer, SentRequests } from "./_bounded_read.ts";
+import { boundedFetch } from "./_bounded_http.ts";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 

@@ -18,7 +18,8 @@ import {
 } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { declaresRunIsolation } from "../mcp/runs.ts";
-import { boundedFetch, boundStdio } from "./_bounded_read.ts";
+import { boundStdio } from "./_bounded_read.ts";
+import { boundedFetch } from "./_bounded_http.ts";
 import {
   type AgentTool,
   capToolContent,

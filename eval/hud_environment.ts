@@ -28,7 +28,7 @@ import { RfbClient } from "../mcp/hud/rfb.ts";
 import { RfbExecutor } from "../mcp/hud/rfb_executor.ts";
 import { openTunnel } from "../mcp/hud/tunnel.ts";
 import { ComputerTool } from "../tools/computer.ts";
-import { boundedFetch } from "./_bounded_read.ts";
+import { boundedFetch } from "./_bounded_http.ts";
 import {
   type AgentTool,
   capToolContent,
