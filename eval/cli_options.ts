@@ -162,6 +162,29 @@ export const OPTIONS = {
     help:
       "answer model calls from a recording: no gateway, cost $0;\nthe recorded tasks unless --tasks or --scenario; a run whose\nrequests differ from the recording is an error naming the step",
   },
+  "docker-host": {
+    type: "string",
+    arg: "HOST",
+    multiple: true,
+    help:
+      "a Docker daemon for docker:// runs (repeatable: runs go to\nthe one with the most free capacity; default: docker's own)",
+  },
+  "docker-cpus": {
+    type: "string",
+    arg: "N",
+    help: "CPUs of one docker:// run's container (default 1)",
+  },
+  "docker-memory": {
+    type: "string",
+    arg: "SIZE",
+    help: "memory of one docker:// run's container (default 2g)",
+  },
+  "docker-network": {
+    type: "string",
+    arg: "NET",
+    help:
+      "the network of docker:// runs (default none; host for a\nscenario that needs the network)",
+  },
   help: { type: "boolean", short: "h", help: "this help" },
 } as const satisfies Record<string, OptionRow>;
 
@@ -169,7 +192,8 @@ export const OPTIONS = {
 export const USAGE: string = `Usage: deno task eval <environment> [options]
 
   <environment>        an http(s)://…/mcp URL, a script (.ts/.js, run as
-                       \`deno run -A <file> stdio\`), or a command
+                       \`deno run -A <file> stdio\`), docker://IMAGE[:TAG]
+                       (a container per run, over stdio), or a command
 ${
   Object.entries(OPTIONS as Record<string, OptionRow>).map(([name, row]) => {
     const flag = `  --${name}${row.arg ? ` ${row.arg}` : ""}`;

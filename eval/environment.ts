@@ -32,6 +32,7 @@ import {
   type ToolResult,
 } from "./tool_host.ts";
 import {
+  type ContainerRuntime,
   EnvironmentError,
   type EnvironmentTarget,
   OutputTail,
@@ -175,6 +176,8 @@ export class Environment {
   readonly #harnessToken?: string;
   readonly #toolTimeoutMs: number;
   readonly #limits: { maxBytes: number; maxImages: number };
+  /** Removes what a container runtime started for this connection. */
+  #release?: () => Promise<void>;
 
   /** For subclasses that reach the tools another way (`HudEnvironment`). */
   protected constructor(
@@ -226,6 +229,9 @@ export class Environment {
     if ("tcp" in target) {
       const { HudEnvironment } = await import("./hud_environment.ts");
       return await HudEnvironment.open(target.tcp, options);
+    }
+    if ("runtime" in target) {
+      return await Environment.#launch(target.runtime, options);
     }
     const info = { name: "mcpkit-eval", version: "0.1.0" };
     const display = displayMeta(options.display ?? DEFAULT_DISPLAY);
@@ -482,9 +488,50 @@ export class Environment {
     };
   }
 
-  /** Closes the connection (and the process, for stdio). */
+  /** Closes the connection (and the process, for stdio; the container, for a runtime). */
   async close(): Promise<void> {
-    await this.client.close();
+    try {
+      await this.client.close();
+    } finally {
+      await this.#release?.();
+    }
+  }
+
+  /**
+   * Connects over stdio to an environment a container runtime starts; the
+   * container is removed when the connection closes or fails to open.
+   */
+  static async #launch(
+    runtime: ContainerRuntime,
+    options: ConnectOptions,
+  ): Promise<Environment> {
+    const variables = [
+      ...Object.keys(options.env ?? {}),
+      ...(options.harnessToken ? ["MCP_HARNESS_TOKEN"] : []),
+    ];
+    let launched;
+    try {
+      launched = await runtime.launch(variables);
+    } catch (error) {
+      throw new EnvironmentError(
+        `Cannot start ${runtime.name}: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
+    try {
+      const env = await Environment.connect(
+        { command: launched.command, args: launched.args },
+        options,
+      );
+      env.#release = launched.release;
+      return env;
+    } catch (error) {
+      await launched.release();
+      throw new EnvironmentError(
+        `${runtime.name} on ${launched.where}: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
   }
 }
 

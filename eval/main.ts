@@ -39,6 +39,7 @@ import {
   Environment,
 } from "./environment.ts";
 import { EnvironmentError, parseTarget } from "./target.ts";
+import { dockerTarget } from "./environments/docker_options.ts";
 import { Recorder } from "./record.ts";
 import { Replayer } from "./replay.ts";
 import { writeReport } from "./report.ts";
@@ -138,7 +139,8 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (positionals.length === 0) throw new UsageError(USAGE);
-  const target = parseTarget(positionals[0], positionals.slice(1));
+  const target = dockerTarget(positionals[0], positionals.slice(1), values) ??
+    parseTarget(positionals[0], positionals.slice(1));
   if (values.record && values.replay) {
     throw new UsageError("--record and --replay cannot be used together");
   }
@@ -194,7 +196,7 @@ async function main(argv: string[]): Promise<number> {
       DEFAULT_MAX_TOOL_RESULT_IMAGES,
     ),
   };
-  if (!("command" in target) && values.env?.length) {
+  if (!("command" in target) && !("runtime" in target) && values.env?.length) {
     console.error(
       "--env applies to environments the runner starts; an http(s) or tcp:// environment keeps its own",
     );

@@ -59,7 +59,15 @@ export type {
   EvaluationResult,
   ScenarioInfo,
 } from "./environment.ts";
-export type { EnvironmentTarget } from "./target.ts";
+export type {
+  ContainerRuntime,
+  EnvironmentTarget,
+  LaunchedContainer,
+} from "./target.ts";
+export {
+  DockerRuntime,
+  type DockerRuntimeOptions,
+} from "./environments/docker.ts";
 export type { AgentTool, PromptMessage } from "./tool_host.ts";
 export {
   chatMessages,

@@ -131,7 +131,10 @@ export function concurrencyRefusal(
   target: EnvironmentTarget,
   concurrency: number,
 ): string | undefined {
-  if (concurrency <= 1 || "command" in target || env.isolatesRuns === true) {
+  if (
+    concurrency <= 1 || "command" in target || "runtime" in target ||
+    env.isolatesRuns === true
+  ) {
     return undefined;
   }
   const says = env.isolatesRuns === false
@@ -199,7 +202,10 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   );
   // The first connection is made here, so a refusal comes before any run.
   let first: Environment | undefined;
-  if (workers > 1 && !("command" in options.target)) {
+  // A process (or container) per worker isolates runs already.
+  const ownProcess = "command" in options.target ||
+    "runtime" in options.target;
+  if (workers > 1 && !ownProcess) {
     first = await Environment.connect(options.target, connect);
     const refusal = concurrencyRefusal(first, options.target, workers);
     if (refusal) {
@@ -230,8 +236,9 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
             );
           }
           result.attempts = attempt;
-          // A run that failed may have left its connection unusable.
-          if (result.error) {
+          // A run that failed may have left its connection unusable; a
+          // container runtime gives every run a container of its own.
+          if (result.error || "runtime" in options.target) {
             await env?.close().catch(() => {});
             env = undefined;
           }

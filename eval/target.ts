@@ -108,13 +108,45 @@ export class OutputTail {
 }
 
 /**
+ * One environment a {@linkcode ContainerRuntime} started: the command whose
+ * stdio is the environment's, and how to remove it.
+ */
+export interface LaunchedContainer {
+  /** The command (the runtime's CLI). */
+  command: string;
+  /** Its arguments. */
+  args: string[];
+  /** Where it runs, for messages (a daemon). */
+  where: string;
+  /** Removes what was started; safe to call more than once. */
+  release(): Promise<void>;
+}
+
+/**
+ * Starts an environment per connection in a container
+ * (`eval/environments/`): `docker://IMAGE` is one.
+ */
+export interface ContainerRuntime {
+  /** What it runs, for messages (`docker://desktop-env`). */
+  readonly name: string;
+  /**
+   * Starts one environment.
+   *
+   * @param variables Names of variables to pass in: their values are in the
+   * environment of the returned command's process, never on its command line.
+   */
+  launch(variables: string[]): Promise<LaunchedContainer>;
+}
+
+/**
  * Where the environment is: an `http(s)://…/mcp` URL, a command to spawn,
- * or a HUD v6 control channel (`host:port`).
+ * a HUD v6 control channel (`host:port`), or a container per connection.
  */
 export type EnvironmentTarget =
   | { url: string }
   | { command: string; args: string[]; cwd?: string }
-  | { tcp: string };
+  | { tcp: string }
+  | { runtime: ContainerRuntime };
 
 /**
  * Reads a target from the command line: a URL, a HUD v6 control channel
@@ -153,7 +185,12 @@ export function parseTarget(
  * Why an environment did not start, in a line, then the end of its stderr.
  */
 export function startFailure(
-  target: Exclude<EnvironmentTarget, { tcp: string }>,
+  target: Exclude<
+    EnvironmentTarget,
+    { tcp: string } | {
+      runtime: ContainerRuntime;
+    }
+  >,
   error: unknown,
   tail: string,
 ): string {

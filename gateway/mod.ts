@@ -76,6 +76,8 @@ export {
 } from "./upstream/providers/mod.ts";
 export type {
   CatalogEntry,
+  ComputerUse,
+  ModelFeatures,
   ModelLifecycle,
   ModelPricing,
 } from "./state/catalog.ts";

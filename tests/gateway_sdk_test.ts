@@ -164,7 +164,7 @@ Deno.test("the Anthropic SDK streams a message through the gateway", async () =>
     sim: { behaviour: { reply: "a b c d e f g h" } },
   });
   const stream = anthropic(h).messages.stream({
-    model: "claude-opus-4-1",
+    model: "claude-opus-4-5",
     max_tokens: 100,
     messages: [{ role: "user", content: "letters" }],
   });

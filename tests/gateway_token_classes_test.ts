@@ -754,8 +754,8 @@ Deno.test("a count above a trillion tokens fails the call where it enters: a 502
   const absurd = { ...TOTALS_DELTA, output_tokens: 2 ** 50 };
   upstream.answer = anthropicAnswer(absurd);
   const response = await h.post(
-    callPath("messages", "claude-opus-4-1", false),
-    callBody("messages", "claude-opus-4-1", false),
+    callPath("messages", "claude-opus-4-5", false),
+    callBody("messages", "claude-opus-4-5", false),
   );
   assert.equal(response.status, 502);
   assert.match(await response.text(), /token count/);
@@ -766,8 +766,8 @@ Deno.test("a count above a trillion tokens fails the call where it enters: a 502
   assert.equal(trace.costMicros, 0);
   upstream.answer = anthropicStream(SPLIT_START, absurd);
   const streamed = await h.post(
-    callPath("messages", "claude-opus-4-1", true),
-    callBody("messages", "claude-opus-4-1", true),
+    callPath("messages", "claude-opus-4-5", true),
+    callBody("messages", "claude-opus-4-5", true),
   );
   const events = await readSse(streamed);
   assert.match(events.at(-1)!.data, /token count/);

@@ -65,15 +65,11 @@ function dataUrl(image: { width: number; height: number }): string {
 
 /** A mid-episode request per convention, its screenshots of the given sizes. */
 function bodies(images: { width: number; height: number }[]) {
+  // Claude Sonnet 5.5's documented wire: the toolset, member calls.
   const anthropic = {
     model: "claude-sonnet-5-5",
     max_tokens: 1024,
-    tools: [{
-      type: "computer_20250124",
-      name: "computer",
-      display_width_px: 1280,
-      display_height_px: 800,
-    }],
+    tools: [{ type: "computer_toolset_20260801" }],
     messages: [
       { role: "user", content: PROMPT },
       ...images.flatMap((image, i) => [
@@ -82,8 +78,9 @@ function bodies(images: { width: number; height: number }[]) {
           content: [{
             type: "tool_use",
             id: `toolu_${i}`,
-            name: "computer",
-            input: { action: "screenshot" },
+            name: "screenshot",
+            input: {},
+            toolset_name: "computer",
           }],
         },
         {
@@ -91,6 +88,7 @@ function bodies(images: { width: number; height: number }[]) {
           content: [{
             type: "tool_result",
             tool_use_id: `toolu_${i}`,
+            toolset_name: "computer",
             content: [{
               type: "image",
               source: {

@@ -98,6 +98,10 @@ export function createDesktopServer(
   });
 
   mcp.shutdown(async () => {
+    // The line a container's log keeps of a clean stop (`docker stop`).
+    console.error(
+      "desktop: shutting down: closing the shell, Chromium and Xvfb",
+    );
     await bash.close();
     await desktop.close();
   });

@@ -44,6 +44,12 @@ import type { TraceBodies } from "../state/traces.ts";
 import { keptBody } from "../state/trace_bodies.ts";
 import { readAnswer, sendUpstream, type Upstream } from "../upstream/send.ts";
 import type { CallDeps, CallRequest } from "./deps.ts";
+import {
+  type CallState,
+  callState,
+  pinAnswer,
+  pinningExchange,
+} from "./state_pin.ts";
 
 /** How a call ended: what it is charged, and what its trace says. */
 interface Ending {
@@ -90,6 +96,8 @@ class Call implements AsyncDisposable {
   #ticket?: LimitTicket;
   /** The answer serving the call, with its key still lent. */
   #upstream?: Upstream;
+  /** A Responses call's stored state and the key that holds it. */
+  #state?: CallState;
   /** Set once a stream's relay owns the end of the call. */
   #relayed = false;
   #closed = false;
@@ -107,7 +115,13 @@ class Call implements AsyncDisposable {
     const { deps, request } = this;
     const parsed = parseCall(request);
     this.stream = parsed.stream;
-    checkStaticLimits(request.caller.limits, parsed.model, Date.now());
+    // An allowlist names catalog ids: a model asked for by an alias
+    // (`computer-use-preview` for `operator`) is checked as its model.
+    checkStaticLimits(
+      request.caller.limits,
+      deps.model(parsed.model)?.id ?? parsed.model,
+      Date.now(),
+    );
     // The first candidate serves the id asked for, which the allowlist let
     // through (it is the successor of a retired model the operator reroutes).
     const candidates = fallbackCandidates(deps, request.route, parsed)
@@ -140,11 +154,23 @@ class Call implements AsyncDisposable {
       inputTokens,
     );
     const entry = this.entry;
+    const state = this.#state;
     if (parsed.stream) {
       upstream.clearTimeout();
       const relay = relayStream({
         route: request.route,
-        exchange,
+        exchange: state
+          ? pinningExchange(exchange, (stateId) => {
+            void pinAnswer(
+              deps,
+              request,
+              entry.provider,
+              upstream.key.keyId,
+              state,
+              stateId,
+            );
+          })
+          : exchange,
         upstream,
         idleTimeoutMs: deps.upstreamTimeoutMs,
         inputEstimate: inputTokens,
@@ -153,7 +179,21 @@ class Call implements AsyncDisposable {
       relay.ended.then((end) => this.#streamEnded(end));
       return servedBy(entry, notice, relay.response);
     }
-    const { body, usage, text } = await readAnswer(exchange, upstream);
+    const { body, usage, text, stateId } = await readAnswer(
+      exchange,
+      upstream,
+    );
+    // Written before the answer goes out: the caller may chain on it at once.
+    if (state) {
+      await pinAnswer(
+        deps,
+        request,
+        entry.provider,
+        upstream.key.keyId,
+        state,
+        stateId,
+      );
+    }
     // A body the exchange passed through untouched goes out as it came in,
     // not serialised again.
     const answer = body === undefined ? text : JSON.stringify(body);
@@ -312,6 +352,9 @@ class Call implements AsyncDisposable {
       };
       const provider = deps.providers[entry.provider];
       const exchange = buildExchange(provider, input);
+      const state = await callState(deps, request, entry.provider, body);
+      this.#state = state;
+      const pinnedKeyId = state?.pinnedKeyId;
       try {
         this.#upstream = await sendUpstream(deps, {
           provider,
@@ -322,6 +365,10 @@ class Call implements AsyncDisposable {
           signal: request.signal,
           requestId: request.requestId,
           keysTried: this.keysTried,
+          // Continued state is served by the key that holds it or not at
+          // all; the wait for it is bounded by the upstream's answer time.
+          ...(pinnedKeyId !== undefined &&
+            { pinnedKeyId, pinWaitMs: deps.upstreamTimeoutMs }),
         });
         if (candidates.length > 1) {
           this.attempts.push({
@@ -341,7 +388,10 @@ class Call implements AsyncDisposable {
             error: tracedError(error.message),
           });
         }
-        if (!worthFallingBack(error) || index === candidates.length - 1) {
+        if (
+          !worthFallingBack(error) || index === candidates.length - 1 ||
+          pinnedKeyId !== undefined
+        ) {
           throw error;
         }
       }

@@ -15,6 +15,7 @@ import type { LimitCounters } from "../state/limits/counters.ts";
 import type { Provider } from "../upstream/providers/provider.ts";
 import type { ProviderName } from "../upstream/providers/mod.ts";
 import type { RouteName } from "../conventions.ts";
+import type { StatePins } from "../state/response_pins.ts";
 import type { UpstreamSettings } from "../upstream/send.ts";
 
 /** What a call needs from the rest of the gateway; each stage takes only its part (the sender its {@linkcode UpstreamSettings}). */
@@ -35,6 +36,8 @@ export interface CallDeps extends UpstreamSettings {
   log(record: Record<string, unknown>): void;
   /** When set, the most bytes of a call's request and (non-streamed) answer its trace keeps, scrubbed; absent: none. */
   traceBodyBytes?: number;
+  /** Which provider key holds each Responses conversation's state; absent: calls are not pinned. */
+  statePins?: StatePins;
 }
 
 /** The parts of the HTTP request a call reads. */

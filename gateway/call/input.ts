@@ -192,7 +192,8 @@ export function resolveModel(
   id: string,
   now: number = Date.now(),
 ): CatalogEntry {
-  let entry = knownModel(deps, id);
+  const requested = knownModel(deps, id);
+  let entry = requested;
   const seen = new Set<string>();
   while (modelStatus(entry, now) === "retired") {
     seen.add(entry.id);
@@ -205,7 +206,10 @@ export function resolveModel(
   }
   if (!entry.routes.includes(route)) {
     const native = deps.modelsOn(route);
-    const asked = entry.id === id ? "" : ` (the successor of retired "${id}")`;
+    // An alias names the same entry: only a reroute is worth saying.
+    const asked = entry === requested
+      ? ""
+      : ` (the successor of retired "${id}")`;
     throw new GatewayError(
       400,
       `Model "${entry.id}"${asked} is not available on the ${route} route; it is available on: ${

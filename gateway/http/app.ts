@@ -18,6 +18,7 @@ import { callerAuth } from "./auth.ts";
 import type { CallDeps } from "../call/deps.ts";
 import { LimitCounters } from "../state/limits/counters.ts";
 import { LiveCatalog } from "../state/live_catalog.ts";
+import { statePins } from "../state/response_pins.ts";
 import { createMetrics } from "../observe/metrics.ts";
 import { Catalog, DEFAULT_CATALOG } from "../state/catalog.ts";
 import type { GatewayConfig } from "../config.ts";
@@ -178,6 +179,7 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     ) as Record<ProviderName, string>,
     upstreamTimeoutMs: config.upstreamTimeoutMs,
     keyCooldownMs: config.keyCooldownMs,
+    statePins: statePins(kv),
     ...(config.traceBodies === "on" &&
       { traceBodyBytes: config.traceBodyBytes }),
     log,

@@ -1,7 +1,7 @@
 /**
  * The inference routes: a call on `chat`, `messages`, `responses` and
- * `gemini`, and token counting on `messages` and `gemini`. The work of a
- * call is in `call/`.
+ * `gemini`, token counting on `messages` and `gemini`, and creating a
+ * Responses conversation. The work of a call is in `call/`.
  *
  * @module
  */
@@ -10,6 +10,7 @@ import { handleCall } from "../call/call.ts";
 import type { CallDeps, CallRequest } from "../call/deps.ts";
 import { jsonObject } from "../call/input.ts";
 import { countTokens } from "../call/count_tokens.ts";
+import { createConversation } from "../call/conversations.ts";
 import { modelPathOf } from "./_path.ts";
 import { GatewayError } from "../errors.ts";
 import type { GatewayEnv } from "./_env.ts";
@@ -65,6 +66,19 @@ export function callRoutes(
       api.post(path, authenticate, bodySizeLimit, (c) => run(route)(c));
     }
   }
+  // A Responses conversation, pinned to the key that created it.
+  api.post(
+    "/conversations",
+    authenticate,
+    bodySizeLimit,
+    async (c) =>
+      createConversation(deps, {
+        body: jsonObject(await c.req.text()),
+        caller: c.get("caller"),
+        signal: c.req.raw.signal,
+        requestId: c.get("requestId"),
+      }),
+  );
   api.post("/messages/count_tokens", authenticate, bodySizeLimit, async (c) => {
     const body = jsonObject(await c.req.text());
     if (typeof body.model !== "string" || body.model === "") {

@@ -9,7 +9,11 @@ import { modelPathOf } from "./_path.ts";
 import { type Catalog, lifecycleInfo } from "../state/catalog.ts";
 import type { GatewayConfig } from "../config.ts";
 import { GatewayError } from "../errors.ts";
-import type { CatalogEntry } from "../state/catalog.ts";
+import type {
+  CatalogEntry,
+  ComputerUse,
+  ModelFeatures,
+} from "../state/catalog.ts";
 import type { GatewayEnv } from "./_env.ts";
 
 /**
@@ -59,6 +63,13 @@ export function modelRoutes(
       },
       // Its deprecation and retirement dates and successor, when it has an end.
       ...(m.lifecycle ? { lifecycle: lifecycleInfo(m, Date.now()) } : {}),
+      // The provider facts a harness needs, for the models that have them.
+      ...(m.aliases ? { aliases: m.aliases } : {}),
+      ...(m.computerUse
+        ? { computer_use: computerUseInfo(m.computerUse) }
+        : {}),
+      ...(m.contextWindow ? { context_window: m.contextWindow } : {}),
+      ...(m.features ? { features: featuresInfo(m.features) } : {}),
     };
   };
   api.get(
@@ -78,4 +89,28 @@ export function modelRoutes(
     return c.json(modelInfo(entry));
   });
   return api;
+}
+
+/** A model's computer use as `GET /models` shows it: snake_case, absent fields left out. */
+function computerUseInfo(computerUse: ComputerUse): Record<string, unknown> {
+  const { tool, beta, environment, environments } = computerUse;
+  return {
+    tool,
+    ...(beta !== undefined && { beta }),
+    ...(environment !== undefined && { environment }),
+    ...(environments !== undefined && { environments }),
+  };
+}
+
+/** A model's refusals as `GET /models` shows them, in snake_case. */
+function featuresInfo(features: ModelFeatures): Record<string, boolean> {
+  const { disabledThinking, forcedToolChoice, thinkingBetweenTools } = features;
+  return {
+    ...(disabledThinking !== undefined &&
+      { disabled_thinking: disabledThinking }),
+    ...(forcedToolChoice !== undefined &&
+      { forced_tool_choice: forcedToolChoice }),
+    ...(thinkingBetweenTools !== undefined &&
+      { thinking_between_tools: thinkingBetweenTools }),
+  };
 }

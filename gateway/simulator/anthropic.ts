@@ -8,10 +8,12 @@
  * prompt is `input_tokens + cache_creation_input_tokens + cache_read_input_tokens`.
  * Images (also inside `tool_result`) are billed from their size.
  *
- * The computer-use agent plays when a `computer_*` tool is declared (see
- * `anthropic_computer.ts`): it answers `tool_use` blocks of that tool and
- * stops with `tool_use`; screenshots come back as `image` blocks in
- * `tool_result`s.
+ * The computer-use agent plays when a computer tool is declared (the
+ * `computer_toolset_20260801` toolset, or a `computer_*` tool; see
+ * `anthropic_computer.ts`): it answers `tool_use` blocks (several per turn
+ * for the toolset's members) and stops with `tool_use`; screenshots come
+ * back as `image` blocks in `tool_result`s. What the model's catalog facts
+ * say it refuses is refused first (`anthropic_rules.ts`).
  *
  * @module
  */
@@ -19,17 +21,23 @@
 import { errorTypeOf } from "../conventions.ts";
 import { asArray, isObject, type Json } from "./_json.ts";
 import {
-  asAnthropicContent,
+  computerActionsIn,
+  computerBlocks,
   type ComputerTool,
   computerToolOf,
+  showsThinking,
+  thinkingBlock,
 } from "./anthropic_computer.ts";
+import { streamBlocks } from "./anthropic_stream.ts";
 import { planComputerUse } from "./computer_use.ts";
 import {
   BadRequestError,
   type Dialect,
   type ParsedRequest,
+  type RequestContext,
   type Wire,
 } from "./request_flow.ts";
+import { checkAnthropicRules } from "./anthropic_rules.ts";
 import type { SimulatedEvent } from "./answers.ts";
 import { imageSizeFromBase64 } from "./image.ts";
 import {
@@ -40,7 +48,6 @@ import {
   scriptOf,
   type ToolDeclaration,
 } from "./reply.ts";
-import { splitEvenly, splitText } from "./tokens.ts";
 
 /**
  * Each status's message, as Anthropic's API writes it; the error `type` is
@@ -162,10 +169,12 @@ function outputFormatOf(
 
 function parseMessages(
   body: Json,
-): { prompt: Prompt; model: string; computerName: string } {
+  context: RequestContext,
+): { prompt: Prompt; model: string; computer?: ComputerTool } {
   if (typeof body.model !== "string" || body.model === "") {
     throw new BadRequestError("model: Field required");
   }
+  checkAnthropicRules(body, context.headers, context.model(body.model));
   if (
     typeof body.max_tokens !== "number" || !Number.isInteger(body.max_tokens) ||
     body.max_tokens < 1
@@ -222,18 +231,24 @@ function parseMessages(
   const tools: ToolDeclaration[] = [];
   let computer: ComputerTool | undefined;
   for (const tool of asArray(body.tools)) {
-    if (!isObject(tool) || typeof tool.name !== "string") {
+    // A toolset entry carries no name: its members are named by the API.
+    if (
+      !isObject(tool) ||
+      (typeof tool.name !== "string" && !TOOLSET.test(String(tool.type)))
+    ) {
       throw new BadRequestError("tools: each tool needs a name");
     }
     meter.json(tool);
     computer ??= computerToolOf(tool);
-    if (tool.input_schema !== undefined) {
+    if (tool.input_schema !== undefined && typeof tool.name === "string") {
       tools.push({ name: tool.name, schema: tool.input_schema });
     }
   }
   const outputFormat = outputFormatOf(body, meter);
   const plan = computer &&
-    planComputerUse(firstUserText ?? "", computer.screen, "anthropic");
+    planComputerUse(firstUserText ?? "", computer.screen, "anthropic", {
+      zoom: computer.zoom,
+    });
   const choice = isObject(body.tool_choice) ? body.tool_choice : {};
   const forcedTool = choice.type === "any"
     ? tools[0]?.name
@@ -242,7 +257,7 @@ function parseMessages(
     : undefined;
   return {
     model: body.model,
-    computerName: computer?.name ?? "computer",
+    computer,
     prompt: {
       chars: meter.chars,
       images: meter.images,
@@ -256,13 +271,24 @@ function parseMessages(
       script: scriptOf(firstUserText ?? "", tools),
       calledTools: toolUses,
       outputFormat,
-      computer: plan && {
+      computer: plan && computer && {
         plan,
-        done: toolUses.filter((name) => name === computer?.name).length,
+        done: body.messages.reduce(
+          (count: number, message) =>
+            count +
+            (isObject(message) && message.role === "assistant"
+              ? computerActionsIn(message.content, computer)
+              : 0),
+          0,
+        ),
+        batched: computer.toolset,
       },
     },
   };
 }
+
+/** A toolset entry's type: it declares members, not a named tool. */
+const TOOLSET = /^[a-z]+_toolset_\d{8}$/;
 
 const STOP_REASON: Record<Reply["stop"], string> = {
   end: "end_turn",
@@ -291,8 +317,11 @@ function fullUsage(reply: Reply): Json {
   };
 }
 
-function messagesRequest(body: Json): ParsedRequest {
-  const { prompt, model, computerName } = parseMessages(body);
+function messagesRequest(body: Json, context: RequestContext): ParsedRequest {
+  const facts = typeof body.model === "string"
+    ? context.model(body.model)
+    : undefined;
+  const { prompt, model, computer } = parseMessages(body, context);
   const message = (
     id: string,
     content: Json[],
@@ -308,59 +337,47 @@ function messagesRequest(body: Json): ParsedRequest {
     stop_sequence: null,
     usage: done ? fullUsage(reply) : { ...fullUsage(reply), output_tokens: 1 },
   });
+  const blocks = (reply: Reply, id: string): Json[] => {
+    const { content } = reply;
+    if (content.kind === "computer" && computer) {
+      return computerBlocks(content, {
+        tool: computer,
+        id,
+        thinkingBetweenTools: facts?.features?.thinkingBetweenTools === true,
+        showThinking: showsThinking(body),
+      });
+    }
+    if (content.kind === "tool") {
+      const use = {
+        type: "tool_use",
+        id: `toolu_${id}`,
+        name: content.name,
+        input: JSON.parse(content.arguments),
+      };
+      // Text between tool calls comes as thinking on such a model.
+      return facts?.features?.thinkingBetweenTools
+        ? [
+          thinkingBlock(`Next: call ${content.name}.`, id, showsThinking(body)),
+          use,
+        ]
+        : [use];
+    }
+    return [{
+      type: "text",
+      text: content.kind === "text" ? content.text : "",
+    }];
+  };
   return {
     prompt,
     stream: body.stream === true,
-    body(reply, id) {
-      const content = asAnthropicContent(reply.content, computerName);
-      const block = content.kind === "text"
-        ? { type: "text", text: content.text }
-        : {
-          type: "tool_use",
-          id: `toolu_${id}`,
-          name: content.name,
-          input: JSON.parse(content.arguments),
-        };
-      return message(id, [block], reply, true);
-    },
+    body: (reply, id) => message(id, blocks(reply, id), reply, true),
     events(reply, id) {
       const events: SimulatedEvent[] = [];
       const push = (type: string, fields: Json = {}) => {
         events.push({ event: type, data: JSON.stringify({ type, ...fields }) });
       };
       push("message_start", { message: message(id, [], reply, false) });
-      const content = asAnthropicContent(reply.content, computerName);
-      if (content.kind === "text") {
-        push("content_block_start", {
-          index: 0,
-          content_block: { type: "text", text: "" },
-        });
-        push("ping");
-        for (const text of splitText(content.text)) {
-          push("content_block_delta", {
-            index: 0,
-            delta: { type: "text_delta", text },
-          });
-        }
-      } else {
-        push("content_block_start", {
-          index: 0,
-          content_block: {
-            type: "tool_use",
-            id: `toolu_${id}`,
-            name: content.name,
-            input: {},
-          },
-        });
-        push("ping");
-        for (const partial_json of splitEvenly(content.arguments, 4)) {
-          push("content_block_delta", {
-            index: 0,
-            delta: { type: "input_json_delta", partial_json },
-          });
-        }
-      }
-      push("content_block_stop", { index: 0 });
+      streamBlocks(blocks(reply, id), push);
       push("message_delta", {
         delta: { stop_reason: STOP_REASON[reply.stop], stop_sequence: null },
         usage: { ...inputUsage(reply), output_tokens: reply.outputTokens },
@@ -374,5 +391,5 @@ function messagesRequest(body: Json): ParsedRequest {
 /** The Messages endpoint (`POST /v1/messages`). */
 export const messages: Dialect = {
   wire: anthropicWire,
-  parse: (body) => messagesRequest(body as Json),
+  parse: (body, _url, context) => messagesRequest(body as Json, context),
 };

@@ -17,6 +17,10 @@
  * - `type "TEXT"`: types TEXT (straight or curly quotes).
  * - `press KEY`: a key or combination, e.g. "press Enter", "press ctrl+a",
  *   "press the Tab key".
+ * - `zoom … (X0, Y0, X1, Y1)`: a zoomed screenshot of that region, e.g.
+ *   "Zoom into the form at (0, 0, 640, 400)"; only where the tool has zoom
+ *   (Claude's `computer_20251124` with `enable_zoom`, the toolset), dropped
+ *   elsewhere.
  * - `[confirm]` anywhere: the first action after the screenshot carries a
  *   safety check that the next request must acknowledge (Responses and Gemini).
  *
@@ -25,7 +29,9 @@
  *
  * The agent first asks for a screenshot, except on Gemini, which has no such
  * action, folds a click followed by typing into one `type_text_at` and
- * clicks twice for a double click.
+ * clicks twice for a double click. Where the wire batches actions (OpenAI's
+ * GA `computer` tool, Claude's toolset), the screenshot is a turn of its
+ * own and the rest come in one turn ({@linkcode turnActions}).
  *
  * @module
  */
@@ -36,10 +42,17 @@ export type ComputerAction =
   | { type: "click"; x: number; y: number }
   | { type: "double_click"; x: number; y: number }
   | { type: "type"; text: string; at?: { x: number; y: number } }
-  | { type: "key"; keys: string[] };
+  | { type: "key"; keys: string[] }
+  | { type: "zoom"; region: [number, number, number, number] };
 
 /** Which convention the plan is for: Gemini has no screenshot action and folds click + type. */
 export type ComputerConvention = "anthropic" | "responses" | "gemini" | "chat";
+
+/** What the declared tool can do, beyond the actions every wire has. */
+export interface ComputerWire {
+  /** The tool has a zoom action (else zoom steps are dropped). */
+  zoom?: boolean;
+}
 
 /** The agent's whole episode. */
 export interface ComputerPlan {
@@ -62,7 +75,7 @@ const MAX_PROMPT_CHARS = 100_000;
 const MAX_STEPS = 200;
 
 const INSTRUCTION =
-  /screen\s+is\s+(\d{1,5})\s*[x×]\s*(\d{1,5})|\b(double[- ]?click|click)\b[^()\n]{0,120}?\(\s*(-?\d{1,6})\s*,\s*(-?\d{1,6})\s*\)|\btype\s+["“]([^"”\n]{0,2000})["”]|\bpress\s+(?:the\s+)?([a-z0-9_]+(?:\s*\+\s*[a-z0-9_]+)*)|\[confirm\]/giu;
+  /screen\s+is\s+(\d{1,5})\s*[x×]\s*(\d{1,5})|\b(double[- ]?click|click)\b[^()\n]{0,120}?\(\s*(-?\d{1,6})\s*,\s*(-?\d{1,6})\s*\)|\btype\s+["“]([^"”\n]{0,2000})["”]|\bpress\s+(?:the\s+)?([a-z0-9_]+(?:\s*\+\s*[a-z0-9_]+)*)|\[confirm\]|\bzoom\b[^()\n]{0,120}?\(\s*(\d{1,6})\s*,\s*(\d{1,6})\s*,\s*(\d{1,6})\s*,\s*(\d{1,6})\s*\)/giu;
 
 /** Canonical key names, with each convention's spelling. */
 const KEYS: Record<
@@ -158,7 +171,7 @@ interface Instructions {
 function readInstructions(text: string): Instructions {
   const result: Instructions = { steps: [], confirm: false };
   for (const match of text.slice(0, MAX_PROMPT_CHARS).matchAll(INSTRUCTION)) {
-    const [whole, width, height, click, x, y, typed, keys] = match;
+    const [whole, width, height, click, x, y, typed, keys, ...region] = match;
     if (width !== undefined) {
       const size = { width: Number(width), height: Number(height) };
       if (size.width > 0 && size.height > 0) result.size ??= size;
@@ -176,6 +189,9 @@ function readInstructions(text: string): Instructions {
       });
     } else if (whole.toLowerCase() === "[confirm]") {
       result.confirm = true;
+    } else if (region[0] !== undefined) {
+      const [x0, y0, x1, y1] = region.map(Number);
+      result.steps.push({ type: "zoom", region: [x0, y0, x1, y1] });
     }
     if (result.steps.length >= MAX_STEPS) break;
   }
@@ -236,14 +252,21 @@ function foldForGemini(
  * @param firstUserText The conversation's first user message.
  * @param declared The screen size the tool declaration gives, if any.
  * @param convention The wire convention.
+ * @param wire What the declared tool can do (zoom).
  * @returns The plan, or `undefined` when the message gives no instruction.
  */
 export function planComputerUse(
   firstUserText: string,
   declared: { width: number; height: number } | undefined,
   convention: ComputerConvention,
+  wire: ComputerWire = {},
 ): ComputerPlan | undefined {
   const instructions = readInstructions(firstUserText);
+  if (!wire.zoom) {
+    instructions.steps = instructions.steps.filter((step) =>
+      step.type !== "zoom"
+    );
+  }
   if (instructions.steps.length === 0) return undefined;
   const screen = instructions.size ?? declared ?? DEFAULT_SCREEN;
   const actions: ComputerAction[] = convention === "gemini"
@@ -282,6 +305,8 @@ export interface ComputerTurn {
   plan: ComputerPlan;
   /** How many of its actions the conversation already holds. */
   done: number;
+  /** Whether the wire batches actions in one turn (see {@linkcode turnActions}). */
+  batched?: boolean;
 }
 
 /**
@@ -318,6 +343,8 @@ export function doneText(actions: readonly ComputerAction[]): string {
             action.keys.map((key) => spellKey(key, "gemini")).join("+")
           }`,
         ];
+      case "zoom":
+        return [`zoomed into (${action.region.join(", ")})`];
     }
   });
   if (said.length === 0) return "Done.";
@@ -325,6 +352,43 @@ export function doneText(actions: readonly ComputerAction[]): string {
     ? said[0]
     : `${said.slice(0, -1).join(", ")} and ${said.at(-1)}`;
   return `Done. I ${list}.`;
+}
+
+/**
+ * The actions of the turn that starts at `done`: one, or where the wire
+ * batches, a screenshot alone and then every action left in one turn, but
+ * for an action that carries a safety check, which starts a turn of its own
+ * (the check is on the call that carries it).
+ *
+ * @example
+ * ```ts
+ * import { planComputerUse, turnActions } from "./computer_use.ts";
+ * const plan = planComputerUse('Click (1, 2), type "a", press Enter.', undefined, "responses")!;
+ * turnActions(plan, 0, true).map((action) => action.type); // ["screenshot"]
+ * turnActions(plan, 1, true).map((action) => action.type); // ["click", "type", "key"]
+ * ```
+ *
+ * @param plan The plan.
+ * @param done How many of its actions are done.
+ * @param batched Whether the wire batches actions.
+ * @returns The turn's actions; none once the plan is done.
+ */
+export function turnActions(
+  plan: ComputerPlan,
+  done: number,
+  batched: boolean,
+): ComputerAction[] {
+  const first = plan.actions[done];
+  if (first === undefined) return [];
+  if (!batched || first.type === "screenshot") return [first];
+  const end = plan.confirmAt !== undefined && plan.confirmAt > done
+    ? plan.confirmAt
+    : plan.actions.length;
+  const actions = plan.actions.slice(done, end);
+  const screenshot = actions.findIndex((action, index) =>
+    index > 0 && action.type === "screenshot"
+  );
+  return screenshot === -1 ? actions : actions.slice(0, screenshot);
 }
 
 /** The safety check's explanation, shown to the user who must confirm. */

@@ -4,6 +4,7 @@ import {
   normalise,
   planComputerUse,
   spellKey,
+  turnActions,
 } from "./computer_use.ts";
 
 const SENTENCE =
@@ -129,4 +130,52 @@ Deno.test("doneText() starts with Done and says what was done", () => {
     'Done. I clicked (412, 300), typed "hello" and pressed Enter.',
   );
   assert.equal(doneText([{ type: "screenshot" }]), "Done.");
+});
+
+Deno.test("planComputerUse() reads zoom regions only where the tool can zoom", () => {
+  const text =
+    "Zoom into the form at (0, 0, 640, 400), then click it at (10, 20).";
+  assert.deepEqual(
+    planComputerUse(text, undefined, "anthropic", { zoom: true })?.actions,
+    [
+      { type: "screenshot" },
+      { type: "zoom", region: [0, 0, 640, 400] },
+      { type: "click", x: 10, y: 20 },
+    ],
+  );
+  assert.deepEqual(
+    planComputerUse(text, undefined, "responses")?.actions.map((action) =>
+      action.type
+    ),
+    ["screenshot", "click"],
+  );
+  assert.equal(
+    planComputerUse("Zoom into (0, 0, 5, 5).", undefined, "gemini"),
+    undefined,
+  );
+});
+
+Deno.test("turnActions() plays one action per turn, or a screenshot then the rest batched, a safety check starting its own turn", () => {
+  const plan = planComputerUse(
+    'Click (1, 2), type "a", press Enter. [confirm]',
+    undefined,
+    "responses",
+  )!;
+  const types = (done: number, batched: boolean) =>
+    turnActions(plan, done, batched).map((action) => action.type);
+  assert.deepEqual(types(0, false), ["screenshot"]);
+  assert.deepEqual(types(1, false), ["click"]);
+  assert.deepEqual(types(0, true), ["screenshot"]);
+  // The click carries the check (confirmAt 1): it starts the batch.
+  assert.deepEqual(types(1, true), ["click", "type", "key"]);
+  assert.deepEqual(types(4, true), []);
+  const unconfirmed = { ...plan, confirmAt: 2 };
+  assert.deepEqual(
+    turnActions(unconfirmed, 1, true).map((action) => action.type),
+    ["click"],
+  );
+  assert.deepEqual(
+    turnActions(unconfirmed, 2, true).map((action) => action.type),
+    ["type", "key"],
+  );
 });

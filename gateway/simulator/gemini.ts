@@ -25,14 +25,18 @@ import {
   BadRequestError,
   type Dialect,
   type ParsedRequest,
+  type RequestContext,
   type Wire,
 } from "./request_flow.ts";
 import type { SimulatedEvent } from "./answers.ts";
 import {
   checkGeminiAcknowledgement,
   geminiComputerHistory,
+  type GeminiComputerTool,
   geminiFunctionCall,
   isComputerUseTool,
+  readComputerUseTool,
+  withoutExcluded,
 } from "./gemini_computer.ts";
 import {
   type OutputFormat,
@@ -172,6 +176,7 @@ function outputFormatOf(
 function parseGenerate(
   body: Json,
   url: URL,
+  context: RequestContext,
 ): { prompt: Prompt; model: string; stream: boolean; sse: boolean } {
   const match = url.pathname.match(
     /\/models\/([^/:]+):(generateContent|streamGenerateContent)$/,
@@ -210,11 +215,18 @@ function parseGenerate(
     : undefined;
 
   const tools: ToolDeclaration[] = [];
-  let computerUse = false;
-  for (const tool of asArray(body.tools)) {
+  let computerUse: GeminiComputerTool | undefined;
+  for (const [index, tool] of asArray(body.tools).entries()) {
     if (!isObject(tool)) continue;
     meter.json(tool);
-    computerUse ||= isComputerUseTool(tool);
+    if (isComputerUseTool(tool)) {
+      computerUse ??= readComputerUseTool(
+        tool,
+        index,
+        match[1],
+        context.model(match[1]),
+      );
+    }
     for (
       const declaration of asArray(
         field(tool, "functionDeclarations", "function_declarations"),
@@ -255,9 +267,12 @@ function parseGenerate(
   const outputFormat = isObject(config)
     ? outputFormatOf(config, meter)
     : undefined;
-  const plan = computerUse
-    ? planComputerUse(firstUserText ?? "", undefined, "gemini")
-    : undefined;
+  const plan = computerUse &&
+    withoutExcluded(
+      planComputerUse(firstUserText ?? "", undefined, "gemini"),
+      computerUse.excluded,
+      new Set(tools.map((tool) => tool.name)),
+    );
   const history = plan && geminiComputerHistory(body.contents);
   if (plan && history) checkGeminiAcknowledgement(plan, history);
   const stream = match[2] === "streamGenerateContent";
@@ -326,8 +341,12 @@ function callPart(content: ReplyContent): Json | undefined {
   return undefined;
 }
 
-function generateRequest(body: Json, url: URL): ParsedRequest {
-  const { prompt, model, stream, sse } = parseGenerate(body, url);
+function generateRequest(
+  body: Json,
+  url: URL,
+  context: RequestContext,
+): ParsedRequest {
+  const { prompt, model, stream, sse } = parseGenerate(body, url, context);
   const chunk = (
     id: string,
     parts: Json[],
@@ -372,5 +391,5 @@ function generateRequest(body: Json, url: URL): ParsedRequest {
 /** The generateContent / streamGenerateContent endpoint. */
 export const generateContent: Dialect = {
   wire: geminiWire,
-  parse: (body, url) => generateRequest(body as Json, url),
+  parse: (body, url, context) => generateRequest(body as Json, url, context),
 };

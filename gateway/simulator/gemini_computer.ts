@@ -7,6 +7,16 @@
  * `functionResponse.parts` or beside it) that must carry
  * `safety_acknowledgement: "true"` after such an action.
  *
+ * The tool's `environment` (browser, desktop, mobile) must be one the
+ * model's catalog facts list, and the agent never calls a function named in
+ * `excludedPredefinedFunctions` unless the request declares its own function
+ * of that name (the docs' way to replace a predefined action); a step whose
+ * only function is excluded is skipped. A model whose verified facts give no
+ * computer use refuses the tool. Each refusal is Google's 400
+ * `INVALID_ARGUMENT`. Source: the computer use guide
+ * (https://ai.google.dev/gemini-api/docs/computer-use) and the official SDK's
+ * `ComputerUse` and `Environment` (`@google/genai` 3.1.0).
+ *
  * @module
  */
 
@@ -18,8 +28,17 @@ import {
   SAFETY_MESSAGE,
   spellKey,
 } from "./computer_use.ts";
+import { refusesComputerTool, type SimulatedModel } from "./model_facts.ts";
 import { BadRequestError } from "./request_flow.ts";
 import type { ComputerCall } from "./reply.ts";
+
+/** The environments the API's `Environment` enum names (`@google/genai` 3.1.0). */
+const ENVIRONMENTS: ReadonlySet<unknown> = new Set([
+  "ENVIRONMENT_UNSPECIFIED",
+  "ENVIRONMENT_BROWSER",
+  "ENVIRONMENT_MOBILE",
+  "ENVIRONMENT_DESKTOP",
+]);
 
 /** The functions the `computerUse` tool predefines. */
 export const PREDEFINED_FUNCTIONS: ReadonlySet<string> = new Set([
@@ -46,6 +65,67 @@ export const PREDEFINED_FUNCTIONS: ReadonlySet<string> = new Set([
  */
 export function isComputerUseTool(tool: Json): boolean {
   return isObject(field(tool, "computerUse", "computer_use"));
+}
+
+/** The `computerUse` tool's settings that change what the agent does. */
+export interface GeminiComputerTool {
+  /** Predefined functions the model must not call. */
+  excluded: ReadonlySet<string>;
+}
+
+/**
+ * Reads the `computerUse` tool of a request and refuses what the model's
+ * facts refuse: the tool on a model without computer use, an environment
+ * the API does not know or the model does not take.
+ *
+ * @param tool The tool entry (`{computerUse: {...}}`).
+ * @param index Its place in `tools`, for the error.
+ * @param modelId The model the request names.
+ * @param model The model's facts, if the catalog has them.
+ * @returns The tool's settings.
+ * @throws {BadRequestError} With Google's `INVALID_ARGUMENT` wording.
+ */
+export function readComputerUseTool(
+  tool: Json,
+  index: number,
+  modelId: string,
+  model: SimulatedModel | undefined,
+): GeminiComputerTool {
+  const settings = field(tool, "computerUse", "computer_use") as Json;
+  if (refusesComputerTool(model, "computer_use")) {
+    throw new BadRequestError(
+      `Computer Use is not supported for models/${modelId}.`,
+    );
+  }
+  const environment = settings.environment ?? "ENVIRONMENT_BROWSER";
+  if (!ENVIRONMENTS.has(environment)) {
+    // The form of Google's error for a JSON value that is not in a proto enum.
+    throw new BadRequestError(
+      `Invalid value at 'tools[${index}].computer_use.environment' (type.googleapis.com/google.ai.generativelanguage.v1beta.Tool.ComputerUse.Environment), ${
+        JSON.stringify(environment)
+      }`,
+    );
+  }
+  const facts = model?.computerUse;
+  const accepted = facts?.environments ??
+    (facts?.environment ? [facts.environment] : undefined);
+  if (accepted && !accepted.includes(String(environment))) {
+    throw new BadRequestError(
+      `Environment ${
+        String(environment)
+      } is not supported for models/${modelId}; supported: ${
+        accepted.join(", ")
+      }.`,
+    );
+  }
+  const excluded = asArray(
+    field(
+      settings,
+      "excludedPredefinedFunctions",
+      "excluded_predefined_functions",
+    ),
+  ).map(String);
+  return { excluded: new Set(excluded) };
 }
 
 /** A function call as Gemini's computer-use model writes it. */
@@ -88,11 +168,23 @@ function shape(
           keys: action.keys.map((key) => spellKey(key, "gemini")).join("+"),
         },
       };
+    case "zoom":
     case "screenshot":
-      // Gemini has no screenshot action (every function response carries
-      // one); a plan for Gemini never holds one, and waiting is the nearest.
+      // Gemini has no screenshot or zoom action (every function response
+      // carries a screenshot); a plan for Gemini holds neither, and waiting
+      // is the nearest.
       return { name: "wait_5_seconds", args: {} };
   }
+}
+
+/**
+ * The predefined function that plays an action.
+ *
+ * @param action The action.
+ * @returns The function's name (`click_at`, `type_text_at`, …).
+ */
+export function geminiFunctionName(action: ComputerAction): string {
+  return shape(action, 1000, 1000).name;
 }
 
 /**
@@ -105,6 +197,7 @@ function shape(
  * geminiFunctionCall({
  *   kind: "computer",
  *   action: { type: "click", x: 412, y: 300 },
+ *   actions: [{ type: "click", x: 412, y: 300 }],
  *   screen: { width: 1280, height: 800 },
  *   safetyCheck: false,
  * });
@@ -194,4 +287,26 @@ export function checkGeminiAcknowledgement(
       } must carry safety_acknowledgement "true": its call asked for confirmation (safety_decision require_confirmation)`,
     );
   }
+}
+
+/**
+ * The plan without the steps whose predefined function is excluded, unless
+ * the request declares its own function of that name (which then plays it).
+ *
+ * @param plan The agent's plan.
+ * @param excluded The tool's `excludedPredefinedFunctions`.
+ * @param declared The names of the request's own function declarations.
+ * @returns The plan left, or `undefined` when no step is left.
+ */
+export function withoutExcluded(
+  plan: ComputerPlan | undefined,
+  excluded: ReadonlySet<string>,
+  declared: ReadonlySet<string>,
+): ComputerPlan | undefined {
+  if (plan === undefined || excluded.size === 0) return plan;
+  const actions = plan.actions.filter((action) => {
+    const name = geminiFunctionName(action);
+    return !excluded.has(name) || declared.has(name);
+  });
+  return actions.length === 0 ? undefined : { ...plan, actions };
 }

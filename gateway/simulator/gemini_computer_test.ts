@@ -4,8 +4,9 @@ import {
   type FunctionCall,
   type GenerateContentResponse,
   GoogleGenAI,
+  type Tool,
 } from "@google/genai";
-import { Environment } from "@google/genai";
+import { Environment, Type } from "@google/genai";
 import { encodePng, toBase64 } from "../../tests/fixtures/png.ts";
 import { imageTokens } from "./image.ts";
 import { startSimulator } from "./mod.ts";
@@ -195,4 +196,45 @@ Deno.test("Gemini images are billed from their size; text inline data counts as 
   ]);
   const text = btoa("x".repeat(40_000));
   assert.ok((await ask("text/plain", text)) >= 10_000);
+});
+
+Deno.test("Gemini computer use never calls an excluded predefined function, unless the request declares its own of that name", async () => {
+  await using sim = await startSimulator();
+  const ai = client(sim.baseUrls.gemini);
+  const contents: Content[] = [{ role: "user", parts: [{ text: PROMPT }] }];
+  const names = async (tools: Tool[]) => {
+    const called: string[] = [];
+    const history = [...contents];
+    for (let turn = 0; turn < 5; turn++) {
+      const response = await ai.models.generateContent({
+        model: MODEL,
+        contents: history,
+        config: { tools },
+      });
+      const call = response.functionCalls?.[0];
+      if (!call) break;
+      called.push(call.name!);
+      history.push(response.candidates![0].content!, {
+        role: "user",
+        parts: [{ functionResponse: { name: call.name, response: {} } }],
+      });
+    }
+    return called;
+  };
+  const excluded = {
+    computerUse: {
+      environment: Environment.ENVIRONMENT_BROWSER,
+      excludedPredefinedFunctions: ["key_combination"],
+    },
+  };
+  assert.deepEqual(await names([excluded]), ["type_text_at"]);
+  assert.deepEqual(
+    await names([excluded, {
+      functionDeclarations: [{
+        name: "key_combination",
+        parameters: { type: Type.OBJECT, properties: {} },
+      }],
+    }]),
+    ["type_text_at", "key_combination"],
+  );
 });

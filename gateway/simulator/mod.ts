@@ -10,7 +10,7 @@
  *
  * | Wire | Providers | Base URL | Endpoints |
  * |---|---|---|---|
- * | openai | openai, xai, openrouter | `${baseUrl}/openai/v1`, `/xai/v1`, `/openrouter/api/v1` | `POST /chat/completions`, `POST /responses` |
+ * | openai | openai, xai, openrouter | `${baseUrl}/openai/v1`, `/xai/v1`, `/openrouter/api/v1` | `POST /chat/completions`, `POST /responses`, `GET /responses/{id}` |
  * | anthropic | anthropic | `${baseUrl}/anthropic` | `POST /v1/messages`, `POST /v1/messages/count_tokens` |
  * | gemini | gemini | `${baseUrl}/gemini` | `POST /v1beta/models/{model}:generateContent`, `:streamGenerateContent?alt=sse`, `:countTokens`, and the OpenAI-compatible `POST /v1beta/openai/chat/completions` |
  *
@@ -32,15 +32,27 @@
  *   `responseSchema` / `responseJsonSchema` (and `text/x.enum`): the reply is
  *   JSON generated from the schema that validates against it, so the SDKs'
  *   `.parse()` helpers work offline (see `schema.ts`).
- * - **Computer use**: with a computer tool declared (Anthropic `computer_*`,
- *   Responses `computer_use_preview`, Gemini `computerUse`, a chat function
- *   named `computer`) and instructions in the first user message, such as
+ * - **Computer use**: with a computer tool declared (Claude's
+ *   `computer_toolset_20260801` or a `computer_*` tool, Responses `computer`
+ *   or `computer_use_preview`, Gemini `computerUse`, a chat function named
+ *   `computer`) and instructions in the first user message, such as
  *   `The screen is 1280x800. Click the text box at (412, 300), type "hello",
  *   then press Enter.`, the model is a deterministic agent: a screenshot
- *   first (not on Gemini), then one action per turn in each provider's own
- *   shapes, streamed and not, then a text that starts with "Done". `[confirm]`
- *   adds a safety check the next request must acknowledge (Responses,
- *   Gemini). See `computer_use.ts` for the grammar.
+ *   first (not on Gemini), then the actions in each provider's own shapes
+ *   (one per turn, or all in one turn where the wire batches: Claude's
+ *   toolset members, the GA `computer` tool's `actions`), streamed and not,
+ *   then a text that starts with "Done". `[confirm]` adds a safety check the
+ *   next request must acknowledge (Responses, Gemini). See `computer_use.ts`
+ *   for the grammar.
+ * - **Refusals**: what the model's catalog facts say the real API refuses
+ *   (another computer tool version, a missing `anthropic-beta`, disabled
+ *   thinking, forced tool choice, a Gemini environment) is answered with the
+ *   provider's 400 and wording (`anthropic_rules.ts`, `openai_rules.ts`,
+ *   `gemini_computer.ts`); a model the catalog does not know is served
+ *   leniently. `options.models` replaces the catalog.
+ * - **Stored responses**: Responses are stored per API key (each key its own
+ *   organization) unless `store: false`, and `previous_response_id`
+ *   continues them (`response_store.ts`).
  *
  * @example
  * ```ts
@@ -77,13 +89,14 @@ import {
 } from "../upstream/providers/mod.ts";
 import type { UpstreamWire } from "../upstream/providers/provider.ts";
 import { anthropicWire, messages } from "./anthropic.ts";
+import { checkAnthropicRules } from "./anthropic_rules.ts";
 import {
   type Behaviour,
   BehaviourBook,
   type ScriptedStep,
 } from "./behaviour.ts";
+import { answerCountTokens } from "./count_tokens.ts";
 import {
-  answerCountTokens,
   answerRequest,
   type Dialect,
   notFound,
@@ -96,6 +109,9 @@ import { geminiWire, generateContent } from "./gemini.ts";
 import { openaiWire } from "./openai.ts";
 import { chatCompletions, geminiChatCompletions } from "./openai_chat.ts";
 import { responses } from "./openai_responses.ts";
+import { retrieveResponse } from "./openai_responses_get.ts";
+import type { SimulatedModel } from "./model_facts.ts";
+import { ResponseStore, type ResponseStoreOptions } from "./response_store.ts";
 
 export type {
   Behaviour,
@@ -104,6 +120,9 @@ export type {
   UsageOverride,
 } from "./behaviour.ts";
 export type { SimulatedRequest } from "./request_flow.ts";
+export type { SimulatedModel } from "./model_facts.ts";
+export type { ComputerUse, ModelFeatures } from "../state/model_facts.ts";
+export type { ResponseStoreOptions } from "./response_store.ts";
 // The providers it serves are the gateway's registered ones.
 export {
   type ProviderName,
@@ -124,6 +143,15 @@ export interface SimulatorOptions {
   validKeys?: Iterable<string>;
   /** Most request records kept; past it the oldest half is dropped (default 10 000). */
   maxRecords?: number;
+  /**
+   * The models whose facts decide what is refused (tool versions, beta
+   * headers, thinking, forced tool choice), found by the provider's model
+   * id; default: the gateway's catalog (`gateway/catalog.json`). A model
+   * not listed is served leniently.
+   */
+  models?: readonly SimulatedModel[];
+  /** Limits of the Responses API's stored responses (see `response_store.ts`). */
+  responseStore?: ResponseStoreOptions;
 }
 
 /** A running simulator. */
@@ -222,6 +250,10 @@ function buildApp(state: SimulatorState): Hono {
     openai(path, provider) {
       serve(`${path}/chat/completions`, provider, chatCompletions);
       serve(`${path}/responses`, provider, responses);
+      app.get(
+        `${path}/responses/:id`,
+        (c) => retrieveResponse(state, c.req.raw, provider, c.req.param("id")),
+      );
     },
     anthropic(path, provider) {
       serve(`${path}/v1/messages`, provider, messages);
@@ -234,6 +266,15 @@ function buildApp(state: SimulatorState): Hono {
             provider,
             anthropicWire,
             (tokens) => ({ input_tokens: tokens }),
+            // The API refuses on count_tokens what it refuses on messages.
+            (body, context) =>
+              checkAnthropicRules(
+                body,
+                context.headers,
+                typeof body.model === "string"
+                  ? context.model(body.model)
+                  : undefined,
+              ),
           ),
       );
     },
@@ -298,6 +339,8 @@ export function startSimulator(
     closing: closing.signal,
     aborted: 0,
     nextId: 1,
+    models: options.models,
+    responses: new ResponseStore(options.responseStore),
     changed() {
       for (const check of waiters) check();
     },

@@ -66,15 +66,15 @@ export const openaiWire: Wire = {
     const match = header?.match(/^Bearer\s+(.+)$/i);
     return match ? match[1].trim() : undefined;
   },
-  errorBody(status, message) {
+  errorBody(status, message, _retryAfter, where) {
     const details = ERROR_DETAILS[status] ??
       (status >= 500 ? ERROR_DETAILS[500] : ERROR_DETAILS[400]);
     return {
       error: {
         message: message ?? details.message,
         type: UPSTREAM_TYPES[status] ?? errorTypeOf("openai", status),
-        param: null,
-        code: details.code,
+        param: where?.param ?? null,
+        code: where?.code !== undefined ? where.code : details.code,
       },
     };
   },

@@ -22,7 +22,9 @@ import {
   BadRequestError,
   type Dialect,
   type ParsedRequest,
+  type RequestContext,
 } from "./request_flow.ts";
+import { checkToolChoice } from "./openai_rules.ts";
 import type { SimulatedEvent } from "./answers.ts";
 import type { ImageBilling } from "./image.ts";
 import {
@@ -55,6 +57,8 @@ const COMPUTER = "computer";
  */
 export function computerArguments(action: ComputerAction): Json {
   switch (action.type) {
+    // The chat function has no zoom, so no plan for it holds one.
+    case "zoom":
     case "screenshot":
       return { action: "screenshot" };
     case "click":
@@ -214,7 +218,12 @@ const CHAT_FINISH: Record<Reply["stop"], string> = {
   tool: "tool_calls",
 };
 
-function chatRequest(body: Json, billing: ImageBilling): ParsedRequest {
+function chatRequest(
+  body: Json,
+  billing: ImageBilling,
+  context: RequestContext,
+): ParsedRequest {
+  checkToolChoice(body, context.model(requireModel(body)));
   const { prompt, includeUsage, model } = parseChat(body, billing);
   const created = Math.floor(Date.now() / 1000);
   return {
@@ -320,11 +329,11 @@ function chatRequest(body: Json, billing: ImageBilling): ParsedRequest {
 /** The chat completions endpoint (`POST /chat/completions`), billing images as OpenAI does. */
 export const chatCompletions: Dialect = {
   wire: openaiWire,
-  parse: (body) => chatRequest(body as Json, "openai"),
+  parse: (body, _url, context) => chatRequest(body as Json, "openai", context),
 };
 
 /** Gemini's OpenAI-compatible chat completions endpoint, billing images as Gemini does. */
 export const geminiChatCompletions: Dialect = {
   wire: openaiWire,
-  parse: (body) => chatRequest(body as Json, "gemini"),
+  parse: (body, _url, context) => chatRequest(body as Json, "gemini", context),
 };

@@ -2,164 +2,37 @@
  * OpenAI's Responses API (`POST /responses`), as the simulator speaks it,
  * streamed and not.
  *
- * The computer-use agent plays when a `computer_use_preview` tool is declared
- * (its `display_width` / `display_height` give the screen; see
- * `openai_responses_computer.ts`): it answers `computer_call` items and reads
- * the history back from `input`. A call that carries a pending safety check
+ * The computer-use agent plays when a computer tool is declared: the GA
+ * `{"type": "computer"}` tool (batched `actions`: a screenshot, then the rest
+ * in one call) or `computer_use_preview` (one `action` per call; its
+ * `display_width` / `display_height` give the screen; see
+ * `openai_responses_computer.ts`). It answers `computer_call` items and
+ * reads the history back from `input` and the stored conversation. A call that carries a pending safety check
  * must be answered with that check in `acknowledged_safety_checks`, else the
  * request is refused with 400.
+ *
+ * Each response is stored under the API key that created it (each key its
+ * own organization; `store: false` keeps nothing; see `response_store.ts`),
+ * and `previous_response_id` continues that conversation: its items come
+ * before the request's `input`. An id the key's organization does not have
+ * is refused with OpenAI's 400 `previous_response_not_found`.
  *
  * @module
  */
 
-import { asArray, isObject, type Json } from "./_json.ts";
-import { planComputerUse } from "./computer_use.ts";
-import {
-  BadRequestError,
-  type Dialect,
-  type ParsedRequest,
-} from "./request_flow.ts";
+import type { Json } from "./_json.ts";
+import type { Dialect, ParsedRequest, RequestContext } from "./request_flow.ts";
 import type { SimulatedEvent } from "./answers.ts";
-import {
-  contentText,
-  measureContent,
-  openaiOutputFormat,
-  openaiWire,
-  optionalLimit,
-  requireModel,
-  usageNumbers,
-} from "./openai.ts";
-import {
-  checkAcknowledgement,
-  computerCallItem,
-  type ComputerHistory,
-  computerScreenOf,
-  readComputerItem,
-} from "./openai_responses_computer.ts";
-import {
-  type Prompt,
-  PromptMeter,
-  type Reply,
-  scriptOf,
-  type ToolDeclaration,
-} from "./reply.ts";
+import { openaiWire, requireModel, usageNumbers } from "./openai.ts";
+import { computerCallItem } from "./openai_responses_computer.ts";
+import type { Reply } from "./reply.ts";
 import { splitEvenly, splitText } from "./tokens.ts";
-
-interface ResponsesInput {
-  prompt: Prompt;
-  model: string;
-}
-
-interface ResponsesTools {
-  tools: ToolDeclaration[];
-  /** The screen a `computer_use_preview` tool declares; `null` when none is declared. */
-  computer: { width: number; height: number } | undefined | null;
-}
-
-function responsesTools(body: Json, meter: PromptMeter): ResponsesTools {
-  const tools: ToolDeclaration[] = [];
-  let computer: ResponsesTools["computer"] = null;
-  for (const tool of asArray(body.tools)) {
-    if (!isObject(tool)) {
-      throw new BadRequestError("Invalid 'tools': each tool must be an object");
-    }
-    meter.json(tool);
-    if (tool.type === "function" && typeof tool.name === "string") {
-      tools.push({ name: tool.name, schema: tool.parameters });
-    }
-    const screen = computerScreenOf(tool);
-    if (screen !== null) computer = screen;
-  }
-  return { tools, computer };
-}
-
-function parseResponses(body: Json): ResponsesInput {
-  const model = requireModel(body);
-  const meter = new PromptMeter("openai");
-  meter.text(body.instructions);
-  let lastUserText = "";
-  let firstUserText: string | undefined;
-  let toolResult: Prompt["toolResult"];
-  const history: ComputerHistory = { callIds: [], acknowledged: new Map() };
-  const calledTools: string[] = [];
-  if (typeof body.input === "string") {
-    meter.text(body.input);
-    lastUserText = firstUserText = body.input;
-  } else if (Array.isArray(body.input)) {
-    const callNames = new Map<string, string>();
-    for (const item of body.input) {
-      if (!isObject(item)) {
-        throw new BadRequestError(
-          "Invalid 'input': each item must be an object",
-        );
-      }
-      toolResult = undefined;
-      if (readComputerItem(item, history, meter)) continue;
-      if (item.type === "function_call") {
-        meter.text(item.name);
-        meter.text(item.arguments);
-        if (typeof item.name === "string") calledTools.push(item.name);
-        if (typeof item.call_id === "string" && typeof item.name === "string") {
-          callNames.set(item.call_id, item.name);
-        }
-      } else if (item.type === "function_call_output") {
-        const text = typeof item.output === "string"
-          ? item.output
-          : contentText(item.output);
-        meter.text(text);
-        toolResult = { name: callNames.get(String(item.call_id)), text };
-      } else if (item.type === "reasoning") {
-        meter.json(item.summary);
-      } else {
-        measureContent(meter, item.content);
-        if (item.role === "user") {
-          lastUserText = contentText(item.content);
-          firstUserText ??= lastUserText;
-        }
-      }
-    }
-  } else {
-    throw new BadRequestError("Missing required parameter: 'input'");
-  }
-  const { tools, computer } = responsesTools(body, meter);
-  const plan = computer === null
-    ? undefined
-    : planComputerUse(firstUserText ?? "", computer, "responses");
-  if (plan) checkAcknowledgement(plan, history);
-  const outputFormat = openaiOutputFormat(
-    isObject(body.text) ? body.text.format : undefined,
-    "text.format",
-    meter,
-  );
-  const choice = body.tool_choice;
-  const forcedTool = choice === "required"
-    ? tools[0]?.name
-    : isObject(choice) && choice.type === "function" &&
-        typeof choice.name === "string"
-    ? choice.name
-    : undefined;
-  return {
-    model,
-    prompt: {
-      chars: meter.chars,
-      images: meter.images,
-      imageTokens: meter.imageTokens,
-      lastUserText,
-      toolResult,
-      tools,
-      forcedTool,
-      toolsDisabled: choice === "none",
-      maxOutputTokens: optionalLimit(
-        body.max_output_tokens,
-        "max_output_tokens",
-      ),
-      script: scriptOf(firstUserText ?? "", tools),
-      calledTools,
-      outputFormat,
-      computer: plan && { plan, done: history.callIds.length },
-    },
-  };
-}
+import { checkComputerTools, checkToolChoice } from "./openai_rules.ts";
+import {
+  inputItems,
+  parseResponses,
+  previousItems,
+} from "./openai_responses_input.ts";
 
 function responsesUsage(reply: Reply): Json {
   const { input, output, cached } = usageNumbers(reply);
@@ -172,8 +45,29 @@ function responsesUsage(reply: Reply): Json {
   };
 }
 
-function responsesRequest(body: Json): ParsedRequest {
-  const { prompt, model } = parseResponses(body);
+function responsesRequest(body: Json, context: RequestContext): ParsedRequest {
+  const facts = context.model(requireModel(body));
+  checkComputerTools(body, facts);
+  checkToolChoice(body, facts);
+  const ownItems = inputItems(body);
+  const { prompt, model } = parseResponses(body, [
+    ...previousItems(body, context),
+    ...ownItems,
+  ]);
+  // Kept under the caller's organization, as OpenAI keeps a response unless
+  // `store: false`; the next turn can then continue from it.
+  const remember = (id: string, response: Json) => {
+    if (body.store === false) return;
+    context.responses.put(
+      context.key,
+      `resp_${id}`,
+      typeof body.previous_response_id === "string"
+        ? body.previous_response_id
+        : undefined,
+      [...ownItems, ...response.output as Json[]],
+      response,
+    );
+  };
   const createdAt = Math.floor(Date.now() / 1000);
   const envelope = (
     id: string,
@@ -217,7 +111,9 @@ function responsesRequest(body: Json): ParsedRequest {
   const outputItem = (reply: Reply, id: string, done: boolean): Json => {
     const { content } = reply;
     const status = done ? "completed" : "in_progress";
-    if (content.kind === "computer") return computerCallItem(content, id, done);
+    if (content.kind === "computer") {
+      return computerCallItem(content, id, done, prompt.computer?.batched);
+    }
     if (content.kind === "tool") {
       return {
         id: `fc_${id}`,
@@ -254,13 +150,12 @@ function responsesRequest(body: Json): ParsedRequest {
   return {
     prompt,
     stream: body.stream === true,
-    body: (reply, id) =>
-      envelope(
-        id,
-        finalStatus(reply),
-        [...leadingItems(reply, id), outputItem(reply, id, true)],
-        reply,
-      ),
+    body(reply, id) {
+      const output = [...leadingItems(reply, id), outputItem(reply, id, true)];
+      const response = envelope(id, finalStatus(reply), output, reply);
+      remember(id, response);
+      return response;
+    },
     events(reply, id) {
       const events: SimulatedEvent[] = [];
       const push = (type: string, fields: Json) => {
@@ -341,9 +236,9 @@ function responsesRequest(body: Json): ParsedRequest {
       const item = outputItem(reply, id, true);
       push("response.output_item.done", { output_index: index, item });
       const status = finalStatus(reply);
-      push(`response.${status}`, {
-        response: envelope(id, status, [...leading, item], reply),
-      });
+      const response = envelope(id, status, [...leading, item], reply);
+      remember(id, response);
+      push(`response.${status}`, { response });
       return events;
     },
   };
@@ -352,5 +247,5 @@ function responsesRequest(body: Json): ParsedRequest {
 /** The Responses endpoint (`POST /responses`). */
 export const responses: Dialect = {
   wire: openaiWire,
-  parse: (body) => responsesRequest(body as Json),
+  parse: (body, _url, context) => responsesRequest(body as Json, context),
 };

@@ -1,12 +1,16 @@
 /**
  * OpenAI's computer use in the Responses API, as the simulator's agent speaks
  * it: `computer_call` items (`click`, `double_click`, `type`, `keypress`,
- * `screenshot`) with `pending_safety_checks`, and the history the runner
+ * `screenshot`) with `pending_safety_checks`, one `action` each for the
+ * `computer_use_preview` tool, a batched `actions` list for the GA
+ * `{"type": "computer"}` tool (source: the computer use guide,
+ * https://developers.openai.com/api/docs/guides/tools-computer-use, and the
+ * SDK's `ResponseComputerToolCall.actions`, `openai` 7.57.0), and the history the runner
  * sends back in `input`, where each call is answered by a
  * `computer_call_output` with a `computer_screenshot` and, after a call that
- * carried a check, `acknowledged_safety_checks`. The simulator keeps no
- * responses, so a conversation continued with `previous_response_id` alone
- * starts the episode again.
+ * carried a check, `acknowledged_safety_checks`. A conversation continued
+ * with `previous_response_id` is read from the stored responses
+ * (`response_store.ts`), so the episode goes on from the stored actions.
  *
  * @module
  */
@@ -41,6 +45,8 @@ function safetyCheckId(callId: string): string {
  */
 export function responsesAction(action: ComputerAction): Json {
   switch (action.type) {
+    // OpenAI's computer tools have no zoom, so no plan for them holds one.
+    case "zoom":
     case "screenshot":
       return { type: "screenshot" };
     case "click":
@@ -58,24 +64,30 @@ export function responsesAction(action: ComputerAction): Json {
 }
 
 /**
- * The `computer_call` output item of the agent's next action.
+ * The `computer_call` output item of the agent's next turn: one `action`
+ * for `computer_use_preview`, the batched `actions` list for the GA
+ * `computer` tool.
  *
- * @param call The action.
+ * @param call The turn's actions.
  * @param id The response's id suffix.
  * @param done Whether the item is complete (else `in_progress`, as streamed first).
+ * @param batched Whether the GA tool is declared (a batched `actions` list).
  * @returns The item.
  */
 export function computerCallItem(
   call: ComputerCall,
   id: string,
   done: boolean,
+  batched = false,
 ): Json {
   const callId = `call_${id}`;
   return {
     id: `cu_${id}`,
     type: "computer_call",
     call_id: callId,
-    action: responsesAction(call.action),
+    ...(batched
+      ? { actions: call.actions.map(responsesAction) }
+      : { action: responsesAction(call.action) }),
     pending_safety_checks: call.safetyCheck
       ? [{
         id: safetyCheckId(callId),
@@ -91,6 +103,10 @@ export function computerCallItem(
 export interface ComputerHistory {
   /** `call_id`s of the `computer_call` items, in order. */
   callIds: string[];
+  /** For each call, the index of its first action in the plan. */
+  firstActions: number[];
+  /** Actions the calls held (one per preview call, the list's length per GA call). */
+  actions: number;
   /** Safety-check ids acknowledged per answered `call_id`. */
   acknowledged: Map<string, string[]>;
 }
@@ -111,7 +127,12 @@ export function readComputerItem(
 ): boolean {
   if (item.type === "computer_call") {
     meter.json(item.action);
+    meter.json(item.actions);
     history.callIds.push(String(item.call_id));
+    history.firstActions.push(history.actions);
+    history.actions += Array.isArray(item.actions)
+      ? Math.max(1, item.actions.length)
+      : 1;
     return true;
   }
   if (item.type === "computer_call_output") {
@@ -128,16 +149,30 @@ export function readComputerItem(
   return false;
 }
 
+/** A declared computer tool: the screen it gives, and whether it is the GA (batched) tool. */
+export interface ResponsesComputerTool {
+  /** `display_width` × `display_height` (preview tool only), when valid. */
+  screen?: { width: number; height: number };
+  /** `true` for the GA `{"type": "computer"}` tool. */
+  batched: boolean;
+}
+
 /**
- * The screen a `computer_use_preview` tool declares.
+ * The computer tool a `tools` entry declares: OpenAI's GA `computer` (no
+ * settings: the screen is the screenshot's) or `computer_use_preview`.
  *
  * @param tool One entry of `tools`.
- * @returns `null` for other tools; the screen, or `undefined` when it gives none.
+ * @returns The tool, or `null` for other tools.
  */
-export function computerScreenOf(
-  tool: Json,
-): { width: number; height: number } | undefined | null {
+export function computerToolOf(tool: Json): ResponsesComputerTool | null {
+  if (tool.type === "computer") return { batched: true };
   if (tool.type !== "computer_use_preview") return null;
+  return { screen: previewScreen(tool), batched: false };
+}
+
+function previewScreen(
+  tool: Json,
+): { width: number; height: number } | undefined {
   const width = Number(tool.display_width);
   const height = Number(tool.display_height);
   return Number.isInteger(width) && Number.isInteger(height) && width > 0 &&
@@ -159,7 +194,10 @@ export function checkAcknowledgement(
   history: ComputerHistory,
 ): void {
   if (plan.confirmAt === undefined) return;
-  const callId = history.callIds[plan.confirmAt];
+  const confirmAt = plan.confirmAt;
+  const callId = history.callIds[
+    history.firstActions.findIndex((first) => first === confirmAt)
+  ];
   const acknowledged = callId && history.acknowledged.get(callId);
   if (!acknowledged) return;
   const wanted = safetyCheckId(callId);

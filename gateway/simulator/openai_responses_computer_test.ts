@@ -25,11 +25,15 @@ interface Episode {
   eventTypes: string[];
 }
 
+/** The GA tool: no settings, batched `actions`. */
+const GA_COMPUTER = { type: "computer" as const };
+
 async function runEpisode(
   client: OpenAI,
   prompt: string,
   stream: boolean,
   acknowledge = true,
+  tool: typeof COMPUTER | typeof GA_COMPUTER = COMPUTER,
 ): Promise<Episode> {
   const screenshot = `data:image/png;base64,${
     toBase64(await encodePng(1280, 800))
@@ -44,8 +48,8 @@ async function runEpisode(
   };
   for (let turn = 0; turn < 10; turn++) {
     const request = {
-      model: "computer-use-preview",
-      tools: [COMPUTER],
+      model: tool === COMPUTER ? "computer-use-preview" : "gpt-5.4",
+      tools: [tool],
       input,
       truncation: "auto" as const,
     };
@@ -64,7 +68,7 @@ async function runEpisode(
       return episode;
     }
     assert.equal(call.status, "completed");
-    episode.actions.push(call.action);
+    episode.actions.push(call.action ?? call.actions);
     episode.checks.push(call.pending_safety_checks);
     input.push({
       type: "computer_call_output",
@@ -227,4 +231,39 @@ Deno.test("Responses images are billed from their size and detail", async () => 
     (await ask(big, "auto")) - (await ask(await url(100, 100), "auto")),
     1105 - 255,
   );
+});
+
+for (const stream of [false, true]) {
+  Deno.test(`Responses GA computer tool (stream=${stream}): a screenshot, then click, type and keypress batched in one computer_call, then Done`, async () => {
+    await using sim = await startSimulator();
+    const client = new OpenAI({ baseURL: sim.baseUrls.openai, apiKey: "sk" });
+    const episode = await runEpisode(
+      client,
+      PROMPT,
+      stream,
+      true,
+      GA_COMPUTER,
+    );
+    assert.deepEqual(episode.actions, [
+      [{ type: "screenshot" }],
+      [
+        { type: "click", x: 412, y: 300, button: "left" },
+        { type: "type", text: "hello" },
+        { type: "keypress", keys: ["ENTER"] },
+      ],
+    ]);
+    assert.match(episode.final, /^Done/);
+  });
+}
+
+Deno.test("Responses GA computer tool: [confirm] puts the click in a call of its own with the check, which must be acknowledged", async () => {
+  await using sim = await startSimulator();
+  const client = new OpenAI({ baseURL: sim.baseUrls.openai, apiKey: "sk" });
+  const prompt = `${PROMPT} [confirm]`;
+  const episode = await runEpisode(client, prompt, false, true, GA_COMPUTER);
+  assert.equal(episode.actions.length, 2);
+  assert.equal(episode.checks[1].length, 1);
+  const refused = await runEpisode(client, prompt, false, false, GA_COMPUTER)
+    .catch((error: unknown) => error);
+  assert.ok(refused instanceof OpenAI.BadRequestError);
 });

@@ -40,6 +40,7 @@ import {
   type ComputerAction,
   type ComputerTurn,
   doneText,
+  turnActions,
 } from "./computer_use.ts";
 import {
   IMAGE_TOKENS,
@@ -237,8 +238,10 @@ export type ReplyContent =
 export interface ComputerCall {
   /** The kind. */
   kind: "computer";
-  /** The action, in agent pixels. */
+  /** The (first) action, in agent pixels. */
   action: ComputerAction;
+  /** Every action of the turn, `action` first: more than one where the wire batches. */
+  actions: ComputerAction[];
   /** The screen, for conventions that normalise coordinates. */
   screen: { width: number; height: number };
   /** Whether the action carries a safety check the next request must acknowledge. */
@@ -322,15 +325,21 @@ export function decideReply(prompt: Prompt, behaviour: Behaviour): Reply {
   const usage = { inputTokens, cachedTokens, cacheCreationTokens, imageTokens };
 
   const computer = prompt.toolsDisabled ? undefined : prompt.computer;
-  const action = computer?.plan.actions[computer.done];
+  const actions = computer
+    ? turnActions(computer.plan, computer.done, computer.batched ?? false)
+    : [];
+  const [action] = actions;
   if (computer && action) {
     const outputTokens = override.outputTokens ??
-      tokensForChars(JSON.stringify(action).length);
+      tokensForChars(
+        JSON.stringify(actions.length === 1 ? action : actions).length,
+      );
     const { plan, done } = computer;
     return {
       content: {
         kind: "computer",
         action,
+        actions,
         screen: { width: plan.width, height: plan.height },
         safetyCheck: plan.confirmAt === done,
       },

@@ -10,8 +10,12 @@
 import type { ProviderName } from "../upstream/providers/mod.ts";
 import type { BehaviourBook } from "./behaviour.ts";
 import { decideReply, type Prompt, type Reply } from "./reply.ts";
-import { tokensForChars } from "./tokens.ts";
-import type { Json } from "./_json.ts";
+import {
+  type ModelLookup,
+  modelLookup,
+  type SimulatedModel,
+} from "./model_facts.ts";
+import type { ResponseStore } from "./response_store.ts";
 import {
   destroyedResponse,
   garbageResponse,
@@ -48,16 +52,36 @@ export interface SimulatedRequest {
   status: number;
 }
 
-/** Thrown by a wire format's parser for a request the provider would reject with 400. */
+/** Where an error points, for wires whose error bodies say it (OpenAI's `param` and `code`). */
+export interface ErrorDetails {
+  /** The request field at fault. */
+  param?: string;
+  /** The provider's error code (`null`: none, where the status would give one). */
+  code?: string | null;
+}
+
+/**
+ * Thrown by a wire format's parser for a request the provider would reject
+ * (400 unless another status is given).
+ */
 export class BadRequestError extends Error {
+  /** The status to answer. */
+  readonly status: number;
+  /** The field and code, where the provider's error body names them. */
+  readonly details: ErrorDetails;
+
   /**
    * Creates the error.
    *
    * @param message What is wrong, in the provider's words where known.
+   * @param details The field and code the provider names, if any.
+   * @param status The status to answer (default 400).
    */
-  constructor(message: string) {
+  constructor(message: string, details: ErrorDetails = {}, status = 400) {
     super(message);
     this.name = "BadRequestError";
+    this.details = details;
+    this.status = status;
   }
 }
 
@@ -90,7 +114,12 @@ export interface Wire {
   /** Reads the provider key from a request; `undefined` when none is presented. */
   readKey(request: Request, url: URL): string | undefined;
   /** The provider's error body for a status, with its own default message when none is given. */
-  errorBody(status: number, message?: string, retryAfter?: number): unknown;
+  errorBody(
+    status: number,
+    message?: string,
+    retryAfter?: number,
+    details?: ErrorDetails,
+  ): unknown;
   /** The message for a request without a key. */
   missingKeyMessage: string;
   /** The message for a key the simulator does not accept. */
@@ -108,10 +137,23 @@ export interface Dialect {
    *
    * @param body The parsed JSON body.
    * @param url The request URL (Gemini reads the model and `alt` from it).
+   * @param context Who asks and what the simulator knows of models and past responses.
    * @returns The parsed request.
    * @throws {BadRequestError} When the provider would reject the body.
    */
-  parse(body: unknown, url: URL): ParsedRequest;
+  parse(body: unknown, url: URL, context: RequestContext): ParsedRequest;
+}
+
+/** What a parser may need beyond the body: the caller, its headers, model facts, stored responses. */
+export interface RequestContext {
+  /** The provider key presented: the caller's organization. */
+  key: string;
+  /** The request's headers (`anthropic-beta`, …). */
+  headers: Headers;
+  /** The facts of a model the request names, from the catalog. */
+  model: ModelLookup;
+  /** Stored Responses-API responses. */
+  responses: ResponseStore;
 }
 
 /** Mutable state of one running simulator, shared by its handlers. */
@@ -132,9 +174,20 @@ export interface SimulatorState {
   nextId: number;
   /** Called after any record changes (for `waitFor`). */
   changed(): void;
+  /** The models whose facts decide refusals (default: the built-in catalog). */
+  models?: readonly SimulatedModel[];
+  /** Stored Responses-API responses, per organization. */
+  responses: ResponseStore;
 }
 
-function parseBody(text: string): unknown {
+/**
+ * A request body as the simulator records it: parsed JSON, the raw text when
+ * it is not JSON, `undefined` when empty.
+ *
+ * @param text The body's text.
+ * @returns The body.
+ */
+export function parseBody(text: string): unknown {
   if (text === "") return undefined;
   try {
     return JSON.parse(text);
@@ -250,10 +303,19 @@ export async function answerRequest(
   }
   let parsed: ParsedRequest;
   try {
-    parsed = dialect.parse(record.body, url);
+    parsed = dialect.parse(record.body, url, {
+      key,
+      headers: request.headers,
+      model: modelLookup(provider, state.models),
+      responses: state.responses,
+    });
   } catch (error) {
     if (error instanceof BadRequestError) {
-      return jsonResponse(tracker, 400, wire.errorBody(400, error.message));
+      return jsonResponse(
+        tracker,
+        error.status,
+        wire.errorBody(error.status, error.message, undefined, error.details),
+      );
     }
     throw error;
   }
@@ -307,46 +369,4 @@ export function notFound(
     ),
     { status: 404, headers: JSON_HEADERS },
   );
-}
-
-/**
- * Answers a token-counting request (Anthropic's `count_tokens`, Gemini's
- * `:countTokens`): one token per four characters of the body, recorded like
- * any request; 401 in the family's format without a key.
- *
- * @param state The simulator's state.
- * @param request The request.
- * @param provider The provider addressed.
- * @param wire The family's conventions.
- * @param answer Builds the provider's answer from the count.
- * @returns The response.
- */
-export async function answerCountTokens(
-  state: SimulatorState,
-  request: Request,
-  provider: ProviderName,
-  wire: Wire,
-  answer: (tokens: number) => Json,
-): Promise<Response> {
-  const url = new URL(request.url);
-  const text = await request.text();
-  const key = wire.readKey(request, url);
-  const status = key ? 200 : 401;
-  state.requests.push({
-    provider,
-    path: url.pathname,
-    method: request.method,
-    headers: Object.fromEntries(request.headers),
-    key,
-    query: Object.fromEntries(url.searchParams),
-    body: JSON.parse(text),
-    time: Date.now(),
-    aborted: false,
-    status,
-  });
-  state.changed();
-  const body = key
-    ? answer(tokensForChars(text.length))
-    : wire.errorBody(401, "Missing API key");
-  return new Response(JSON.stringify(body), { status, headers: JSON_HEADERS });
 }

@@ -3,6 +3,7 @@ import { errorTypeOf } from "../conventions.ts";
 import { anthropicWire } from "./anthropic.ts";
 import { geminiWire } from "./gemini.ts";
 import { openaiWire } from "./openai.ts";
+import { startSimulator } from "./mod.ts";
 
 const STATUSES = [
   400,
@@ -64,4 +65,15 @@ Deno.test("the simulator's error messages stay its own, and a given message wins
   for (const wire of [openaiWire, anthropicWire, geminiWire]) {
     assert.match(body(wire, 418, "Short and stout"), /Short and stout/);
   }
+});
+
+Deno.test("a token count whose body is not JSON is counted, not a server error", async () => {
+  await using sim = await startSimulator();
+  const response = await fetch(
+    `${sim.baseUrls.anthropic}/v1/messages/count_tokens`,
+    { method: "POST", headers: { "x-api-key": "k" }, body: "not json {" },
+  );
+  assert.equal(response.status, 200);
+  assert.deepEqual(await response.json(), { input_tokens: 3 });
+  assert.equal(sim.requests[0].body, "not json {");
 });

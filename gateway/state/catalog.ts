@@ -13,6 +13,16 @@ import {
   type ProviderName,
 } from "../upstream/providers/mod.ts";
 import type { RouteName } from "../conventions.ts";
+import {
+  type ComputerUse,
+  computerUseSchema,
+  contextWindowSchema,
+  type ModelFeatures,
+  modelFeaturesSchema,
+  sourcesSchema,
+} from "./model_facts.ts";
+
+export type { ComputerUse, ModelFeatures } from "./model_facts.ts";
 
 /**
  * The highest price the catalog takes, USD per million tokens: over a
@@ -29,6 +39,9 @@ export const MAX_OUTPUT_TOKENS = 10_000_000;
 
 /** The most alternates one entry may list. */
 const MAX_ALTERNATES = 8;
+
+/** The most aliases one entry may list. */
+const MAX_ALIASES = 8;
 
 const price = z.number().finite().nonnegative().max(MAX_PRICE_USD_PER_MILLION);
 const modelId = z.string().min(1).max(256);
@@ -88,6 +101,11 @@ const entrySchema = z.object({
   maxOutputTokens: z.number().int().positive().max(MAX_OUTPUT_TOKENS),
   alternates: z.array(modelId).max(MAX_ALTERNATES).optional(),
   lifecycle: lifecycleSchema.optional(),
+  aliases: z.array(modelId).min(1).max(MAX_ALIASES).optional(),
+  computerUse: computerUseSchema.optional(),
+  contextWindow: contextWindowSchema.optional(),
+  features: modelFeaturesSchema.optional(),
+  sources: sourcesSchema.optional(),
 }).superRefine((entry, context) => {
   if (entry.lifecycle?.successor === entry.id) {
     context.addIssue({
@@ -95,6 +113,47 @@ const entrySchema = z.object({
       path: ["lifecycle", "successor"],
       message: "expected another model than the entry itself",
     });
+  }
+  const aliases = entry.aliases ?? [];
+  const repeated = aliases.findIndex((alias, index) =>
+    alias === entry.id || aliases.indexOf(alias) !== index
+  );
+  if (repeated >= 0) {
+    context.addIssue({
+      code: "custom",
+      path: ["aliases", repeated],
+      message:
+        "expected a name other than the entry's id and its other aliases",
+    });
+  }
+  if (
+    entry.contextWindow !== undefined &&
+    entry.maxOutputTokens > entry.contextWindow
+  ) {
+    context.addIssue({
+      code: "custom",
+      path: ["maxOutputTokens"],
+      message: `expected at most "contextWindow" (${entry.contextWindow})`,
+    });
+  }
+  // Each provider reads only its own computer-use fields; one set on
+  // another provider's model is a mistake the operator should hear of.
+  const computerUse = entry.computerUse;
+  if (computerUse?.beta !== undefined && entry.provider !== "anthropic") {
+    context.addIssue({
+      code: "custom",
+      path: ["computerUse", "beta"],
+      message: "is an anthropic-beta header: only anthropic models take one",
+    });
+  }
+  for (const field of ["environment", "environments"] as const) {
+    if (computerUse?.[field] !== undefined && entry.provider !== "gemini") {
+      context.addIssue({
+        code: "custom",
+        path: ["computerUse", field],
+        message: "is a Gemini ComputerUse field: only gemini models take one",
+      });
+    }
   }
 });
 
@@ -172,6 +231,7 @@ export function parseCatalogEntry(raw: unknown): CatalogEntry {
  */
 export class Catalog {
   #byId: Map<string, CatalogEntry>;
+  #byName: Map<string, CatalogEntry>;
 
   /**
    * Validates and indexes the entries.
@@ -181,6 +241,7 @@ export class Catalog {
    */
   constructor(entries: readonly CatalogEntry[]) {
     this.#byId = new Map();
+    this.#byName = new Map();
     for (const [index, raw] of entries.entries()) {
       const parsed = entrySchema.safeParse(raw);
       if (!parsed.success) {
@@ -196,6 +257,18 @@ export class Catalog {
       }
       this.#byId.set(parsed.data.id, parsed.data);
     }
+    for (const entry of this.#byId.values()) this.#byName.set(entry.id, entry);
+    for (const entry of this.#byId.values()) {
+      for (const alias of entry.aliases ?? []) {
+        const holder = this.#byName.get(alias);
+        if (holder) {
+          throw new TypeError(
+            `Invalid catalog: alias "${alias}" of model "${entry.id}" already names model "${holder.id}"`,
+          );
+        }
+        this.#byName.set(alias, entry);
+      }
+    }
   }
 
   /**
@@ -206,17 +279,20 @@ export class Catalog {
    * @throws {TypeError} For an invalid entry or a repeated id; the catalog is unchanged.
    */
   replace(entries: readonly CatalogEntry[]): void {
-    this.#byId = new Catalog(entries).#byId;
+    const next = new Catalog(entries);
+    this.#byId = next.#byId;
+    this.#byName = next.#byName;
   }
 
   /**
-   * The entry for a model id.
+   * The entry for a model id or one of its aliases (the name the provider
+   * gives the model, such as `computer-use-preview` for `operator`).
    *
    * @param id The model id a caller sent.
    * @returns The entry, or `undefined` for an unknown model.
    */
   get(id: string): CatalogEntry | undefined {
-    return this.#byId.get(id);
+    return this.#byName.get(id);
   }
 
   /**
@@ -409,4 +485,46 @@ export interface CatalogEntry {
   alternates?: string[];
   /** Its deprecation, retirement and successor, when it has an end. */
   lifecycle?: ModelLifecycle;
+  /** Other names callers may send for it, such as the provider's own id (`computer-use-preview`). */
+  aliases?: string[];
+  /** How computer use is reached on it, for the models that have it. */
+  computerUse?: ComputerUse;
+  /** The input plus output tokens it takes. */
+  contextWindow?: number;
+  /** The request features it refuses. */
+  features?: ModelFeatures;
+  /** The provider pages every fact of the entry was taken from. */
+  sources?: string[];
+}
+
+/**
+ * The entry whose upstream id is `upstreamId` at `provider` (or that lists
+ * it in `aliases`): how the simulator finds the facts of the model a request
+ * names.
+ *
+ * @example
+ * ```ts
+ * import { catalogEntryByUpstream } from "./catalog.ts";
+ *
+ * catalogEntryByUpstream("openai", "computer-use-preview")?.id; // "operator"
+ * ```
+ *
+ * @param provider The provider addressed.
+ * @param upstreamId The model id as the provider names it.
+ * @param entries The entries to search (default: the built-in catalog).
+ * @returns The entry, or `undefined` when none matches.
+ */
+export function catalogEntryByUpstream<
+  E extends Pick<CatalogEntry, "provider" | "upstream"> & {
+    aliases?: readonly string[];
+  } = CatalogEntry,
+>(
+  provider: ProviderName,
+  upstreamId: string,
+  entries: readonly E[] = DEFAULT_CATALOG as unknown as readonly E[],
+): E | undefined {
+  return entries.find((entry) =>
+    entry.provider === provider &&
+    (entry.upstream === upstreamId || entry.aliases?.includes(upstreamId))
+  );
 }

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { resolveModel } from "../call/input.ts";
 import {
   Catalog,
+  catalogEntryByUpstream,
   CatalogEntryError,
   DEFAULT_CATALOG,
   lifecycleHeaders,
@@ -140,4 +141,163 @@ Deno.test("resolveModel() follows a chain of rerouted retirements, and refuses a
     resolveModel(deps, "chat", "refused", Date.UTC(2019, 0, 1)).id,
     "refused",
   );
+});
+
+Deno.test("parseCatalogEntry() names the computer-use, feature, context, source and alias field at fault", () => {
+  const anthropic = entry("m");
+  const gemini: CatalogEntry = { ...entry("g"), provider: "gemini" };
+  const cases: [CatalogEntry, Record<string, unknown>, string][] = [
+    [anthropic, { computerUse: {} }, "computerUse.tool"],
+    [anthropic, { computerUse: { tool: "Computer Tool" } }, "computerUse.tool"],
+    [anthropic, { computerUse: { tool: "computer", x: 1 } }, "computerUse"],
+    [
+      anthropic,
+      { computerUse: { tool: "computer", beta: "a b\r\nx: y" } },
+      "computerUse.beta",
+    ],
+    [{ ...anthropic, provider: "openai" }, {
+      computerUse: { tool: "computer", beta: "computer-use-2025-11-24" },
+    }, "computerUse.beta"],
+    [anthropic, {
+      computerUse: { tool: "computer_use", environment: "ENVIRONMENT_BROWSER" },
+    }, "computerUse.environment"],
+    [gemini, {
+      computerUse: { tool: "computer_use", environment: "browser" },
+    }, "computerUse.environment"],
+    [gemini, {
+      computerUse: {
+        tool: "computer_use",
+        environment: "ENVIRONMENT_DESKTOP",
+        environments: ["ENVIRONMENT_BROWSER"],
+      },
+    }, "computerUse.environment"],
+    [gemini, {
+      computerUse: { tool: "computer_use", environments: [] },
+    }, "computerUse.environments"],
+    [
+      anthropic,
+      { features: { forcedToolChoice: "no" } },
+      "features.forcedToolChoice",
+    ],
+    [anthropic, { features: { unknown: true } }, "features"],
+    [anthropic, { contextWindow: 0 }, "contextWindow"],
+    [anthropic, { contextWindow: 512 }, "maxOutputTokens"],
+    [anthropic, { sources: [] }, "sources"],
+    [anthropic, { sources: ["http://example.com/docs"] }, "sources[0]"],
+    [anthropic, { sources: ["javascript:alert(1)"] }, "sources[0]"],
+    [anthropic, { aliases: ["m"] }, "aliases[0]"],
+    [anthropic, { aliases: ["a", "b", "a"] }, "aliases[2]"],
+    [anthropic, { aliases: [""] }, "aliases[0]"],
+  ];
+  for (const [base, fields, field] of cases) {
+    assert.throws(
+      () => parseCatalogEntry({ ...base, ...fields }),
+      (error: unknown) =>
+        error instanceof CatalogEntryError && error.field === field,
+      `${JSON.stringify(fields)} → ${field}`,
+    );
+  }
+  const accepted = parseCatalogEntry({
+    ...gemini,
+    aliases: ["g-provider-name"],
+    computerUse: {
+      tool: "computer_use",
+      environment: "ENVIRONMENT_DESKTOP",
+      environments: ["ENVIRONMENT_BROWSER", "ENVIRONMENT_DESKTOP"],
+    },
+    contextWindow: 1_000_000,
+    features: { forcedToolChoice: false },
+    sources: ["https://ai.google.dev/gemini-api/docs/computer-use"],
+  });
+  assert.equal(accepted.computerUse?.environment, "ENVIRONMENT_DESKTOP");
+});
+
+Deno.test("Catalog.get() finds a model by an alias, and the catalog refuses an alias another model answers to", () => {
+  const catalog = new Catalog([
+    { ...entry("operator"), aliases: ["computer-use-preview"] },
+    entry("other"),
+  ]);
+  assert.equal(catalog.get("computer-use-preview")?.id, "operator");
+  assert.equal(catalog.get("operator")?.id, "operator");
+  // The listing names each model once, under its id.
+  assert.deepEqual(catalog.list().map((model) => model.id), [
+    "operator",
+    "other",
+  ]);
+  assert.throws(
+    () => new Catalog([entry("a"), { ...entry("b"), aliases: ["a"] }]),
+    /alias "a" of model "b" already names model "a"/,
+  );
+  assert.throws(
+    () =>
+      new Catalog([
+        { ...entry("a"), aliases: ["x"] },
+        { ...entry("b"), aliases: ["x"] },
+      ]),
+    /alias "x" of model "b" already names model "a"/,
+  );
+  // replace() takes the new aliases and drops the old ones.
+  catalog.replace([entry("operator")]);
+  assert.equal(catalog.get("computer-use-preview"), undefined);
+});
+
+Deno.test("catalogEntryByUpstream() finds a model by the provider and the id sent upstream", () => {
+  assert.equal(
+    catalogEntryByUpstream("openai", "computer-use-preview")?.id,
+    "operator",
+  );
+  assert.equal(
+    catalogEntryByUpstream("gemini", "gemini-2.5-computer-use-preview-10-2025")
+      ?.computerUse?.tool,
+    "computer_use",
+  );
+  // Another provider's model of the same name is not it.
+  assert.equal(
+    catalogEntryByUpstream("anthropic", "computer-use-preview"),
+    undefined,
+  );
+  assert.equal(
+    catalogEntryByUpstream("openai", "x", [{
+      ...entry("x"),
+      provider: "openai",
+    }])
+      ?.id,
+    "x",
+  );
+});
+
+Deno.test("the shipped catalog cites a source for every computer-use model and rule, and sends a beta exactly with the beta tools", () => {
+  const catalog = new Catalog(DEFAULT_CATALOG);
+  const withComputerUse = catalog.list().filter((model) => model.computerUse);
+  assert.ok(withComputerUse.length >= 10);
+  for (const model of catalog.list()) {
+    if (model.computerUse || model.features) {
+      assert.ok(model.sources?.length, `${model.id} cites its sources`);
+    }
+    const computerUse = model.computerUse;
+    if (model.provider !== "anthropic" || !computerUse) continue;
+    // Anthropic's GA toolset takes no beta header; every earlier version does.
+    assert.equal(
+      computerUse.beta === undefined,
+      computerUse.tool === "computer_toolset_20260801",
+      model.id,
+    );
+  }
+  // The facts the issue names, as the providers document them.
+  const facts = (id: string) => catalog.get(id)!;
+  assert.deepEqual(facts("claude-sonnet-5-5").features, {
+    disabledThinking: false,
+    forcedToolChoice: false,
+    thinkingBetweenTools: true,
+  });
+  assert.deepEqual(facts("claude-opus-4-5").computerUse, {
+    tool: "computer_20251124",
+    beta: "computer-use-2025-11-24",
+  });
+  assert.deepEqual(facts("computer-use-preview").computerUse, {
+    tool: "computer_use_preview",
+  });
+  assert.equal(facts("gpt-5.4").computerUse?.tool, "computer");
+  assert.equal(facts("claude-sonnet-4-5").lifecycle?.retires, "2026-11-30");
+  assert.equal(facts("claude-opus-4-1").lifecycle?.retires, "2026-08-05");
 });

@@ -24,6 +24,7 @@
  * | `["usage", "m" \| "h" \| "d", bucketStart, callerId, model, provider, field]` | a usage counter (`Deno.KvU64`) in `usage_buckets.ts` |
  * | `["provider_key_health", keyId]` | `{coolUntil, reason}`: a provider key's cool-down every process honours (`limits/provider_keys.ts`) |
  * | `["provider_key_window", keyId, minuteStart]` | `{requests, tokens}` every process together claimed of a limited provider key in a calendar minute (`limits/provider_keys.ts`) |
+ * | `["response_pins", provider, "response" \| "conversation", id]` | {@linkcode StatePin} in `response_pins.ts`: the provider key and caller a stored response or conversation belongs to |
  *
  * @module
  */
@@ -288,6 +289,23 @@ export function providerKeyHealthKey(keyId: string): Deno.KvKey {
   return ["provider_key_health", keyId];
 }
 
+/**
+ * The key of a Responses state pin: which provider key holds a stored
+ * response or a conversation.
+ *
+ * @param provider The provider.
+ * @param kind `response` (an answer's id) or `conversation`.
+ * @param id The provider's id for it.
+ * @returns The KV key.
+ */
+export function responsePinKey(
+  provider: string,
+  kind: "response" | "conversation",
+  id: string,
+): Deno.KvKey {
+  return ["response_pins", provider, kind, id];
+}
+
 /** A key's first part: the table its record belongs to (the layout above). */
 export type KvTable =
   | "callers"
@@ -303,7 +321,8 @@ export type KvTable =
   | "limit_spend"
   | "usage"
   | "provider_key_health"
-  | "provider_key_window";
+  | "provider_key_window"
+  | "response_pins";
 
 /**
  * The table a key belongs to, for code that reads every record whatever it

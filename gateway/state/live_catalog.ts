@@ -9,6 +9,7 @@
 import {
   type Catalog,
   CatalogEntryError,
+  DEFAULT_CATALOG,
   parseCatalogEntry,
 } from "./catalog.ts";
 import {
@@ -29,8 +30,10 @@ type CatalogChange = { entry: CatalogEntry } | { removed: true };
  *
  * @param kv The gateway's KV.
  * @param raw The catalog entry (validated).
+ * @param seed The catalog file's entries, against which its names are checked.
  * @returns The stored entry.
- * @throws {CatalogEntryError} For an invalid entry.
+ * @throws {CatalogEntryError} For an invalid entry, or one whose id or alias
+ * another model already answers to.
  *
  * @example A price change every process serves within two seconds
  * ```ts
@@ -48,10 +51,44 @@ type CatalogChange = { entry: CatalogEntry } | { removed: true };
 export async function putModel(
   kv: Deno.Kv,
   raw: unknown,
+  seed: readonly CatalogEntry[] = DEFAULT_CATALOG,
 ): Promise<CatalogEntry> {
   const entry = parseCatalogEntry(raw);
+  const others = (await readCatalog(kv, seed)).filter((other) =>
+    other.id !== entry.id
+  );
+  const clash = nameClash(entry, others);
+  if (clash) throw clash;
   await commitChange(kv, entry.id, { entry });
   return entry;
+}
+
+/**
+ * Why `entry` cannot join `others`: one of its aliases, or its id, is a
+ * name another model already answers to (a call would reach either).
+ *
+ * @returns The error naming the field, or `undefined` when every name is free.
+ */
+function nameClash(
+  entry: CatalogEntry,
+  others: readonly CatalogEntry[],
+): CatalogEntryError | undefined {
+  const holders = new Map<string, string>();
+  for (const other of others) {
+    for (const name of [other.id, ...other.aliases ?? []]) {
+      holders.set(name, other.id);
+    }
+  }
+  const names = [entry.id, ...entry.aliases ?? []];
+  const index = names.findIndex((name) => holders.has(name));
+  if (index < 0) return undefined;
+  const field = index === 0 ? "id" : `aliases[${index - 1}]`;
+  return new CatalogEntryError(
+    `Invalid catalog entry: "${field}" names "${names[index]}", which model "${
+      holders.get(names[index])
+    }" already answers to`,
+    field,
+  );
 }
 
 /**
@@ -131,15 +168,27 @@ export async function readCatalog(
       onInvalid(id, error);
     }
   }
+  // Seed entries nobody changed claim their names first; a change that
+  // claims a name already taken (two concurrent puts can each pass
+  // putModel's check) is left out, reported, and its model keeps its seed
+  // entry, so the catalog always loads.
+  const taken = seed.filter((entry) => !changes.has(entry.id));
+  const accepted = new Map<string, CatalogEntry>();
+  for (const [id, change] of changes) {
+    if (!("entry" in change)) continue;
+    const clash = nameClash(change.entry, [...taken, ...accepted.values()]);
+    if (clash) onInvalid(id, clash);
+    else accepted.set(id, change.entry);
+  }
   const entries: CatalogEntry[] = [];
   for (const entry of seed) {
     const change = changes.get(entry.id);
     changes.delete(entry.id);
     if (!change) entries.push(entry);
-    else if ("entry" in change) entries.push(change.entry);
+    else if ("entry" in change) entries.push(accepted.get(entry.id) ?? entry);
   }
-  for (const change of changes.values()) {
-    if ("entry" in change) entries.push(change.entry);
+  for (const [id, change] of changes) {
+    if ("entry" in change && accepted.has(id)) entries.push(change.entry);
   }
   return entries;
 }

@@ -191,12 +191,15 @@ export class MemoryKeyPool implements KeyPool {
    * @param provider The provider.
    * @param estimatedTokens Tokens the call is expected to use, for TPM.
    * @param exclude Key ids already tried by this call.
-   * @returns A key, or how long until a key frees up.
+   * @param only The one key id the call may use (the key that holds its
+   * state), when it is pinned.
+   * @returns A key, or how long until a key frees up (`-1`: no key to wait for).
    */
   acquire(
     provider: ProviderName,
     estimatedTokens: number,
     exclude?: ReadonlySet<string>,
+    only?: string,
   ): AcquireResult {
     const now = this.#now();
     const { rpm, tpm } = this.#limits.get(provider) ??
@@ -206,6 +209,7 @@ export class MemoryKeyPool implements KeyPool {
     let soonest = Infinity;
     for (const state of this.#keys.get(provider) ?? []) {
       // A refused key whose cool-down ended takes one probing call at a time.
+      if (only !== undefined && state.key.keyId !== only) continue;
       if (state.probing || exclude?.has(state.key.keyId)) continue;
       const wait = Math.max(
         state.coolUntil - now,
@@ -440,11 +444,12 @@ export type KeyOutcome =
 
 /** A provider's pool of keys, with per-key RPM/TPM limits and cool-downs. */
 export interface KeyPool {
-  /** Lends a healthy key with room for `estimatedTokens`, skipping `exclude` key ids; give it back once with `release`. */
+  /** Lends a healthy key with room for `estimatedTokens`, skipping `exclude` key ids and, with `only`, every key but that one; give it back once with `release`. */
   acquire(
     provider: ProviderName,
     estimatedTokens: number,
     exclude?: ReadonlySet<string>,
+    only?: string,
   ): AcquireResult;
   /** The shared-limit claims being committed now, if any (a call with no slot waits for them once); `undefined` when none runs. */
   pendingClaims?(): Promise<void> | undefined;

@@ -62,6 +62,15 @@ export interface UpstreamRequest {
   requestId: string;
   /** Where the sender lists the id of each key it tries, for the call's trace. */
   keysTried?: string[];
+  /**
+   * The one key the request may use: the key that holds the state it
+   * continues (a Responses `previous_response_id`). No other key is tried;
+   * while it cools down the request waits, at most `pinWaitMs`, else is
+   * answered 429 with when to retry.
+   */
+  pinnedKeyId?: string;
+  /** The longest a pinned request waits for its key, ms (default 0). */
+  pinWaitMs?: number;
 }
 
 /**
@@ -128,12 +137,29 @@ export async function sendUpstream(
   // the pool's blame and the transient count rather than from an error, and
   // throws the caller's GatewayError as it is (never a RetryError, nor the
   // abort reason when the caller leaves: that is the attempt's 499).
+  const pinned = request.pinnedKeyId;
+  const waitUntil = Date.now() + (request.pinWaitMs ?? 0);
   for (;;) {
+    // A pinned request may go back to its one key (a retry after a 5xx or
+    // once it cooled down); any other request never reuses a key it tried.
     const acquired = keyPool.acquire(
       provider.name,
       request.estimatedTokens,
-      tried,
+      pinned === undefined ? tried : undefined,
+      pinned,
     );
+    if (!acquired.ok && pinned !== undefined) {
+      await waitForPinnedKey(
+        keyPool,
+        provider.name,
+        pinned,
+        acquired.retryAfterMs,
+        waitUntil,
+        request.signal,
+        met,
+      );
+      continue;
+    }
     if (!acquired.ok) {
       // A slice of a key's shared limit is one store commit away (the first
       // call of a new minute starts its claim): wait for it once, briefly,
@@ -229,6 +255,54 @@ export async function sendUpstream(
   }
 }
 
+/** How long a pinned request looks again for a key that is busy without a known end (probing, or the pool's shared slice), ms. */
+const PINNED_POLL_MS = 250;
+
+/**
+ * Waits for the one key a pinned request may use, if it frees up in time;
+ * otherwise refuses the request: 429 with when to retry while the key cools
+ * down (never another key: the state lives in that key's organization), or
+ * 409 when the key is no longer configured.
+ */
+async function waitForPinnedKey(
+  keyPool: KeyPool,
+  provider: ProviderName,
+  keyId: string,
+  retryAfterMs: number,
+  waitUntil: number,
+  signal: AbortSignal,
+  met: Tried,
+): Promise<void> {
+  if (!keyPool.health().some((key) => key.keyId === keyId)) {
+    throw new GatewayError(
+      409,
+      `The ${provider} key that holds this conversation's stored state is no longer configured; start a new conversation`,
+      { code: "state_key_gone" },
+    );
+  }
+  const waitMs = retryAfterMs >= 0 ? retryAfterMs : PINNED_POLL_MS;
+  if (Date.now() + waitMs > waitUntil || signal.aborted) {
+    throw new GatewayError(
+      429,
+      met.rateLimitMessage ||
+        `The ${provider} key that holds this conversation's stored state is busy; retry after the time given`,
+      {
+        code: "upstream_rate_limited",
+        retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)),
+      },
+    );
+  }
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(done, waitMs);
+    signal.addEventListener("abort", done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+  });
+}
+
 /**
  * Reads a non-streamed answer: its text, parsed for the caller's body and
  * the usage. A body the exchange passed through untouched is returned as
@@ -237,13 +311,13 @@ export async function sendUpstream(
  *
  * @param exchange The exchange the call was sent by.
  * @param upstream The upstream answer.
- * @returns The caller's body (undefined when unchanged), the usage and the text.
+ * @returns The caller's body (undefined when unchanged), the usage, the text, and the id of the state the answer stored.
  * @throws {GatewayError} 502 for an answer that is not JSON or not in the expected shape, or the answer's failure.
  */
 export async function readAnswer(
   exchange: Pick<Exchange, "response">,
   upstream: Upstream,
-): Promise<{ body?: unknown; usage: Usage; text: string }> {
+): Promise<{ body?: unknown; usage: Usage; text: string; stateId?: string }> {
   let text: string;
   try {
     text = await upstream.response.text();
@@ -261,8 +335,13 @@ export async function readAnswer(
     );
   }
   try {
-    const { body, usage } = exchange.response(json);
-    return { body: body === json ? undefined : body, usage, text };
+    const { body, usage, stateId } = exchange.response(json);
+    return {
+      body: body === json ? undefined : body,
+      usage,
+      text,
+      ...(stateId !== undefined && { stateId }),
+    };
   } catch (error) {
     if (error instanceof UnreadableUsageError) throw unreadableUsage(error);
     throw new GatewayError(

@@ -161,6 +161,9 @@ function expiryOf(
   if (table === "provider_key_health") {
     return (value as { coolUntil?: number } | null)?.coolUntil;
   }
+  if (table === "response_pins") {
+    return (value as { expiresAt?: number } | null)?.expiresAt;
+  }
   // A period is at most a month: 31 days, plus the day its writer keeps.
   if (table === "limit_spend") return (key[2] as number) + 32 * DAY_MS;
   return undefined;

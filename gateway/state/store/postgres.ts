@@ -65,8 +65,27 @@ const TRANSIENT_ATTEMPTS = 5;
 export interface PostgresStoreOptions {
   /** Most connections this process opens (default 10). */
   maxConnections?: number;
-  /** Clock, epoch ms (expiry); tests replace it. */
+  /** Clock, epoch ms (expiry); default: the database's clock (see {@linkcode databaseClock}); tests replace it. */
   now?: () => number;
+}
+
+/**
+ * The database's clock as seen from this process: the local clock plus the
+ * offset to PostgreSQL's `clock_timestamp()`, measured at open (the middle
+ * of the round trip). Every process on the store then sets and reads expiry
+ * (pins, cool-downs, minute windows) on one clock, whatever its own host's
+ * clock says; the error is half a round trip.
+ *
+ * @param sql The open client.
+ * @returns The clock, epoch ms.
+ */
+async function databaseClock(sql: postgres.Sql): Promise<() => number> {
+  const sent = Date.now();
+  const [row] = await sql<{ ms: string }[]>`
+    SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint::text AS ms`;
+  const received = Date.now();
+  const offset = Number(row.ms) - (sent + received) / 2;
+  return () => Math.round(Date.now() + offset);
 }
 
 function isTransient(error: unknown): boolean {
@@ -380,5 +399,14 @@ export async function openPostgresStore(
     await sql.end({ timeout: 1 });
     throw error;
   }
-  return new PostgresKv(sql, options.now ?? Date.now);
+  let now = options.now;
+  if (!now) {
+    try {
+      now = await databaseClock(sql);
+    } catch (error) {
+      await sql.end({ timeout: 1 });
+      throw error;
+    }
+  }
+  return new PostgresKv(sql, now);
 }

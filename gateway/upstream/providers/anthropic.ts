@@ -229,6 +229,7 @@ function chatTranslated(call: CallInput): Exchange {
     chat,
     call.entry.upstream,
     call.maxOutputTokens,
+    call.entry,
   );
   // The caller's limit, capped by the model's: what the credit hold covers.
   body.max_tokens = Math.min(body.max_tokens, call.maxOutputTokens);

@@ -309,11 +309,14 @@ function responsesPassthrough(call: CallInput): Exchange {
         { max_output_tokens: call.maxOutputTokens }),
     },
     response(upstream) {
+      const { id, usage } = upstream as {
+        id?: unknown;
+        usage?: ResponsesUsage;
+      };
       return {
         body: upstream,
-        usage: usageFromResponses(
-          (upstream as { usage?: ResponsesUsage }).usage,
-        ),
+        usage: usageFromResponses(usage),
+        ...(typeof id === "string" && { stateId: id }),
       };
     },
     relay: () => new ResponsesRelay(),
@@ -322,6 +325,7 @@ function responsesPassthrough(call: CallInput): Exchange {
 
 class ResponsesRelay implements StreamRelay {
   failure?: string;
+  stateId?: string;
   #complete = false;
   readonly #usage = new StreamUsage(RESPONSES_STREAM_USAGE);
 
@@ -333,9 +337,13 @@ class ResponsesRelay implements StreamRelay {
     const { data } = event;
     this.#usage.event(event, parsed);
     const body = parsed as {
-      response?: { error?: { message?: string } };
+      response?: { id?: unknown; error?: { message?: string } };
       message?: string;
     };
+    // The first event (response.created) names the answer's id.
+    if (this.stateId === undefined && typeof body?.response?.id === "string") {
+      this.stateId = body.response.id;
+    }
     // Usage arrives on the terminal event (completed, incomplete or failed).
     if (
       event.event === "response.completed" ||

@@ -38,6 +38,12 @@ export interface UpstreamModel {
   readonly upstream: string;
   /** The most output tokens one call may produce. */
   readonly maxOutputTokens: number;
+  /** What the model refuses (`false`: the provider answers 400), which a translation refuses first. */
+  readonly features?: {
+    readonly disabledThinking?: boolean;
+    readonly forcedToolChoice?: boolean;
+    readonly thinkingBetweenTools?: boolean;
+  };
 }
 
 /** A call the route layer has authenticated, parsed and resolved to a model. */
@@ -74,6 +80,8 @@ export interface StreamRelay {
   readonly contentDone?: boolean;
   /** An error the upstream reported in-stream, if any. */
   readonly failure?: string;
+  /** The provider's id for the state this answer stored (a Responses `id`), once an event named it. */
+  readonly stateId?: string;
 }
 
 /** The upstream half of one call. */
@@ -84,8 +92,10 @@ export interface Exchange {
   body: unknown;
   /** Headers to send beside the key's. */
   headers?: Record<string, string>;
-  /** Turns a successful upstream JSON body into the caller's body and the usage. */
-  response(upstream: unknown): { body: unknown; usage: Usage };
+  /** Turns a successful upstream JSON body into the caller's body, the usage and the id of the state it stored (a Responses `id`), if any. */
+  response(
+    upstream: unknown,
+  ): { body: unknown; usage: Usage; stateId?: string };
   /** A relay for one stream, when the caller asked for one. */
   relay(): StreamRelay;
   /** Content type of the streamed answer (SSE unless a route says otherwise). */

@@ -133,7 +133,7 @@ export const CHAT_FIELDS: Readonly<
   },
   reasoning_effort: {
     anthropic: refusedUnless(
-      "extended thinking needs its thinking blocks sent back with tool calls, which the chat convention cannot carry",
+      "Claude's thinking is set per model (a token budget or adaptive with an effort), not by an effort name the gateway could map; thinking blocks do travel as reasoning_details",
       "none",
     ),
     gemini: translated(

@@ -8,6 +8,12 @@
  * @module
  */
 
+import {
+  type AnthropicModelRules,
+  type AnthropicThinkingBlock,
+  checkModelRules,
+  withThinking,
+} from "./_anthropic_thinking.ts";
 import { checkChatFields } from "./_chat_fields.ts";
 import { targetSchema, withDescription } from "./_json_schema.ts";
 import {
@@ -57,7 +63,8 @@ export type AnthropicRequestBlock =
     type: "tool_result";
     tool_use_id: string;
     content: string | AnthropicTextBlock[];
-  };
+  }
+  | AnthropicThinkingBlock;
 
 /** One turn of an Anthropic conversation. */
 export interface AnthropicMessage {
@@ -129,12 +136,16 @@ const imageMediaTypes = new Set([
  * `system`; `tool` messages become `tool_result` blocks in a user turn; turns of
  * the same role are merged, since Anthropic wants them alternating.
  * `response_format` with a JSON schema becomes `output_config.format` (the
- * answer comes back as the message's JSON text). Every other field is
- * translated or refused as `_chat_fields.ts` records.
+ * answer comes back as the message's JSON text). An assistant message's
+ * `reasoning_details` go back as its thinking blocks, where they were. Every
+ * other field is translated or refused as `_chat_fields.ts` records, and
+ * what the model's catalog entry says it refuses is refused here, naming
+ * the rule.
  *
  * @param chat The validated chat request.
  * @param upstreamModel The model id Anthropic knows.
  * @param defaultMaxTokens The cap to send when the caller gave none (Anthropic requires one).
+ * @param rules The model's catalog id and the features it refuses; absent: none refused.
  * @returns The Messages request body.
  * @throws {TranslationError} When the request holds something Anthropic cannot take.
  *
@@ -153,9 +164,12 @@ export function toAnthropicRequest(
   chat: ChatRequest,
   upstreamModel: string,
   defaultMaxTokens: number,
+  rules?: AnthropicModelRules,
 ): AnthropicRequest {
   checkChatFields(chat, "anthropic");
   requireSingleChoice(chat);
+  const { tools, choice } = functionTools(chat);
+  checkModelRules(chat, tools.length > 0 ? choice : undefined, rules);
   const request: AnthropicRequest = {
     model: upstreamModel,
     max_tokens: maxOutputTokens(chat) ?? defaultMaxTokens,
@@ -169,7 +183,6 @@ export function toAnthropicRequest(
   if (chat.stream) request.stream = true;
   const userId = chat.safety_identifier ?? chat.user;
   if (userId) request.metadata = { user_id: userId };
-  const { tools, choice } = functionTools(chat);
   if (tools.length > 0) {
     request.tools = tools.map(({ tool, index }) => anthropicTool(tool, index));
     const toolChoice = anthropicToolChoice(choice, chat.parallel_tool_calls);
@@ -431,5 +444,9 @@ function assistantBlocks(
       ),
     });
   });
-  return blocks;
+  return withThinking(
+    blocks,
+    message.reasoning_details,
+    `${param}.reasoning_details`,
+  );
 }

@@ -9,7 +9,7 @@ import { openAIErrorType } from "../../conventions.ts";
 import type { Usage } from "../usage.ts";
 import { normalUsage, tokenCount } from "../usage.ts";
 import { chatId, nowSeconds } from "./_shared.ts";
-import type { ChatToolCall } from "./chat_types.ts";
+import type { ChatReasoningDetail, ChatToolCall } from "./chat_types.ts";
 import {
   type ChatCompletion,
   chatError,
@@ -19,6 +19,7 @@ import {
   chatUsage,
 } from "./chat_response_types.ts";
 import type { AnthropicTextBlock } from "./chat_anthropic.ts";
+import { reasoningDetailOf } from "./_anthropic_thinking.ts";
 
 /** Anthropic usage, as in a message and in `message_start` / `message_delta` events. */
 export interface AnthropicUsage {
@@ -128,7 +129,10 @@ export function usageFromAnthropic(
 }
 
 /**
- * Translates a non-streamed Anthropic response into a chat completion.
+ * Translates a non-streamed Anthropic response into a chat completion. Text
+ * blocks join into `content`, tool-use blocks become `tool_calls`, and
+ * thinking blocks become `reasoning_details` indexed by their position, for
+ * the caller to send back unchanged.
  *
  * @param message The Messages response body.
  * @param model The model id as the caller sent it.
@@ -140,7 +144,10 @@ export function fromAnthropicResponse(
 ): ChatCompletion {
   const texts: string[] = [];
   const toolCalls: ChatToolCall[] = [];
-  for (const block of message.content) {
+  const reasoning: ChatReasoningDetail[] = [];
+  for (const [index, block] of message.content.entries()) {
+    const detail = reasoningDetailOf(block, index);
+    if (detail) reasoning.push(detail);
     if (block.type === "text") texts.push((block as AnthropicTextBlock).text);
     if (block.type === "tool_use") {
       const use = block as { id: string; name: string; input: unknown };
@@ -166,6 +173,7 @@ export function fromAnthropicResponse(
         content: texts.length > 0 ? texts.join("") : null,
         refusal: null,
         ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+        ...(reasoning.length > 0 ? { reasoning_details: reasoning } : {}),
       },
       finish_reason: finishReasonFromAnthropic(message.stop_reason),
       logprobs: null,

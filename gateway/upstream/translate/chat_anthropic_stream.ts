@@ -7,6 +7,7 @@
 import type { Usage } from "../usage.ts";
 import { chatId, ChatStreamBase } from "./_shared.ts";
 import type { ChatStreamPiece, UpstreamEvent } from "./chat_response_types.ts";
+import { ANTHROPIC_REASONING_FORMAT } from "./_anthropic_thinking.ts";
 import {
   type AnthropicUsage,
   errorFromAnthropic,
@@ -18,11 +19,13 @@ interface StreamEvent {
   type: string;
   index?: number;
   message?: { id?: string; usage?: AnthropicUsage };
-  content_block?: { type: string; id?: string; name?: string };
+  content_block?: { type: string; id?: string; name?: string; data?: string };
   delta?: {
     type?: string;
     text?: string;
     partial_json?: string;
+    thinking?: string;
+    signature?: string;
     stop_reason?: string | null;
   };
   usage?: AnthropicUsage;
@@ -33,8 +36,11 @@ interface StreamEvent {
  * Translates one Anthropic Messages stream into chat chunks: the first chunk
  * carries the role, text deltas become `content`, each `tool_use` block becomes
  * a tool call whose first fragment holds `index`, `id`, `type` and name and
- * whose `input_json_delta`s follow as `arguments` fragments, and `message_delta`
- * gives the finish reason. `event: error` becomes the OpenAI in-stream error.
+ * whose `input_json_delta`s follow as `arguments` fragments, thinking becomes
+ * `reasoning_details` pieces indexed by the block (a `thinking_delta` is a
+ * piece of its text, a `signature_delta` its signature, a redacted block its
+ * data: a client joins the pieces of one index), and `message_delta` gives
+ * the finish reason. `event: error` becomes the OpenAI in-stream error.
  *
  * @example Feed a recorded stream
  * ```ts
@@ -109,6 +115,19 @@ export class AnthropicChatStream extends ChatStreamBase {
 
   #blockStart(data: StreamEvent): ChatStreamPiece[] {
     const block = data.content_block;
+    if (
+      block?.type === "redacted_thinking" && data.index !== undefined &&
+      typeof block.data === "string"
+    ) {
+      return [this.chunks.delta({
+        reasoning_details: [{
+          type: "reasoning.encrypted",
+          data: block.data,
+          format: ANTHROPIC_REASONING_FORMAT,
+          index: data.index,
+        }],
+      })];
+    }
     if (block?.type !== "tool_use" || data.index === undefined) return [];
     const index = this.#toolCalls.size;
     this.#toolCalls.set(data.index, { index, arguments: "" });
@@ -140,7 +159,20 @@ export class AnthropicChatStream extends ChatStreamBase {
         }),
       ];
     }
-    // thinking, signature and citation deltas have no chat counterpart.
+    const thinking = delta?.type === "thinking_delta" && delta.thinking;
+    const signature = delta?.type === "signature_delta" && delta.signature;
+    if ((thinking || signature) && data.index !== undefined) {
+      return [this.chunks.delta({
+        reasoning_details: [{
+          type: "reasoning.text",
+          text: thinking || "",
+          ...(signature ? { signature } : {}),
+          format: ANTHROPIC_REASONING_FORMAT,
+          index: data.index,
+        }],
+      })];
+    }
+    // Citation deltas have no chat counterpart.
     return [];
   }
 

@@ -6,7 +6,7 @@
  * @module
  */
 import type { OpenAIErrorType } from "../../conventions.ts";
-import type { ChatToolCall } from "./chat_types.ts";
+import type { ChatReasoningDetail, ChatToolCall } from "./chat_types.ts";
 import type { Usage } from "../usage.ts";
 import { normalUsage, tokenCount } from "../usage.ts";
 
@@ -49,6 +49,7 @@ export interface ChatCompletion {
       content: string | null;
       refusal: string | null;
       tool_calls?: ChatToolCall[];
+      reasoning_details?: ChatReasoningDetail[];
     };
     finish_reason: ChatFinishReason;
     logprobs: null;
@@ -89,6 +90,7 @@ export interface ChatCompletionChunk {
       content?: string | null;
       refusal?: string | null;
       tool_calls?: ChatToolCallDelta[];
+      reasoning_details?: ChatReasoningDetail[];
     };
     finish_reason: ChatFinishReason | null;
     logprobs: null;

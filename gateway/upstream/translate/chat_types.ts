@@ -73,6 +73,35 @@ export interface ChatToolCall {
   extra_content?: { google?: { thought_signature?: string } };
 }
 
+/**
+ * One piece of a model's reasoning, as OpenRouter's chat convention carries
+ * it (`reasoning_details`): readable thinking with the signature that proves
+ * it, or thinking the provider returns encrypted. A caller sends them back
+ * unchanged on the assistant message, which a model that reasons between
+ * tool calls needs. `index` is the piece's position among the answer's
+ * blocks; stream deltas of one index join in order.
+ */
+export type ChatReasoningDetail =
+  | {
+    type: "reasoning.text";
+    text: string;
+    signature?: string | null;
+    format?: string;
+    index?: number;
+  }
+  | {
+    type: "reasoning.encrypted";
+    data: string;
+    format?: string;
+    index?: number;
+  }
+  | {
+    type: "reasoning.summary";
+    summary: string;
+    format?: string;
+    index?: number;
+  };
+
 /** A `system` or `developer` message. */
 export interface ChatSystemMessage {
   /** Who speaks. */
@@ -103,6 +132,8 @@ export interface ChatAssistantMessage {
   tool_calls?: ChatToolCall[];
   /** Refusal text, if the model refused. */
   refusal?: string | null;
+  /** The reasoning the model returned with this turn, sent back unchanged. */
+  reasoning_details?: ChatReasoningDetail[];
   /** Optional participant name. */
   name?: string;
 }
@@ -250,6 +281,29 @@ const toolCall = z.looseObject({
   }).optional(),
 });
 
+const reasoningPlace = {
+  format: z.string().optional(),
+  index: z.number().int().nonnegative().optional(),
+};
+const reasoningDetail = z.discriminatedUnion("type", [
+  z.looseObject({
+    type: z.literal("reasoning.text"),
+    text: z.string(),
+    signature: z.string().nullish(),
+    ...reasoningPlace,
+  }),
+  z.looseObject({
+    type: z.literal("reasoning.encrypted"),
+    data: z.string(),
+    ...reasoningPlace,
+  }),
+  z.looseObject({
+    type: z.literal("reasoning.summary"),
+    summary: z.string(),
+    ...reasoningPlace,
+  }),
+]);
+
 const message = z.discriminatedUnion("role", [
   z.looseObject({
     role: z.enum(["system", "developer"]),
@@ -280,6 +334,7 @@ const message = z.discriminatedUnion("role", [
       .nullish(),
     tool_calls: z.array(toolCall).optional(),
     refusal: z.string().nullish(),
+    reasoning_details: z.array(reasoningDetail).optional(),
     name: z.string().optional(),
   }),
   z.looseObject({
