@@ -89,18 +89,19 @@ export const OPTIONS = {
     type: "string",
     arg: "N",
     help:
-      "tries again a run whose environment or gateway failed\n(never a low reward; default 0)",
+      "tries again a run whose environment or gateway failed\nbefore the model answered (default 0)",
   },
   out: {
     type: "string",
     arg: "FILE",
-    help: "results, JSONL (default eval-results/<time>.jsonl)",
+    help:
+      "results, JSONL: a new file (default\neval-results/<time>-<id>.jsonl)",
   },
   resume: {
     type: "string",
     arg: "FILE",
     help:
-      "runs only the tasks FILE has no result for (or an error),\nand adds their results to it",
+      "runs only the runs FILE has no score for, and appends\ntheir results to it",
   },
   "harness-token": {
     type: "string",
@@ -208,7 +209,10 @@ ${
 
 Only the tools the scenario gives the agent are callable: a call of any
 other is answered with an error and counted (refused_tool_calls). A run that
-fails is an error (reward null), not a zero, and is left out of the mean.`;
+ends in an error after the model answered scores 0 in the mean and pass@k (an
+agent cannot leave a task by crashing it); one that failed before (the
+environment or gateway) is retried with --retries and, if it still fails,
+left out with its task from every rate.`;
 
 /** A command line the eval command cannot run: its message is the one line shown (exit code 2). */
 export class UsageError extends Error {}

@@ -8,6 +8,7 @@
  */
 import type { EvalResult } from "./result.ts";
 import { runIdentity } from "./tasks.ts";
+import { countsAsFailure } from "./stats.ts";
 
 /** What {@linkcode endOfRunLines} reports on besides the results. */
 export interface EndOfRun {
@@ -74,13 +75,34 @@ export function endOfRunLines(
     lines.push(
       `${failed.length} run(s) ended in an error (${
         [...kinds].map(([kind, n]) => `${kind} ${n}`).join(", ")
-      }), not counted in the mean; --resume ${out} runs them again`,
+      })`,
     );
+    const asFailures = failed.filter(countsAsFailure).length;
+    if (asFailures > 0) {
+      lines.push(
+        `  ${asFailures} after the agent acted: counted as failures (reward 0) in the mean and pass@k`,
+      );
+    }
+    const notScored = failed.length - asFailures;
+    if (notScored > 0) {
+      lines.push(
+        `  ${notScored} before the agent acted (infrastructure, or stopped): not scored, their task(s) left out of every rate; --resume ${out} runs them again`,
+      );
+    }
   }
   const refused = results.reduce((sum, r) => sum + r.refused_tool_calls, 0);
   if (refused > 0) {
     lines.push(
       `${refused} call(s) of tools the agent was not given were refused`,
+    );
+  }
+  const excess = results.reduce(
+    (sum, r) => sum + (r.excess_tool_calls ?? 0),
+    0,
+  );
+  if (excess > 0) {
+    lines.push(
+      `${excess} tool call(s) past the cap of a turn were answered with an error, not run`,
     );
   }
   const checks = results.reduce((sum, r) => sum + r.safety_checks.length, 0);

@@ -18,6 +18,8 @@ import {
 } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { declaresRunIsolation } from "../mcp/runs.ts";
+import { boundStdio } from "./_bounded_read.ts";
+import { boundedFetch } from "./_bounded_http.ts";
 import {
   type AgentTool,
   capToolContent,
@@ -52,6 +54,21 @@ import {
  * ```
  */
 export const DEFAULT_TOOL_TIMEOUT_MS = 120_000;
+
+/**
+ * How much longer than the tool time-out the runner waits for a tool's
+ * answer, ms: a tool with a limit of its own of at most the tool time-out
+ * (bash's 120 s) answers the agent with its own time-out first, so a long
+ * command is the agent's to read, never a way to error the run.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_TOOL_TIMEOUT_MS, TOOL_TIMEOUT_GRACE_MS } from "./environment.ts";
+ *
+ * (DEFAULT_TOOL_TIMEOUT_MS + TOOL_TIMEOUT_GRACE_MS) / 1000; // 130, when the runner gives up
+ * ```
+ */
+export const TOOL_TIMEOUT_GRACE_MS = 10_000;
 
 /** Options of {@linkcode Environment.connect}. */
 export interface ConnectOptions {
@@ -223,7 +240,9 @@ export class Environment {
     let transport: Transport;
     if ("url" in target) {
       client = new Client(info, { versionNegotiation: { mode: "auto" } });
-      transport = new StreamableHTTPClientTransport(new URL(target.url));
+      transport = new StreamableHTTPClientTransport(new URL(target.url), {
+        fetch: boundedFetch(),
+      });
     } else {
       client = new Client(info);
       const stdio = new StdioClientTransport({
@@ -238,7 +257,7 @@ export class Environment {
         stderr: "pipe",
       });
       stdio.stderr?.on("data", (chunk: Uint8Array) => stderr.push(chunk));
-      transport = stdio;
+      transport = boundStdio(stdio);
     }
     try {
       await client.connect(withInitializeMeta(transport, display));
@@ -370,7 +389,7 @@ export class Environment {
             ? this.#displayMeta
             : { ...this.#displayMeta, run_id: runId },
         },
-        { signal, timeout: this.#toolTimeoutMs },
+        { signal, timeout: this.#toolTimeoutMs + TOOL_TIMEOUT_GRACE_MS },
       );
     } catch (error) {
       if (signal?.aborted) throw error;
@@ -385,7 +404,7 @@ export class Environment {
       ) {
         throw new EnvironmentError(
           `The tool "${name}" did not answer within ${
-            this.#toolTimeoutMs / 1000
+            (this.#toolTimeoutMs + TOOL_TIMEOUT_GRACE_MS) / 1000
           } s`,
           { cause: error },
         );

@@ -28,6 +28,7 @@ import { RfbClient } from "../mcp/hud/rfb.ts";
 import { RfbExecutor } from "../mcp/hud/rfb_executor.ts";
 import { openTunnel } from "../mcp/hud/tunnel.ts";
 import { ComputerTool } from "../tools/computer.ts";
+import { boundedFetch } from "./_bounded_http.ts";
 import {
   type AgentTool,
   capToolContent,
@@ -153,6 +154,7 @@ export class HudEnvironment extends Environment {
       await client.connect(
         new StreamableHTTPClientTransport(
           new URL(`http://127.0.0.1:${forwarder.port}${path}`),
+          { fetch: boundedFetch() },
         ),
       );
       return new HudEnvironment(client, env.name, options, {

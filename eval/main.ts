@@ -10,7 +10,6 @@
  *
  * @module
  */
-import { dirname } from "node:path";
 import { ConfigError } from "../gateway/config.ts";
 import { type Demo, startDemo } from "../gateway/cli/demo.ts";
 import type { Convention } from "./agent.ts";
@@ -18,7 +17,6 @@ import {
   DEFAULT_MAX_TOOL_RESULT_BYTES,
   DEFAULT_MAX_TOOL_RESULT_IMAGES,
 } from "./tool_host.ts";
-import { isObject } from "./agents/loop.ts";
 import { gatewayTransport } from "./agents/model.ts";
 import { modelFacts, parseConvention } from "./convention.ts";
 import {
@@ -47,9 +45,15 @@ import { Replayer } from "./replay.ts";
 import { writeReport } from "./report.ts";
 import { imagesDirFor, storeImages } from "./report_images.ts";
 import { concurrencyRefusal, runEval } from "./runner.ts";
-import { summaryTable } from "./stats.ts";
+import { scoredReward, summaryTable } from "./stats.ts";
 import { type EvalTask, parseTasks, runIdentity } from "./tasks.ts";
 import type { EvalResult } from "./result.ts";
+import {
+  createResultsFile,
+  latestPerRun,
+  readResultsToResume,
+  type ResumedFile,
+} from "./results_file.ts";
 
 /** A one-line progress display on stderr. */
 function progress(total: number) {
@@ -62,10 +66,11 @@ function progress(total: number) {
   let cost = 0;
   return (result: EvalResult) => {
     done++;
-    if (result.reward === null) errors++;
-    else {
+    if (result.error) errors++;
+    const score = scoredReward(result);
+    if (score !== null) {
       rewarded++;
-      rewards += result.reward;
+      rewards += score;
     }
     cost += result.cost_usd;
     const width = 24;
@@ -84,11 +89,8 @@ function progress(total: number) {
   };
 }
 
-/**
- * Reads a results file to resume: its results, a torn last line (the run
- * was killed mid-write) left out.
- */
-async function readResultsToResume(file: string): Promise<EvalResult[]> {
+/** Reads the results file to resume; a file that is not one is a usage error. */
+async function resumeFile(file: string): Promise<ResumedFile> {
   let text;
   try {
     text = await Deno.readTextFile(file);
@@ -97,37 +99,20 @@ async function readResultsToResume(file: string): Promise<EvalResult[]> {
       `Cannot read the results to resume, ${file}: ${(error as Error).message}`,
     );
   }
-  const lines = text.split("\n").filter((line) => line.trim() !== "");
-  const results: EvalResult[] = [];
-  lines.forEach((line, i) => {
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      if (i === lines.length - 1) return; // torn by a kill: run it again
-      throw new UsageError(`${file} line ${i + 1} is not JSON: cannot resume`);
-    }
-    const result = value as EvalResult;
-    if (
-      !isObject(value) || typeof result.task !== "number" ||
-      typeof result.scenario !== "string"
-    ) {
-      throw new UsageError(
-        `${file} line ${i + 1} is not an eval result: cannot resume`,
-      );
-    }
-    results.push({ ...result, repeat: result.repeat ?? 0 });
-  });
-  return results;
+  try {
+    return readResultsToResume(text, file);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
 }
 
-/** The default results file: a new one per run, in a folder git ignores. */
-function defaultOut(): string {
-  const stamp = new Date().toISOString().replace(/:/g, "-").replace(
-    /\.\d+Z$/,
-    "Z",
-  );
-  return `eval-results/${stamp}.jsonl`;
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** `deno task eval report <results.jsonl> [report.html]`. */
@@ -175,7 +160,12 @@ async function main(argv: string[]): Promise<number> {
       "--resume adds to its own file: leave out --out (or give the same file)",
     );
   }
-  const out = values.resume ?? values.out ?? defaultOut();
+  // Said before anything starts; the file is still created exclusively later.
+  if (values.out && !values.resume && await exists(values.out)) {
+    throw new UsageError(
+      `${values.out} exists: --resume ${values.out} adds to it; --out takes a new file`,
+    );
+  }
   const harnessToken = values["harness-token"] ??
     Deno.env.get("MCP_HARNESS_TOKEN");
   let convention: Convention | undefined;
@@ -226,7 +216,8 @@ async function main(argv: string[]): Promise<number> {
     }
     tasks = parseTasks(text);
   } else tasks = replay && !values.scenario ? replay.tasks : [];
-  const earlier = values.resume ? await readResultsToResume(values.resume) : [];
+  const resumed = values.resume ? await resumeFile(values.resume) : undefined;
+  const earlier = resumed?.lines ?? [];
 
   // One connection up front: the scenarios the environment offers, and
   // whether it isolates concurrent runs.
@@ -287,6 +278,18 @@ async function main(argv: string[]): Promise<number> {
     );
   }
 
+  // One results file, one environment: rewards of two servers mean neither.
+  const otherEnv = earlier.find((r) =>
+    typeof r.environment === "string" && r.environment !== probe.name
+  );
+  if (otherEnv) {
+    throw new UsageError(
+      `${values.resume} holds results of the environment ${
+        JSON.stringify(otherEnv.environment).slice(0, 100)
+      }, not ${probe.name}: resume against the environment it ran`,
+    );
+  }
+
   let demo: Demo | undefined;
   let gatewayUrl = (values.gateway ?? Deno.env.get("GATEWAY_URL"))?.replace(
     /\/+$/,
@@ -324,6 +327,12 @@ async function main(argv: string[]): Promise<number> {
       ? { ...modelFacts(replay.index), convention: replay.index.convention }
       : await checkGateway(gatewayUrl, key!, model);
     convention ??= facts.convention;
+    const out = values.resume ??
+      await createResultsFile(values.out).catch((error) => {
+        throw error instanceof Deno.errors.AlreadyExists
+          ? new UsageError(error.message)
+          : error;
+      });
     const recorder = values.record === undefined
       ? undefined
       : await Recorder.create(values.record).catch((error) => {
@@ -332,15 +341,18 @@ async function main(argv: string[]): Promise<number> {
     const transport = replay?.transport ??
       recorder?.wrap(gatewayTransport({ gatewayUrl, key: key! }));
 
-    // Resuming keeps the finished runs (each once) and drops the rest.
-    const completed = earlier.filter((result) => !result.error);
-    await Deno.mkdir(dirname(out), { recursive: true });
-    const kept = new Map(completed.map((r) => [runIdentity(r), r]));
-    await Deno.writeTextFile(
-      `${out}.tmp`,
-      [...kept.values()].map((r) => JSON.stringify(r) + "\n").join(""),
+    // Resuming keeps the scored runs (each once) and runs the rest again,
+    // appending: a line once written is never rewritten.
+    const latest = latestPerRun(earlier);
+    const kept = new Map(
+      latest.filter((r) => scoredReward(r) !== null).map((
+        r,
+      ) => [runIdentity(r), r]),
     );
-    await Deno.rename(`${out}.tmp`, out);
+    // A line torn by a kill is ended, so the next one starts on its own.
+    if (resumed?.endsTorn) {
+      await Deno.writeTextFile(out, "\n", { append: true });
+    }
 
     Deno.addSignalListener("SIGINT", onInterrupt);
     const remaining = planned.size - kept.size;
@@ -355,8 +367,8 @@ async function main(argv: string[]): Promise<number> {
       target,
       tasks,
       repeat,
-      // The errored ones are run again; their cost goes into the new result.
-      completed: [...kept.values(), ...earlier.filter((r) => r.error)],
+      // The runs not scored are run again; their cost goes into the new result.
+      completed: latest,
       endpoint: { gatewayUrl, key: key!, model, transport },
       concurrency,
       maxSteps,
@@ -380,7 +392,7 @@ async function main(argv: string[]): Promise<number> {
     for (
       const line of endOfRunLines(results, {
         kept,
-        earlier,
+        earlier: latest,
         out,
         before,
         after,

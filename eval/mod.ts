@@ -28,7 +28,13 @@
  * @module
  */
 export { concurrencyRefusal, runEval } from "./runner.ts";
-export { passAtK, rewardStats, summaryTable } from "./stats.ts";
+export {
+  countsAsFailure,
+  passAtK,
+  rewardStats,
+  scoredReward,
+  summaryTable,
+} from "./stats.ts";
 export { parseTasks, runIdentity } from "./tasks.ts";
 export type { EvalOptions, EvalSummary } from "./runner.ts";
 export type { RewardStats } from "./stats.ts";

@@ -24,6 +24,7 @@ import { readResults } from "./results_file.ts";
 import { REPORT_CSS } from "./report/_style.ts";
 import { esc, num, usd } from "./report/html.ts";
 import { distribution, summarySection } from "./report/summary.ts";
+import { rewardStats } from "./stats.ts";
 import { taskSection } from "./report/task.ts";
 
 /**
@@ -73,8 +74,6 @@ export function renderReport(
   const replayed = results.some((r) =>
     r.trajectory?.steps?.some?.((s) => s.replayed)
   );
-  const conventions = [...new Set(results.map((r) => String(r.convention)))];
-  const errors = results.filter((r) => r.error).length;
   const cost = results.reduce((sum, r) => sum + num(r.cost_usd), 0);
   return `<!doctype html>
 <html lang="en">
@@ -89,11 +88,10 @@ export function renderReport(
 <body>
 <header>
 <h1>Eval report</h1>
-<p class="lede">${
-    esc(title)
-  } · ${results.length} task(s) · ${errors} error(s) · ${usd(cost)} · ${
-    esc(conventions.join(", "))
-  } · made ${esc((options.now ?? new Date()).toISOString())}</p>
+<p class="lede">${esc(title)} · made ${
+    esc((options.now ?? new Date()).toISOString())
+  }</p>
+${runFacts(results, cost, replayed)}
 ${
     replayed
       ? '<p class="note">Replayed from a recording: the model answers came from the recording, no model was called, and the cost is $0.</p>'
@@ -127,6 +125,69 @@ ${results.map((result) => taskSection(result, options)).join("\n")}
 </body>
 </html>
 `;
+}
+
+/** The values of a field over the results, each once, or "not recorded". */
+function named(values: unknown[], none = "not recorded"): string {
+  const seen = [
+    ...new Set(values.filter((v) => typeof v === "string" && v !== "")),
+  ];
+  return seen.length === 0
+    ? `<span class="muted">${none}</span>`
+    : seen.map((v) => `<code>${esc(v)}</code>`).join(", ");
+}
+
+/** What was evaluated and how it went: the top of the report. */
+function runFacts(
+  results: EvalResult[],
+  cost: number,
+  replayed: boolean,
+): string {
+  const stats = rewardStats(results);
+  const fixed = (value: number | undefined) =>
+    value === undefined || Number.isNaN(value) ? "–" : value.toFixed(3);
+  const most = Math.max(1, ...results.map((r) => num(r.repeat) + 1));
+  const facts: [string, string][] = [
+    ["model", named(results.map((r) => r.model))],
+    [
+      "gateway",
+      replayed
+        ? '<span class="muted">none: replayed from a recording</span>'
+        : named(results.map((r) => r.gateway)),
+    ],
+    ["environment", named(results.map((r) => r.environment))],
+    [
+      "convention",
+      named(results.map((r) => r.convention)),
+    ],
+    [
+      "runs",
+      `${results.length} of ${
+        new Set(results.map((r) => r.task)).size
+      } task(s)`,
+    ],
+    ["mean reward", fixed(stats.mean)],
+    [
+      most > 1 ? `pass@1 · pass@${most}` : "pass@1",
+      most > 1
+        ? `${fixed(stats.passAt.get(1))} · ${fixed(stats.passAt.get(most))}`
+        : fixed(stats.passAt.get(1)),
+    ],
+    [
+      "errors",
+      stats.errors === 0
+        ? "none"
+        : `${stats.errors}: ${stats.countedAsFailures} counted as failures (reward 0), ${stats.notScored} not scored${
+          stats.tasksLeftOut > 0
+            ? ` (${stats.tasksLeftOut} task(s) left out of every rate)`
+            : ""
+        }`,
+    ],
+    ["cost", usd(cost)],
+  ];
+  return `<dl class="facts run">
+${facts.map(([k, v]) => `<dt>${esc(k)}</dt><dd>${v}</dd>`).join("\n")}
+</dl>`;
 }
 
 /**

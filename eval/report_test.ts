@@ -121,8 +121,9 @@ Deno.test("renderReport() gives every task a section, a summary row per scenario
   }
   assert.match(
     html,
-    // runs, mean, 95% interval, pass@1, errors: the error is no reward, not a 0.
-    /<th scope="row">guess<\/th><td class="n">2<\/td><td class="n">1\.000<\/td><td class="n">–<\/td><td class="n">1\.000<\/td><td class="n">1<\/td>/,
+    // runs, mean, 95% interval, pass@1, errors as 0, not scored: the error
+    // came after the agent acted (a model call), so it is a 0.
+    /<th scope="row">guess<\/th><td class="n">2<\/td><td class="n">0\.500<\/td><td class="n">±0\.980<\/td><td class="n">0\.500<\/td><td class="n">1<\/td><td class="n">0<\/td>/,
   );
   assert.match(
     html,
@@ -130,7 +131,7 @@ Deno.test("renderReport() gives every task a section, a summary row per scenario
   );
   assert.match(
     html,
-    /2 scored run\(s\): mean reward 0\.750, median 0\.750; 1 run\(s\) ended in an error/,
+    /2 run\(s\) with a reward: median 0\.750; 1 run\(s\) ended in an error \(no reward, in red\), 1 of them scored 0 in the mean and pass@k/,
   );
   assert.ok(!/https?:\/\//.test(html), "no URL at all");
 });
@@ -233,4 +234,118 @@ Deno.test("storeImages() and renderReport() take an image type that names an Obj
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+/** A 200×100 PNG's first bytes: enough for its size. */
+const PNG_200x100 = btoa(String.fromCharCode(
+  0x89,
+  0x50,
+  0x4e,
+  0x47,
+  0x0d,
+  0x0a,
+  0x1a,
+  0x0a,
+  0,
+  0,
+  0,
+  13,
+  0x49,
+  0x48,
+  0x44,
+  0x52,
+  0,
+  0,
+  0,
+  200,
+  0,
+  0,
+  0,
+  100,
+  8,
+  2,
+  0,
+  0,
+  0,
+));
+
+function clickRun(args: unknown, name = "computer"): EvalResult {
+  return result({
+    model: "operator",
+    gateway: "http://127.0.0.1:8080",
+    environment: "desktop",
+    trajectory: {
+      prompt: [],
+      steps: [{
+        step: 1,
+        status: 200,
+        text: "",
+        tokens: { input: 1, output: 1 },
+        cost_usd: 0,
+        tool_calls: [{
+          name,
+          arguments: args,
+          result: {
+            text: "",
+            images: [{ mimeType: "image/png", data: PNG_200x100 }],
+            is_error: false,
+          },
+        }],
+      }],
+    },
+  });
+}
+
+Deno.test("renderReport() names the model, gateway and environment, opens every task, and shows an error as an error, not a reward", () => {
+  const html = renderReport([
+    clickRun({ type: "click", x: 50, y: 25 }),
+    result({
+      task: 1,
+      reward: null,
+      error: "The environment closed the connection",
+      error_kind: "environment",
+      agent_acted: true,
+    }),
+  ]);
+  assert.match(html, /<dt>model<\/dt><dd><code>operator<\/code><\/dd>/);
+  assert.match(
+    html,
+    /<dt>gateway<\/dt><dd><code>http:\/\/127\.0\.0\.1:8080<\/code><\/dd>/,
+  );
+  assert.match(html, /<dt>environment<\/dt><dd><code>desktop<\/code><\/dd>/);
+  assert.match(
+    html,
+    /<dt>errors<\/dt><dd>1: 1 counted as failures \(reward 0\)/,
+  );
+  assert.equal(html.match(/<details open>/g)?.length, 2);
+  const errored = html.slice(html.indexOf('id="task-1"'));
+  assert.match(errored, /<span class="badge error">error · scored 0<\/span>/);
+  assert.doesNotMatch(errored, /reward 0\.000/);
+});
+
+Deno.test("a screenshot enlarges on click with no script, is captioned with its action, and marks where the click or drag landed", () => {
+  const click = renderReport([clickRun({ type: "click", x: 50, y: 25 })]);
+  assert.match(
+    click,
+    /<figure class="shot"><details><summary [^>]*><span class="frame"><img src="data:image\/png;base64,/,
+  );
+  assert.match(click, /<span class="mark at" style="left:25\.00%;top:25\.00%"/);
+  assert.match(click, /<figcaption>after <code>click at \(50, 25\)<\/code>/);
+  assert.doesNotMatch(click, /<script/);
+
+  const drag = renderReport([
+    clickRun({
+      action: "left_click_drag",
+      start_coordinate: [0, 0],
+      coordinate: [200, 100],
+    }),
+  ]);
+  assert.match(drag, /<polyline points="0\.00,0\.00 100\.00,100\.00"\/>/);
+  assert.match(drag, /class="mark from" style="left:0\.00%;top:0\.00%"/);
+  assert.match(drag, /class="mark to" style="left:100\.00%;top:100\.00%"/);
+  assert.match(drag, /left_click_drag from \(0, 0\) to \(200, 100\)/);
+
+  // Gemini's grid is 0–999 whatever the screen.
+  const gemini = renderReport([clickRun({ x: 500, y: 500 }, "click_at")]);
+  assert.match(gemini, /class="mark at" style="left:50\.00%;top:50\.00%"/);
 });

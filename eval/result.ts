@@ -33,7 +33,10 @@ export interface EvalResult {
   scenario: string;
   /** Its arguments. */
   args: Record<string, unknown>;
-  /** The reward; `null` when the run ended in an error (not a score). */
+  /**
+   * The environment's reward; `null` when the run ended in an error (the
+   * statistics then score it 0 if the agent had acted: `agent_acted`).
+   */
   reward: number | null;
   /** Whether the environment called the task done. */
   done: boolean;
@@ -45,6 +48,13 @@ export interface EvalResult {
   error?: string;
   /** What kind of failure `error` is. */
   error_kind?: EvalErrorKind;
+  /**
+   * Whether the agent acted before the run ended: the model answered (or,
+   * for a time-out, was called). An error after that is scored as a 0 (see
+   * `scoredReward` in `stats.ts`); one before is not scored and is tried
+   * again (`retries`, `--resume`). Absent in results of older runners.
+   */
+  agent_acted?: boolean;
   /** Tries the task took (more than 1 after infrastructure failures). */
   attempts: number;
   /**
@@ -59,6 +69,16 @@ export interface EvalResult {
   tokens: { input: number; output: number };
   /** What the gateway charged for the run's calls, USD, over every try. */
   cost_usd: number;
+  /**
+   * `gateway_traces` when `cost_usd` was read from the gateway's traces of
+   * the run (`GET /v1/traces?trace_id=`): a call was cut off (by the
+   * time-out, a stop, a failure) before its cost header arrived.
+   */
+  cost_source?: "gateway_traces";
+  /** The environment's name (its MCP server name; absent in older results). */
+  environment?: string;
+  /** The gateway the model was called through (its URL; absent when replayed, and in older results). */
+  gateway?: string;
   /** The `trace-id` every model call of the run carried. */
   trace_id: string;
   /** The wire convention the model was spoken to in. */
@@ -67,6 +87,8 @@ export interface EvalResult {
   model?: string;
   /** Calls of tools the agent was not given, refused with an error result. */
   refused_tool_calls: number;
+  /** Tool calls past the per-turn cap (32), answered with an error, not run. */
+  excess_tool_calls?: number;
   /** Safety checks the model raised and the runner acknowledged. */
   safety_checks: SafetyCheck[];
   /** Wall time of the run, ms. */

@@ -29,6 +29,8 @@ import {
 import type { EnvironmentTarget } from "./target.ts";
 import type { EarlierAttempt, EvalErrorKind, EvalResult } from "./result.ts";
 import { type EvalTask, runIdentity } from "./tasks.ts";
+import { scoredReward } from "./stats.ts";
+import { chargedMicros } from "./trace_cost.ts";
 import {
   backOff,
   earlierAttempt,
@@ -45,10 +47,10 @@ export interface EvalOptions {
   /** Runs of every task (default 1); results say which with `repeat`. */
   repeat?: number;
   /**
-   * Results of an earlier run of the same tasks (`--resume`): the tasks
-   * they finished without an error are not run again, and are part of
-   * the summary; one that ended in an error is run again, and its new
-   * result lists it in `earlier_attempts` (its cost counted).
+   * Results of an earlier run of the same tasks (`--resume`): the runs
+   * they scored (an error after the agent acted scores 0) are not run
+   * again, and are part of the summary; one not scored is run again, and
+   * its new result lists it in `earlier_attempts` (its cost counted).
    */
   completed?: EvalResult[];
   /** The model behind the gateway. */
@@ -196,7 +198,7 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   const triedBefore = new Map<string, EarlierAttempt[]>();
   for (const result of options.completed ?? []) {
     const key = runIdentity(result);
-    if (!result.error || done.has(key)) continue;
+    if (done.has(key) || !result.error) continue;
     triedBefore.set(key, [
       ...triedBefore.get(key) ?? [],
       ...result.earlier_attempts ?? [],
@@ -249,8 +251,11 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
             await env?.close().catch(() => {});
             env = undefined;
           }
+          // Only a failure the agent had no part in is tried again: one
+          // after it acted is its score (a 0), or failing would buy retries.
           if (
             attempt > retries || options.signal?.aborted ||
+            result.agent_acted ||
             (result.error_kind !== "environment" &&
               result.error_kind !== "gateway")
           ) break;
@@ -294,7 +299,10 @@ function planRuns(tasks: EvalTask[], repeat: number): PlannedRun[] {
   );
 }
 
-/** The earlier results that finished a planned run, one per run. */
+/**
+ * The earlier results that scored a planned run, one per run: an error
+ * after the agent acted is its score, never run again.
+ */
 function keptResults(
   planned: PlannedRun[],
   completed: EvalResult[],
@@ -303,7 +311,9 @@ function keptResults(
   const kept = new Map<string, EvalResult>();
   for (const result of completed) {
     const key = runIdentity(result);
-    if (result.error || !wanted.has(key) || kept.has(key)) continue;
+    if (scoredReward(result) === null || !wanted.has(key) || kept.has(key)) {
+      continue;
+    }
     kept.set(key, { ...result, repeat: result.repeat ?? 0 });
   }
   return [...kept.values()];
@@ -327,6 +337,7 @@ function failedRun(
     done: false,
     error: stopped ? "Stopped before the run finished" : messageOf(error),
     error_kind: stopped ? "stopped" : errorKind(error),
+    agent_acted: false,
     attempts: 1,
     steps: 0,
     tokens: { input: 0, output: 0 },
@@ -365,6 +376,9 @@ async function runTask(
     trace_id: runId,
     convention,
     model: options.endpoint.model,
+    environment: env.name,
+    ...(options.endpoint.gatewayUrl &&
+      { gateway: options.endpoint.gatewayUrl }),
   };
   const finish = (
     evaluation: Partial<EvaluationResult>,
@@ -375,12 +389,18 @@ async function runTask(
     done: evaluation.done ?? true,
     ...(evaluation.subscores && { subscores: evaluation.subscores }),
     ...(evaluation.content && { content: String(evaluation.content) }),
-    ...(error && { error: error.message, error_kind: error.kind }),
+    ...(error && {
+      error: error.message,
+      error_kind: error.kind,
+      agent_acted: agentActed(agent, error.kind),
+    }),
     attempts: 1,
     steps: agent.steps,
     tokens: agent.tokens,
     cost_usd: agent.costMicros / 1_000_000,
     refused_tool_calls: agent.refusedToolCalls,
+    ...(agent.excessToolCalls > 0 &&
+      { excess_tool_calls: agent.excessToolCalls }),
     safety_checks: agent.safetyChecks,
     duration_ms: Math.round(performance.now() - started),
     trajectory: agent.trajectory,
@@ -406,6 +426,39 @@ async function runTask(
     await env.submit(task.scenario, agent.answer, runId);
     return await env.evaluate(task.scenario, runId);
   };
+  const result = await settle(work, signal, options, timeout, env, finish);
+  if (!result.error || agent.steps === 0 || !options.endpoint.gatewayUrl) {
+    return result;
+  }
+  // A call cut off (by the time-out, a stop, a failure elsewhere) was still
+  // charged, but its x-gateway-cost never arrived: the gateway's traces say.
+  const charged = await chargedMicros({
+    gatewayUrl: options.endpoint.gatewayUrl,
+    key: options.endpoint.key,
+    traceId: runId,
+    calls: agent.steps,
+  });
+  return charged !== undefined && charged > agent.costMicros
+    ? {
+      ...result,
+      cost_usd: charged / 1_000_000,
+      cost_source: "gateway_traces",
+    }
+    : result;
+}
+
+/** A run's work carried out: its result, or the error it ended in. */
+async function settle(
+  work: () => Promise<EvaluationResult>,
+  signal: AbortSignal | undefined,
+  options: EvalOptions,
+  timeout: AbortSignal | undefined,
+  env: Environment,
+  finish: (
+    evaluation: Partial<EvaluationResult>,
+    error?: { message: string; kind: EvalErrorKind },
+  ) => EvalResult,
+): Promise<EvalResult> {
   try {
     const evaluation = await untilAborted(work(), signal);
     return evaluation.isError
@@ -437,6 +490,18 @@ async function runTask(
       kind,
     });
   }
+}
+
+/**
+ * Whether the agent acted before its run failed: the model answered once at
+ * least, or was called when the time ran out (a model that stalls must not
+ * turn a task it would fail into one that is not scored).
+ */
+function agentActed(agent: AgentOutcome, kind: EvalErrorKind): boolean {
+  if (kind === "timeout") return agent.steps > 0;
+  return agent.trajectory.steps.some((step) =>
+    step.status >= 200 && step.status <= 299
+  );
 }
 
 /**

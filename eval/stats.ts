@@ -39,26 +39,90 @@ export function passAtK(n: number, c: number, k: number): number {
   return 1 - fail;
 }
 
+/**
+ * The reward a run counts for in the statistics: its reward; 0 for a run
+ * that ended in an error after the agent acted (whatever failed: a model
+ * must not leave a task it would fail by crashing its environment or
+ * running out the clock); `null` for a run the agent never got to (an
+ * infrastructure failure before the model answered, or a stop), which is
+ * not scored and is run again by `--resume`.
+ *
+ * @example
+ * ```ts
+ * import { scoredReward } from "./stats.ts";
+ * import type { EvalResult } from "./result.ts";
+ *
+ * const crashed = {
+ *   reward: null,
+ *   error: "The environment closed the connection",
+ *   error_kind: "environment",
+ *   agent_acted: true,
+ * } as EvalResult;
+ * scoredReward(crashed); // 0
+ * scoredReward({ ...crashed, agent_acted: false }); // null
+ * ```
+ *
+ * @param result A run's result.
+ * @returns Its reward for the statistics, or `null` when it is not scored.
+ */
+export function scoredReward(result: EvalResult): number | null {
+  if (!result.error && typeof result.reward === "number") return result.reward;
+  return countsAsFailure(result) ? 0 : null;
+}
+
+/**
+ * Whether a run that ended in an error counts as a failure (reward 0): it
+ * did when the agent acted before the error (results written before
+ * `agent_acted` was kept: when a model call was made), unless the eval was
+ * stopped (Ctrl-C), which is the operator's doing.
+ *
+ * @example
+ * ```ts
+ * import { countsAsFailure } from "./stats.ts";
+ * import type { EvalResult } from "./result.ts";
+ *
+ * countsAsFailure({ error: "Timed out after 60 s", error_kind: "timeout", steps: 3 } as EvalResult); // true
+ * countsAsFailure({ error: "Stopped", error_kind: "stopped", steps: 3 } as EvalResult); // false
+ * ```
+ *
+ * @param result A run's result.
+ * @returns Whether it is an error scored as 0.
+ */
+export function countsAsFailure(result: EvalResult): boolean {
+  if (!result.error || result.error_kind === "stopped") return false;
+  return result.agent_acted ?? (Number(result.steps) > 0);
+}
+
 /** The rewards of a group of runs, summed up. */
 export interface RewardStats {
   /** Runs. */
   runs: number;
-  /** Runs that ended in an error (no reward). */
+  /** Runs that ended in an error, scored or not. */
   errors: number;
-  /** Mean reward over the runs that have one; `NaN` when none has. */
+  /** Errors after the agent acted, scored as 0 in every rate. */
+  countedAsFailures: number;
+  /** Errors before the agent acted (infrastructure, a stop): not scored. */
+  notScored: number;
+  /** Tasks every rate is over: those with all their runs scored. */
+  tasks: number;
+  /** Tasks left out of every rate: a run of theirs is not scored, or missing. */
+  tasksLeftOut: number;
+  /** Mean reward over the runs of the rated tasks; `NaN` when there are none. */
   mean: number;
-  /** Sample standard deviation of the rewards (0 for fewer than two). */
+  /** Sample standard deviation of those rewards (0 for fewer than two). */
   stdDev: number;
   /** Half-width of the normal-approximation 95% interval of the mean. */
   ci95: number;
-  /** pass@1 and pass@k per k, averaged over tasks with at least k rewarded runs. */
+  /** pass@1 and pass@k (k the runs per task), over the rated tasks. */
   passAt: Map<number, number>;
 }
 
 /**
- * Sums up rewards: the mean over runs that have one (errors are counted
- * apart), its spread, and pass@k for `k` from 1 to the repetitions, where a
- * run passes with a reward of at least `threshold`.
+ * Sums up rewards. Every rate is over the same tasks: those whose runs all
+ * have a score ({@linkcode scoredReward}: an error after the agent acted is
+ * a 0) and that ran as often as the most-run task; a task with a run not
+ * scored or missing is left out of the mean, pass@1 and pass@k alike, and
+ * counted. A run passes with a score of at least `threshold`.
  *
  * @example
  * ```ts
@@ -66,11 +130,12 @@ export interface RewardStats {
  * import type { EvalResult } from "./result.ts";
  *
  * const results = [1, 0, 1, null].map((reward, repeat) =>
- *   ({ task: 0, repeat, scenario: "guess", reward }) as EvalResult
+ *   ({ task: 0, repeat, scenario: "guess", reward, steps: 2,
+ *      ...(reward === null && { error: "crashed", agent_acted: true }) }) as EvalResult
  * );
  * const stats = rewardStats(results);
- * stats.errors; // 1
- * stats.mean; // 0.666…, over the three runs with a reward
+ * stats.countedAsFailures; // 1
+ * stats.mean; // 0.5, the error counted as 0
  * ```
  *
  * @param results The results.
@@ -78,31 +143,41 @@ export interface RewardStats {
  * @returns The statistics.
  */
 export function rewardStats(results: EvalResult[], threshold = 1): RewardStats {
-  const rewards = results.flatMap((r) => r.reward === null ? [] : [r.reward]);
+  const byTask = new Map<number, (number | null)[]>();
+  for (const result of results) {
+    byTask.set(result.task, [
+      ...byTask.get(result.task) ?? [],
+      scoredReward(result),
+    ]);
+  }
+  const most = Math.max(0, ...[...byTask.values()].map((list) => list.length));
+  const rated = [...byTask.values()].filter((list) =>
+    list.length === most && list.every((r) => r !== null)
+  ) as number[][];
+  const rewards = rated.flat();
   const n = rewards.length;
   const mean = n === 0 ? NaN : rewards.reduce((a, b) => a + b, 0) / n;
   const stdDev = n < 2
     ? 0
     : Math.sqrt(rewards.reduce((a, r) => a + (r - mean) ** 2, 0) / (n - 1));
-  const byTask = new Map<number, number[]>();
-  for (const result of results) {
-    if (result.reward === null) continue;
-    byTask.set(result.task, [...byTask.get(result.task) ?? [], result.reward]);
-  }
   const passAt = new Map<number, number>();
-  const most = Math.max(0, ...[...byTask.values()].map((list) => list.length));
-  for (const k of new Set([1, most])) {
-    const estimates = [...byTask.values()].filter((list) => list.length >= k)
-      .map((list) =>
+  if (rated.length > 0) {
+    for (const k of new Set([1, most])) {
+      const estimates = rated.map((list) =>
         passAtK(list.length, list.filter((r) => r >= threshold).length, k)
       );
-    if (estimates.length > 0) {
       passAt.set(k, estimates.reduce((a, b) => a + b, 0) / estimates.length);
     }
   }
+  const errors = results.filter((r) => r.error).length;
+  const countedAsFailures = results.filter(countsAsFailure).length;
   return {
     runs: results.length,
-    errors: results.length - n,
+    errors,
+    countedAsFailures,
+    notScored: results.filter((r) => scoredReward(r) === null).length,
+    tasks: rated.length,
+    tasksLeftOut: byTask.size - rated.length,
     mean,
     stdDev,
     ci95: n < 2 ? 0 : 1.96 * stdDev / Math.sqrt(n),
@@ -113,8 +188,8 @@ export function rewardStats(results: EvalResult[], threshold = 1): RewardStats {
 /**
  * The summary table: per scenario, runs, the mean reward with its 95%
  * interval and standard deviation, pass@1 and pass@k (with repetitions),
- * errors (runs without a reward, not counted in the mean), mean steps,
- * tokens and cost, then the totals.
+ * errors after the agent acted (scored as 0), runs not scored (an error
+ * before the agent acted), mean steps, tokens and cost, then the totals.
  *
  * @example
  * ```ts
@@ -160,7 +235,8 @@ export function summaryTable(results: EvalResult[], threshold = 1): string {
       fixed(stats.stdDev),
       fixed(stats.passAt.get(1)),
       ...(repeats > 1 ? [fixed(stats.passAt.get(repeats))] : []),
-      String(stats.errors),
+      String(stats.countedAsFailures),
+      String(stats.notScored),
       fixed(
         list.reduce((sum, r) => sum + r.steps, 0) / Math.max(1, list.length),
         1,
@@ -180,7 +256,8 @@ export function summaryTable(results: EvalResult[], threshold = 1): string {
       "std dev",
       "pass@1",
       ...(repeats > 1 ? [`pass@${repeats}`] : []),
-      "errors",
+      "errors as 0",
+      "not scored",
       "steps",
       "tokens",
       "cost",

@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { passAtK, rewardStats, summaryTable } from "./stats.ts";
+import {
+  countsAsFailure,
+  passAtK,
+  rewardStats,
+  scoredReward,
+  summaryTable,
+} from "./stats.ts";
 import type { EvalResult } from "./result.ts";
 
 /** A result with only what the statistics read set. */
@@ -58,7 +64,12 @@ Deno.test("passAtK is 1 − C(n−c, k) / C(n, k) for every small n, c and k", (
   );
 });
 
-Deno.test("rewardStats leaves errors out of the mean and averages pass@k over tasks", () => {
+/** A run that ended in an error before its agent acted (not scored). */
+function infraError(task: number, repeat: number): EvalResult {
+  return { ...result(task, repeat, null), steps: 0, agent_acted: false };
+}
+
+Deno.test("rewardStats scores an error after the agent acted as 0, and every rate over the same tasks", () => {
   const stats = rewardStats([
     result(0, 0, 1),
     result(0, 1, 0),
@@ -66,40 +77,66 @@ Deno.test("rewardStats leaves errors out of the mean and averages pass@k over ta
     result(1, 0, 0),
     result(1, 1, 0),
     result(1, 2, 0),
+    result(2, 0, 1),
+    infraError(2, 1),
+    result(2, 2, 1),
   ]);
-  assert.equal(stats.runs, 6);
-  assert.equal(stats.errors, 1);
-  assert.equal(stats.mean, 0.2);
-  assert.ok(Math.abs(stats.stdDev - Math.sqrt(0.2)) < 1e-12);
-  assert.ok(
-    Math.abs(stats.ci95 - 1.96 * Math.sqrt(0.2) / Math.sqrt(5)) < 1e-12,
-  );
-  // Task 0: 1 of 2 rewarded runs passed (its error is no sample); task 1: 0 of 3.
-  assert.equal(stats.passAt.get(1), (0.5 + 0) / 2);
-  // pass@3 only over tasks with 3 rewarded runs: task 1.
-  assert.equal(stats.passAt.get(3), 0);
-  const none = rewardStats([result(0, 0, null)]);
+  assert.equal(stats.runs, 9);
+  assert.equal(stats.errors, 2);
+  assert.equal(stats.countedAsFailures, 1);
+  assert.equal(stats.notScored, 1);
+  // Task 2 has a run not scored: it leaves the mean and every pass@k.
+  assert.equal(stats.tasks, 2);
+  assert.equal(stats.tasksLeftOut, 1);
+  assert.ok(Math.abs(stats.mean - 1 / 6) < 1e-12);
+  // Task 0: 1 of 3 passed (the error is a 0); task 1: 0 of 3.
+  assert.ok(Math.abs(stats.passAt.get(1)! - (1 / 3 + 0) / 2) < 1e-12);
+  assert.equal(stats.passAt.get(3), (1 + 0) / 2);
+  const none = rewardStats([infraError(0, 0)]);
   assert.ok(Number.isNaN(none.mean));
   assert.equal(none.passAt.size, 0);
   assert.equal(rewardStats([result(0, 0, 0.5)], 0.5).passAt.get(1), 1);
 });
 
-Deno.test("summaryTable shows the mean, its spread and errors per scenario, and pass@K with repeats", () => {
+Deno.test("scoredReward: an error after the agent acted is 0, before it or on a stop it is not scored", () => {
+  assert.equal(scoredReward(result(0, 0, 0.25)), 0.25);
+  assert.equal(scoredReward({ ...result(0, 0, null), agent_acted: true }), 0);
+  assert.equal(scoredReward(infraError(0, 0)), null);
+  // Results written before `agent_acted` was kept: a model call means it acted.
+  assert.equal(scoredReward(result(0, 0, null)), 0);
+  assert.equal(
+    scoredReward({
+      ...result(0, 0, null),
+      error_kind: "stopped",
+      agent_acted: true,
+    }),
+    null,
+  );
+  assert.equal(countsAsFailure(result(0, 0, 1)), false);
+});
+
+Deno.test("summaryTable shows the mean, its spread, errors scored as 0 and runs not scored per scenario, and pass@K with repeats", () => {
   const table = summaryTable([
     result(0, 0, 1),
     result(0, 1, null),
     { ...result(1, 0, 0.5), scenario: "other" },
+    { ...infraError(2, 0), scenario: "third" },
   ]);
   const lines = table.split("\n");
   assert.match(
     lines[0],
-    /^scenario +runs +mean reward +95% ci +std dev +pass@1 +pass@2 +errors +steps +tokens +cost/,
+    /^scenario +runs +mean reward +95% ci +std dev +pass@1 +pass@2 +errors as 0 +not scored +steps +tokens +cost/,
   );
   assert.match(
     lines[1],
-    /^s +2 +1\.000 +±0\.000 +0\.000 +1\.000 +- +1 +1\.0 +24 +\$0\.002000/,
+    /^s +2 +0\.500 +±0\.980 +0\.707 +0\.500 +1\.000 +1 +0 +1\.0 +24 +\$0\.002000/,
   );
-  assert.match(lines[2], /^other +1 +0\.500 .* 0 +1\.0/);
-  assert.match(lines[3], /^total +3 +0\.750 +±0\.490 +0\.354 +0\.500 +- +1 /);
+  // A task with one run beside tasks with two ran less: it leaves every rate.
+  assert.match(lines[2], /^other +1 +0\.500 .* 0 +0 +1\.0/);
+  assert.match(lines[3], /^third +1 +- .* 0 +1 +0\.0/);
+  assert.match(
+    lines[4],
+    /^total +4 +0\.500 +±0\.980 +0\.707 +0\.500 +1\.000 +1 +1 /,
+  );
   assert.doesNotMatch(summaryTable([result(0, 0, 1)]), /pass@2/);
 });

@@ -182,7 +182,7 @@ Deno.test("the key and the model are checked before any task starts: a refused k
   }
 });
 
-Deno.test("a run that fails is an error with no reward: counted apart from the mean, named in the summary, exit 1", async () => {
+Deno.test("a run that fails after its agent acted is an error with no reward, scored 0 in the mean and named in the summary, exit 1", async () => {
   const dir = await Deno.makeTempDir({ prefix: "mcpkit-eval-errors-" });
   try {
     const tasks = `${dir}/tasks.jsonl`;
@@ -205,12 +205,13 @@ Deno.test("a run that fails is an error with no reward: counted apart from the m
     assert.deepEqual(results.map((r) => r.reward), [0.4, null, 0.8]);
     assert.equal(results[1].error_kind, "task");
     assert.match(results[1].error ?? "", /The grader crashed on purpose/);
-    // The mean is over the two rewards, the error counted apart.
-    assert.match(run.stdout, /^total +3 +0\.600 +±\S+ +\S+ +\S+ +1 /m);
-    assert.match(run.stdout, /^broken +1 +- +/m);
+    // The grader crashed after the agent answered: a failure, scored 0.
+    assert.match(run.stdout, /^total +3 +0\.400 +±\S+ +\S+ +\S+ +1 +0 /m);
+    assert.match(run.stdout, /^broken +1 +0\.000 +/m);
+    assert.match(run.stdout, /^1 run\(s\) ended in an error \(task 1\)$/m);
     assert.match(
       run.stdout,
-      /1 run\(s\) ended in an error \(task 1\), not counted in the mean; --resume \S+results\.jsonl runs them again/,
+      /^ {2}1 after the agent acted: counted as failures \(reward 0\) in the mean and pass@k$/m,
     );
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -166,7 +166,8 @@ Deno.test("--concurrency above 1 against an HTTP environment that does not isola
     [["EVAL_FIXTURE_ISOLATION=false"], /it says its runs share state/],
   ];
   try {
-    for (const [settings, reason] of cases) {
+    for (const entry of cases) {
+      const [settings, reason] = entry;
       const server = await startServerProcess(Deno.execPath(), [
         "run",
         "-A",
@@ -209,10 +210,15 @@ Deno.test("--concurrency above 1 against an HTTP environment that does not isola
           "--args",
           '{"n": 3}',
           "--out",
-          `${dir}/one.jsonl`,
+          // A file per case: --out never adds to an existing one.
+          `${dir}/one-${cases.indexOf(entry)}.jsonl`,
         ], dir);
         assert.equal(one.code, 0, one.stderr);
-        assert.equal((await readResults(`${dir}/one.jsonl`))[0].reward, 0.3);
+        assert.equal(
+          (await readResults(`${dir}/one-${cases.indexOf(entry)}.jsonl`))[0]
+            .reward,
+          0.3,
+        );
       } finally {
         await server.stop();
       }

@@ -68,7 +68,7 @@ async function openReport(browser: Browser, file: string): Promise<Watched> {
 
 /** Opens every task's details, as a reader clicking each. */
 async function openAll(page: Page): Promise<void> {
-  const closed = page.locator("details:not([open]) > summary");
+  const closed = page.locator(".task > details:not([open]) > summary");
   while (await closed.count() > 0) await closed.first().click();
 }
 
@@ -225,11 +225,50 @@ Deno.test({
         0,
       );
       assert.ok(screenshots >= 3, `${screenshots} screenshots`);
+      // The model, gateway and environment are named at the top.
+      const top = await page.locator("header").innerText();
+      assert.match(top, /model\s+operator/);
+      assert.match(top, /gateway\s+http:\/\/localhost:\d+/);
+      assert.match(top, /environment\s+desktop/);
+      // Every task is open, each click on a screenshot is marked on it, in
+      // the screenshot's box.
+      assert.equal(
+        await page.locator(".task > details:not([open])").count(),
+        0,
+      );
+      const marks = page.locator(".shot .mark");
+      assert.ok(await marks.count() >= 1, "a click is marked");
+      const mark = await marks.first().boundingBox();
+      const frame = await page.locator(".shot:has(.mark) img").first()
+        .boundingBox();
+      assert.ok(mark && frame);
+      const [cx, cy] = [mark.x + mark.width / 2, mark.y + mark.height / 2];
+      assert.ok(
+        cx >= frame.x && cx <= frame.x + frame.width &&
+          cy >= frame.y && cy <= frame.y + frame.height,
+        "the marker is on its screenshot",
+      );
+      assert.match(
+        await page.locator(".shot:has(.mark) figcaption").first().innerText(),
+        /^after click at \(\d+, \d+\)/,
+      );
       if (SCREENSHOTS) {
-        await page.locator("#task-0 summary").click();
-        await page.screenshot({ path: `${ROOT}docs/eval-report.png` });
-        await page.locator("#task-0 summary").click();
+        // From the top down to the first marked screenshot's caption.
+        const end = await page.locator(".shot:has(.mark)").first()
+          .boundingBox();
+        await page.screenshot({
+          path: `${ROOT}docs/eval-report.png`,
+          fullPage: true,
+          clip: { x: 0, y: 0, width: 1200, height: end!.y + end!.height + 24 },
+        });
       }
+      // A click enlarges a screenshot; another click closes it.
+      const shot = page.locator(".shot:has(.mark) summary").first();
+      await shot.click();
+      const large = await page.locator(".shot:has(.mark) img").first()
+        .boundingBox();
+      assert.ok(large && large.width > frame.width, "enlarged");
+      await shot.click();
       const widths = await imageWidths(page);
       assert.equal(widths.length, screenshots);
       assert.ok(widths.every((w) => w > 0), `widths ${widths.join(", ")}`);

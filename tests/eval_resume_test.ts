@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import type { EvalResult } from "../eval/mod.ts";
+import { readResults as parseResults } from "../eval/results_file.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const RUNS_ENV = `${ROOT}tests/fixtures/eval_runs_env.ts`;
@@ -30,9 +31,9 @@ async function evalCli(args: string[], dir: string) {
   };
 }
 
+/** The results file's line that counts per run (a resume appends after older ones). */
 async function readResults(file: string): Promise<EvalResult[]> {
-  return (await Deno.readTextFile(file)).trim().split("\n")
-    .map((line) => JSON.parse(line) as EvalResult);
+  return parseResults(await Deno.readTextFile(file)).results;
 }
 
 async function writeTasks(dir: string, tasks: object[]): Promise<string> {
@@ -88,8 +89,13 @@ Deno.test("a run stopped with SIGINT and resumed has every task exactly once", a
       assert.equal(result.reward, null);
     }
 
+    const written = await Deno.readTextFile(out);
     const resumed = await evalCli(["--tasks", tasks, "--resume", out], dir);
     assert.equal(resumed.code, 0, resumed.stderr);
+    assert.ok(
+      (await Deno.readTextFile(out)).startsWith(written),
+      "a resume appends: every line written before is still there",
+    );
     assert.match(
       resumed.stderr,
       new RegExp(

@@ -1,8 +1,9 @@
 /**
  * `retries` through the API, against a gateway in front of the simulator:
- * a model call the gateway could not serve (a 5xx) is an infrastructure
- * failure, tried again; a request the provider refused (a 4xx) is the run's
- * own failure, never tried again.
+ * a model call the gateway could not serve (a 5xx) before the model
+ * answered is an infrastructure failure, tried again; a request the
+ * provider refused (a 4xx), or any failure after the model answered, is the
+ * run's own, never tried again, and scores 0.
  *
  * @module
  */
@@ -13,6 +14,7 @@ import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { startGateway } from "../gateway/http/server.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
 import { type EvalResult, parseTarget, runEval } from "../eval/mod.ts";
+import { rewardStats, scoredReward } from "../eval/stats.ts";
 
 const GAME = new URL("../examples/text_game/main.ts", import.meta.url)
   .pathname;
@@ -71,7 +73,7 @@ Deno.test("a model call the gateway could not serve is a gateway error, tried ag
   }
 });
 
-Deno.test("a run tried again counts what its failed try was charged: cost and tokens over every try, and each earlier try with its error", async () => {
+Deno.test("a run that failed after the model answered is not tried again: the failure is its score (0), its charge kept", async () => {
   await using sim = await startSimulator();
   const { gateway, caller } = await gatewayWithCaller(sim);
   const run = (retries: number) =>
@@ -91,29 +93,19 @@ Deno.test("a run tried again counts what its failed try was charged: cost and to
     // The first call is answered (and charged), the second fails.
     sim.enqueue({ behaviour: {} });
     sim.enqueue({ behaviour: { status: 503, message: "overloaded" } });
-    const [retried] = (await run(1)).results;
-    assert.equal(retried.error, undefined);
-    assert.equal(retried.attempts, 2);
-    assert.equal(retried.earlier_attempts?.length, 1);
-    const [earlier] = retried.earlier_attempts!;
-    assert.equal(earlier.error_kind, "gateway");
-    assert.match(earlier.error, /^The model call failed \(502\)/);
-    assert.equal(earlier.cost_usd, firstStep);
-    assert.equal(
-      Math.round(retried.cost_usd * 1e6),
-      Math.round((clean.cost_usd + firstStep) * 1e6),
-      "the failed try's charge is in the run's cost",
-    );
-    assert.equal(
-      retried.tokens.input,
-      clean.tokens.input + earlier.tokens.input,
-    );
+    const [failed] = (await run(1)).results;
+    assert.equal(failed.error_kind, "gateway");
+    assert.match(failed.error ?? "", /^The model call failed \(502\)/);
+    assert.equal(failed.agent_acted, true);
+    assert.equal(failed.attempts, 1, "no second try after the agent acted");
+    assert.equal(scoredReward(failed), 0);
+    assert.equal(failed.cost_usd, firstStep, "the answered call's charge");
   } finally {
     await gateway.shutdown();
   }
 });
 
-Deno.test("a resumed eval runs an errored run again and keeps what that run cost before in its new result", async () => {
+Deno.test("a resumed eval keeps a run that failed after its agent acted as its score, and runs it never again", async () => {
   await using sim = await startSimulator();
   const { gateway, caller } = await gatewayWithCaller(sim);
   const tasks = [
@@ -135,28 +127,13 @@ Deno.test("a resumed eval runs an errored run again and keeps what that run cost
     const first = (await run()).results;
     assert.equal(first[0].error, undefined);
     assert.equal(first[1].error_kind, "gateway");
+    assert.equal(first[1].agent_acted, true);
     assert.ok(first[1].cost_usd > 0, "the failed run was charged");
 
-    const resumed = (await run(first)).results;
-    assert.equal(resumed.length, 2);
-    assert.deepEqual(
-      resumed[0],
-      first[0],
-      "the finished run is kept as it was",
-    );
-    const again = resumed[1];
-    assert.equal(again.error, undefined);
-    assert.equal(again.attempts, 2);
-    assert.deepEqual(again.earlier_attempts?.map((a) => a.cost_usd), [
-      first[1].cost_usd,
-    ]);
-    assert.ok(again.cost_usd > first[1].cost_usd);
-    const thisTry = again.trajectory!.steps.reduce((s, t) => s + t.cost_usd, 0);
-    assert.equal(
-      Math.round(again.cost_usd * 1e6),
-      Math.round((first[1].cost_usd + thisTry) * 1e6),
-      "the run's cost is the earlier try's and this one's",
-    );
+    const resumed = await run(first);
+    assert.equal(resumed.stopped, false);
+    assert.deepEqual(resumed.results, first, "both kept as they were");
+    assert.equal(rewardStats(resumed.results).mean, 0.5);
   } finally {
     await gateway.shutdown();
   }

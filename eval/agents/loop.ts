@@ -55,6 +55,8 @@ export interface AgentOutcome {
   stepLimitReached: boolean;
   /** Calls of tools the agent was not given (answered with an error, not run). */
   refusedToolCalls: number;
+  /** Tool calls past {@linkcode MAX_TOOL_CALLS_PER_TURN} in a turn (answered with an error, not run). */
+  excessToolCalls: number;
   /** Safety checks the model raised, each acknowledged so the run could go on. */
   safetyChecks: SafetyCheck[];
   /** What happened, step by step. */
@@ -83,10 +85,25 @@ export function emptyOutcome(): AgentOutcome {
     costMicros: 0,
     stepLimitReached: false,
     refusedToolCalls: 0,
+    excessToolCalls: 0,
     safetyChecks: [],
     trajectory: emptyTrajectory(),
   };
 }
+
+/**
+ * Tool calls of one model turn that are run at most; the rest are answered
+ * with an error the model reads, and counted: a turn of 8,000 calls would
+ * otherwise make a next request and a results line of hundreds of MB.
+ *
+ * @example
+ * ```ts
+ * import { MAX_TOOL_CALLS_PER_TURN } from "./loop.ts";
+ *
+ * MAX_TOOL_CALLS_PER_TURN; // 32
+ * ```
+ */
+export const MAX_TOOL_CALLS_PER_TURN = 32;
 
 /** Everything one agent loop needs. */
 export interface AgentRun {
@@ -240,12 +257,26 @@ export async function traceToolCall(
   act: () => ToolResult | Promise<ToolResult>,
   safetyChecks: SafetyCheck[] = [],
 ): Promise<ToolResult> {
+  const step = currentStep(outcome);
+  if (step.tool_calls.length >= MAX_TOOL_CALLS_PER_TURN) {
+    // Not run, and kept without its arguments: only that it was made.
+    outcome.excessToolCalls++;
+    const text =
+      `Error: not run: at most ${MAX_TOOL_CALLS_PER_TURN} tool calls per turn are run; make fewer calls per turn`;
+    step.tool_calls.push({
+      name: String(name).slice(0, 200),
+      arguments: null,
+      refused: true,
+      result: { text, images: [], is_error: true },
+    });
+    return { text, images: [], isError: true };
+  }
   const call: TrajectoryToolCall = {
     name,
     arguments: args,
     ...(safetyChecks.length > 0 && { safety_checks: safetyChecks }),
   };
-  currentStep(outcome).tool_calls.push(call);
+  step.tool_calls.push(call);
   const refusedBefore = outcome.refusedToolCalls;
   const result = await act();
   call.result = {

@@ -39,7 +39,7 @@ body:has(#show-errors:checked) .task:not(.errored) { display: none; }
   border: 1px solid currentColor; }
 .passed .badge.reward { color: var(--ok); }
 .partial .badge.reward { color: var(--part); }
-.failed .badge.reward, .errored .badge.reward, .badge.error { color: var(--bad); }
+.failed .badge.reward, .badge.error { color: var(--bad); }
 .muted { color: var(--muted); }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .15rem 1rem; margin: .5rem 0; }
 dl.facts dt { color: var(--muted); }
@@ -53,8 +53,29 @@ ol.steps > li { margin: .8rem 0; }
 .step-head { font-weight: 600; }
 .call { border-left: 3px solid var(--line); padding-left: .8rem; margin: .5rem 0; }
 .call.refused { border-left-color: var(--bad); }
-.shots { display: flex; flex-wrap: wrap; gap: .5rem; }
-.shots img { max-width: 100%; width: 32rem; height: auto; border: 1px solid var(--line);
+.shots { display: flex; flex-wrap: wrap; gap: .8rem; }
+figure.shot { margin: 0; max-width: 100%; }
+figure.shot figcaption { font-size: .85rem; }
+.shot summary { list-style: none; cursor: zoom-in; display: block; }
+.shot summary::-webkit-details-marker { display: none; }
+.shot .frame { position: relative; display: inline-block; max-width: 100%; line-height: 0; }
+.shot img { max-width: 100%; width: 40rem; height: auto; border: 1px solid var(--line);
   border-radius: 4px; }
+/* Enlarged: the open <details> fills the window; a click on it closes it. */
+.shot details[open] > summary { position: fixed; inset: 0; z-index: 10; cursor: zoom-out;
+  background: rgb(0 0 0 / .82); display: flex; align-items: center; justify-content: center; }
+.shot details[open] img { width: auto; max-width: 96vw; max-height: 94vh; border: 0; }
+.mark { position: absolute; width: 26px; height: 26px; margin: -13px 0 0 -13px;
+  border: 3px solid #ff1f5a; border-radius: 50%; box-sizing: border-box;
+  box-shadow: 0 0 0 2px #fff, inset 0 0 0 2px #fff; pointer-events: none; }
+.mark::after { content: ""; position: absolute; left: 50%; top: 50%; width: 4px; height: 4px;
+  margin: -2px 0 0 -2px; border-radius: 50%; background: #ff1f5a; }
+.mark.from { border-style: dashed; }
+svg.drag { position: absolute; inset: 0; width: 100%; height: 100%; pointer-events: none; }
+svg.drag polyline { fill: none; stroke: #ff1f5a; stroke-width: 3px;
+  vector-effect: non-scaling-stroke; stroke-dasharray: 6 4; }
+.sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+dl.facts.run { background: var(--panel); border: 1px solid var(--line); border-radius: 6px;
+  padding: .6rem 1rem; margin: .8rem 0 0; }
 .missing { color: var(--bad); font-style: italic; }
 `;

@@ -5,14 +5,17 @@
  * @module
  */
 import type { EvalResult } from "../result.ts";
-import { rewardStats } from "../stats.ts";
+import { countsAsFailure, rewardStats } from "../stats.ts";
 import { esc, isScored, num, usd } from "./html.ts";
 
 export function summarySection(results: EvalResult[]): string {
-  // Rewards as the runner's statistics read them: a number, or null (an error).
+  // Rewards as the runner's statistics read them: a number, or null (an
+  // error, which they score 0 when the agent had acted).
   const clean = results.map((r) => ({
     ...r,
     reward: isScored(r) ? num(r.reward) : null,
+    ...(r.reward !== null && !isScored(r) && !r.error &&
+      { error: "The reward is not a finite number" }),
   }));
   const groups = new Map<string, EvalResult[]>();
   for (const result of clean) {
@@ -32,9 +35,10 @@ export function summarySection(results: EvalResult[]): string {
     const cells = [
       String(list.length),
       fixed(stats.mean),
-      stats.runs - stats.errors > 1 ? `±${stats.ci95.toFixed(3)}` : "–",
+      stats.ci95 > 0 ? `±${stats.ci95.toFixed(3)}` : "–",
       ...ks.map((k) => fixed(stats.passAt.get(k))),
-      String(stats.errors),
+      String(stats.countedAsFailures),
+      String(stats.notScored),
       (sum((r) => num(r.steps)) / Math.max(1, list.length)).toFixed(1),
       String(sum((r) => num(r.tokens?.input) + num(r.tokens?.output))),
       usd(sum((r) => num(r.cost_usd))),
@@ -48,7 +52,8 @@ export function summarySection(results: EvalResult[]): string {
     "mean reward",
     "95% interval",
     ...ks.map((k) => `pass@${k}`),
-    "errors",
+    "errors as 0",
+    "not scored",
     "mean steps",
     "tokens",
     "cost",
@@ -131,7 +136,7 @@ export function distribution(results: EvalResult[]): string {
     ? (sorted[Math.floor((sorted.length - 1) / 2)] +
       sorted[Math.ceil((sorted.length - 1) / 2)]) / 2
     : 0;
-  const mean = scored.reduce((a, b) => a + b, 0) / Math.max(1, scored.length);
+  const asZero = results.filter((r) => r.error && countsAsFailure(r)).length;
   return `<figure>
 <svg viewBox="0 0 ${w} ${h}" width="${w}" height="${h}" role="img" aria-labelledby="dist-caption">
 <line class="axis" x1="${left}" y1="${base}" x2="${w - 10}" y2="${base}"/>
@@ -141,11 +146,11 @@ export function distribution(results: EvalResult[]): string {
 <text x="${(w + left) / 2}" y="${h - 4}" text-anchor="middle">reward</text>
 ${bars}
 </svg>
-<figcaption id="dist-caption">${scored.length} scored run(s): mean reward ${
-    mean.toFixed(3)
-  }, median ${median.toFixed(3)}${
+<figcaption id="dist-caption">${scored.length} run(s) with a reward: median ${
+    median.toFixed(3)
+  }${
     errors > 0
-      ? `; ${errors} run(s) ended in an error (no reward, in red)`
+      ? `; ${errors} run(s) ended in an error (no reward, in red), ${asZero} of them scored 0 in the mean and pass@k`
       : "; no errors"
   }</figcaption>
 </figure>`;

@@ -19,6 +19,8 @@ import {
   SHA256,
 } from "../report_images.ts";
 import { esc, json, num, statusOf, usd } from "./html.ts";
+import { type ShotAction, shotAction, shotFigure } from "./shot.ts";
+import { countsAsFailure } from "../stats.ts";
 
 /** What a task's section needs of the report's options. */
 export interface TaskSectionOptions {
@@ -30,6 +32,7 @@ export function imageTag(
   image: TrajectoryImage | undefined,
   alt: string,
   options: TaskSectionOptions,
+  action?: ShotAction,
 ): string {
   if (!image || typeof image !== "object") return "";
   const type = String(image.mimeType ?? "");
@@ -53,9 +56,7 @@ export function imageTag(
       "sha256" in image ? ` (${esc(String(image.sha256).slice(0, 64))})` : ""
     }</p>`;
   }
-  return `<img src="data:${type};base64,${data}" alt="${
-    esc(alt)
-  }" loading="lazy">`;
+  return shotFigure(`data:${type};base64,${data}`, data, alt, action);
 }
 
 export function toolCall(
@@ -107,7 +108,12 @@ export function toolCall(
       parts.push(
         `<div class="shots">${
           images.map((image, i) =>
-            imageTag(image, `${where}, screenshot ${i + 1}`, options)
+            imageTag(
+              image,
+              `${where}, screenshot ${i + 1}`,
+              options,
+              shotAction(String(call.name), call.arguments),
+            )
           ).join("")
         }</div>`,
       );
@@ -145,6 +151,18 @@ ${
 </li>`;
 }
 
+/** A run's reward as the report states it: an error is no reward. */
+function rewardText(result: EvalResult): string {
+  if (result.error) {
+    return countsAsFailure(result)
+      ? "none: the run ended in an error after the agent acted, scored 0 as a failure"
+      : "none: the run ended in an error before the agent acted, not scored (run again by --resume)";
+  }
+  return `${num(result.reward).toFixed(3)}${
+    result.done === false ? " (not done)" : ""
+  }`;
+}
+
 export function taskSection(
   result: EvalResult,
   options: TaskSectionOptions,
@@ -159,12 +177,7 @@ export function taskSection(
   const facts: [string, string][] = [
     ["scenario", `<code>${esc(result.scenario)}</code>`],
     ["arguments", `<code>${esc(JSON.stringify(result.args ?? {}))}</code>`],
-    [
-      "reward",
-      `${num(result.reward).toFixed(3)}${
-        result.done === false ? " (not done)" : ""
-      }`,
-    ],
+    ["reward", rewardText(result)],
     ...(result.content !== undefined
       ? [["evaluation", esc(result.content)] as [string, string]]
       : []),
@@ -188,11 +201,24 @@ export function taskSection(
       "tokens",
       `${num(result.tokens?.input)} in / ${num(result.tokens?.output)} out`,
     ],
-    ["cost", usd(result.cost_usd)],
+    [
+      "cost",
+      `${usd(result.cost_usd)}${
+        result.cost_source === "gateway_traces"
+          ? " (read from the gateway's traces: a call was cut off)"
+          : ""
+      }`,
+    ],
     ["convention", esc(result.convention)],
     ["trace id", `<code>${esc(result.trace_id)}</code>`],
     ["duration", `${(num(result.duration_ms) / 1000).toFixed(1)} s`],
     ["refused tool calls", String(num(result.refused_tool_calls))],
+    ...(num(result.excess_tool_calls) > 0
+      ? [[
+        "tool calls past the cap",
+        String(num(result.excess_tool_calls)),
+      ] as [string, string]]
+      : []),
     ["safety checks", String(checks.length)],
   ];
   const subscoreTable = subscores.length === 0 ? "" : `<h3>Subscores</h3>
@@ -235,10 +261,16 @@ ${
   return `<article class="task ${status}${
     result.error ? " errored" : ""
   }" id="task-${task}">
-<details${status !== "passed" ? " open" : ""}>
+<details open>
 <summary><strong>Task ${task}</strong> <code>${esc(result.scenario)}</code>
-<span class="badge reward">reward ${num(result.reward).toFixed(3)}</span>${
-    result.error ? ' <span class="badge error">error</span>' : ""
+${
+    result.error
+      ? `<span class="badge error">error · ${
+        countsAsFailure(result) ? "scored 0" : "not scored"
+      }</span>`
+      : `<span class="badge reward">reward ${
+        num(result.reward).toFixed(3)
+      }</span>`
   }
 <span class="muted">${num(result.steps)} call(s) · ${
     usd(result.cost_usd)
