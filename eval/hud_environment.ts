@@ -69,6 +69,8 @@ export class HudEnvironment extends Environment {
   readonly #limits: { maxBytes: number; maxImages: number };
   /** How long one call of the runner's own `computer` tool may take, ms (as any tool's). */
   readonly #toolTimeoutMs: number;
+  /** Sent with each `tunnel.open` (a server with a token opens tunnels only for it). */
+  readonly #harnessToken: string | undefined;
   /** The `computer` tool the runner plays on the `rfb` screen, once offered. */
   #screen: Promise<{ tool: ComputerTool; rfb: RfbClient }> | undefined;
 
@@ -96,6 +98,7 @@ export class HudEnvironment extends Environment {
         DEFAULT_MAX_TOOL_RESULT_IMAGES,
     };
     this.#toolTimeoutMs = options.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
+    this.#harnessToken = options.harnessToken;
   }
 
   /**
@@ -145,7 +148,11 @@ export class HudEnvironment extends Environment {
           })`,
         );
       }
-      forwarder = CapabilityForwarder.start(parsed, mcp.name);
+      forwarder = CapabilityForwarder.start(
+        parsed,
+        mcp.name,
+        options.harnessToken,
+      );
       const path = URL.parse(mcp.url)?.pathname || "/mcp";
       client = new Client({ name: "mcpkit-eval", version: "0.1.0" }, {
         versionNegotiation: { mode: "auto" },
@@ -282,7 +289,12 @@ export class HudEnvironment extends Environment {
       // tool time limit, as a tool that does not answer is.
       rfb = await withTimeLimit(
         (async () => {
-          const tunnel = await openTunnel(this.#address, capability, limit);
+          const tunnel = await openTunnel(
+            this.#address,
+            capability,
+            limit,
+            this.#harnessToken,
+          );
           conn = tunnel.conn;
           return await RfbClient.connect(tunnel.conn, tunnel.early);
         })(),

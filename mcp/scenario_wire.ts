@@ -138,6 +138,16 @@ export class Scenarios {
     args: Record<string, string>,
     ctx: ServerContext,
   ) {
+    const extra = toolExtra(ctx);
+    // Getting a scenario's prompt starts a run (and replaces the run the
+    // same key had): an agent, or any client, must not set up a run of its
+    // own choosing, nor evict the harness's runs by starting many.
+    if (!harnessAllowed(this.#harnessToken, extra)) {
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidRequest,
+        `Scenario prompts answer only the evaluation harness: send _meta.harness_token`,
+      );
+    }
     const coerced = coerceArguments(shape, args);
     if (!coerced.ok) {
       throw new ProtocolError(
@@ -145,7 +155,6 @@ export class Scenarios {
         `Invalid arguments for scenario ${name}: ${coerced.error}`,
       );
     }
-    const extra = toolExtra(ctx);
     const key = `${runKey(extra)}\u0000${name}`;
     const generator = fn(coerced.value as never, { extra, run: runKey(extra) });
     let first;

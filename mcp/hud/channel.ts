@@ -45,6 +45,22 @@ export interface ChannelHost {
   harnessToken?: string;
 }
 
+/** Options of {@linkcode ControlChannel.session}. */
+export interface SessionOptions {
+  /**
+   * A frame begun and not finished within one to two of these periods
+   * closes the connection, ms (0 or unset: no limit).
+   */
+  frameTimeoutMs?: number;
+  /**
+   * A session that begins no frame for this long is closed, ms (0 or unset:
+   * no limit), unless it proved it is the harness or holds a task.
+   */
+  idleTimeoutMs?: number;
+  /** Called after each message once the session proved it is the harness (its token). */
+  onHarness?: () => void;
+}
+
 /** How long a parked task is kept before it is cancelled, ms. */
 export const PARKED_TTL_MS = 30 * 60_000;
 /** The most tasks held at once (live and parked); past it the oldest parked goes. */
@@ -87,6 +103,17 @@ export class ControlChannel {
     return this.#runs.size === 1 ? this.#runs.keys().next().value : undefined;
   }
 
+  /**
+   * Whether a task of the channel runs under this session id (a run id a
+   * request over the `mcp` capability may name).
+   *
+   * @param sessionId The id.
+   * @returns Whether a task, live or parked, has it.
+   */
+  holds(sessionId: string): boolean {
+    return this.#runs.has(sessionId);
+  }
+
   /** Whether a call is being answered. */
   get busy(): boolean {
     return this.#inFlight > 0;
@@ -105,52 +132,70 @@ export class ControlChannel {
 
   /**
    * Serves one control session until the peer hangs up, sends `bye`, or
-   * sends an oversized frame (answered with the error, then closed).
+   * sends an oversized frame (answered with the error, then closed). Each
+   * frame is let go once answered: nothing a peer sent stays alive while
+   * the session waits for its next frame.
    *
    * @param conn The connection.
    * @param reader Its frame reader.
-   * @param first The first frame, already read.
-   * @param frameTimeoutMs A frame begun and not finished within one to two
-   * of these periods closes the connection (0: no limit).
+   * @param first The first frame, already read, in a box the session
+   * empties (a caller's own variable would keep it alive for the whole
+   * session).
+   * @param options Time limits, and who to tell when the peer proves it is
+   * the harness.
    */
   async session(
     conn: Deno.Conn,
     reader: FrameReader,
-    first: unknown,
-    frameTimeoutMs = 0,
+    first: { frame: unknown },
+    options: SessionOptions = {},
   ): Promise<void> {
     let sessionId = newSessionId();
     this.#live.add(sessionId);
-    const send = (frame: unknown) => writeAll(conn, encodeReply(frame));
+    let message: unknown = first.frame;
+    first.frame = undefined;
+    const close = () => {
+      reader.cancel();
+      try {
+        conn.close();
+      } catch {
+        // closed already
+      }
+    };
     try {
-      let message: unknown = first;
       for (;;) {
-        const outcome = await this.#handle(message, sessionId);
-        if (outcome.sessionId) sessionId = outcome.sessionId;
-        // A notification gets no reply; a request that could not be read
-        // gets its error with id null.
-        const id = requestId(message) ?? (outcome.invalid ? null : undefined);
-        if (id !== undefined && outcome.reply) {
-          await send({ jsonrpc: "2.0", id, ...outcome.reply });
-        }
-        if (outcome.end) return;
-        const next = await readWithin(reader, conn, frameTimeoutMs);
+        const step = await this.#answer(conn, message, sessionId, options);
+        message = undefined;
+        sessionId = step.sessionId;
+        if (step.end) return;
+        let next: FrameRead | undefined = await readWithin(reader, close, {
+          frameTimeoutMs: options.frameTimeoutMs ?? 0,
+          idleTimeoutMs: options.idleTimeoutMs ?? 0,
+          exempt: () =>
+            this.#authorised.has(sessionId) || this.#runs.has(sessionId),
+        });
         if (next.kind === "end") return;
         if (next.kind === "oversized") {
-          await send(errorFrame(
-            null,
-            ErrorCode.InvalidRequest,
-            oversizedMessage(next.size, next.measured),
-            { size: next.size, limit: reader.limit },
-          ));
+          await writeAll(
+            conn,
+            encodeReply(errorFrame(
+              null,
+              ErrorCode.InvalidRequest,
+              oversizedMessage(next.size, next.measured),
+              { size: next.size, limit: reader.limit },
+            )),
+          );
           return;
         }
         if (next.kind === "invalid") {
-          await send(errorFrame(null, ErrorCode.ParseError, next.reason));
-          message = undefined;
+          await writeAll(
+            conn,
+            encodeReply(errorFrame(null, ErrorCode.ParseError, next.reason)),
+          );
           continue;
         }
         message = next.value;
+        next = undefined;
       }
     } finally {
       // The task stays, parked, for a later hello or tasks.grade.
@@ -159,6 +204,28 @@ export class ControlChannel {
       const run = this.#runs.get(sessionId);
       if (run) run.parkedAt = Date.now();
     }
+  }
+
+  /** Handles one message and sends its reply; the message is not kept. */
+  async #answer(
+    conn: Deno.Conn,
+    message: unknown,
+    sessionId: string,
+    options: SessionOptions,
+  ): Promise<{ sessionId: string; end?: boolean }> {
+    const outcome = await this.#handle(message, sessionId);
+    const session = outcome.sessionId ?? sessionId;
+    if (this.#authorised.has(session)) options.onHarness?.();
+    // A notification gets no reply; a request that could not be read
+    // gets its error with id null.
+    const id = requestId(message) ?? (outcome.invalid ? null : undefined);
+    if (id !== undefined && outcome.reply) {
+      await writeAll(
+        conn,
+        encodeReply({ jsonrpc: "2.0", id, ...outcome.reply }),
+      );
+    }
+    return { sessionId: session, end: outcome.end };
   }
 
   async #handle(
@@ -451,34 +518,47 @@ export class ControlChannel {
   }
 }
 
+/** The time limits of one wait for a frame. */
+interface WaitLimits {
+  /** A frame in progress at two ticks of this in a row closes the connection (0: none). */
+  frameTimeoutMs: number;
+  /** No frame begun within this closes the connection unless exempt (0: none). */
+  idleTimeoutMs: number;
+  /** Whether the session may idle for good (the harness, or a session holding a task). */
+  exempt: () => boolean;
+}
+
 /**
- * The next frame; the connection is closed (the read ends) when a frame
- * was in progress at two ticks of `ms` in a row.
+ * The next frame; `close` is called (and the read ends) when a frame was in
+ * progress at two ticks of the frame time-out in a row, or when none began
+ * within the idle time-out and the session is not exempt.
  */
 async function readWithin(
   reader: FrameReader,
-  conn: Deno.Conn,
-  ms: number,
+  close: () => void,
+  limits: WaitLimits,
 ): Promise<FrameRead> {
-  if (!(ms > 0)) return await reader.read();
+  const { frameTimeoutMs, idleTimeoutMs, exempt } = limits;
   let held = 0;
-  const timer = setInterval(() => {
-    const now = reader.pendingBytes;
-    if (now > 0 && held > 0) {
-      try {
-        conn.close();
-      } catch {
-        // closed already
-      }
-    }
-    held = now;
-  }, ms);
+  const frameTimer = frameTimeoutMs > 0
+    ? setInterval(() => {
+      const now = reader.pendingBytes;
+      if (now > 0 && held > 0) close();
+      held = now;
+    }, frameTimeoutMs)
+    : undefined;
+  const idleTimer = idleTimeoutMs > 0
+    ? setTimeout(() => {
+      if (reader.pendingBytes === 0 && !exempt()) close();
+    }, idleTimeoutMs)
+    : undefined;
   try {
     return await reader.read();
   } catch {
     return { kind: "end" };
   } finally {
-    clearInterval(timer);
+    clearInterval(frameTimer);
+    clearTimeout(idleTimer);
   }
 }
 

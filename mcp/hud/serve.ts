@@ -16,6 +16,7 @@
  */
 import type { RunningTransport, SessionHost } from "../run_stdio.ts";
 import { createHttpApp, MAX_BODY_BYTES } from "../transports.ts";
+import { SUBMIT_TOOL } from "../scenario_wire.ts";
 import {
   type Capability,
   capabilityAddress,
@@ -24,10 +25,20 @@ import {
 } from "./capability.ts";
 import { type ChannelHost, ControlChannel } from "./channel.ts";
 import { ErrorCode, errorFrame } from "./rpc.ts";
+import { constantTimeEqual } from "../harness.ts";
+import {
+  Admission,
+  type AdmissionLimits,
+  KNOCK_TIMEOUT_MS,
+  type Slot,
+} from "./admission.ts";
+import { FrameBudget } from "./frame_budget.ts";
 import type { TaskDefinition } from "./task_run.ts";
 import {
   encodeFrame,
+  type FrameRead,
   FrameReader,
+  MAX_FRAME_BYTES,
   oversizedMessage,
   writeAll,
 } from "./framing.ts";
@@ -46,7 +57,7 @@ export interface HudSource {
 }
 
 /** Options of {@linkcode startHud}. */
-export interface HudOptions {
+export interface HudOptions extends AdmissionLimits {
   /** Port; 0 picks a free one. */
   port: number;
   /** Interface to bind. */
@@ -59,9 +70,26 @@ export interface HudOptions {
    * A control session's frame begun and not finished within one to two
    * of these periods closes the connection, ms (default 30 000): a client
    * cannot hold a part frame (up to 16 MiB) for good. An idle session (no
-   * part frame) is kept.
+   * part frame) is kept until the idle time-out.
    */
   frameTimeoutMs?: number;
+  /**
+   * A control session that begins no frame for this long is closed, ms
+   * (default 60 000), unless it showed the harness token or holds a task.
+   */
+  idleTimeoutMs?: number;
+  /**
+   * A tunnel that carries no byte either way for this long is closed, ms
+   * (default 300 000), unless it was opened with the harness token.
+   */
+  tunnelIdleMs?: number;
+  /** How long a knock (a connection past the caps) may take to show the token, ms (default 2 000). */
+  knockTimeoutMs?: number;
+  /**
+   * Bytes all guests' frames in progress may hold past their first 64 KiB
+   * each (default two 16 MiB frames): a frame that finds it spent waits.
+   */
+  frameBudgetBytes?: number;
 }
 
 /** A running control channel. */
@@ -70,14 +98,32 @@ export interface HudTransport extends RunningTransport {
   busy(): boolean;
 }
 
-/** The most connections open at once; past it new ones are closed at once. */
-export const MAX_CONNECTIONS = 512;
-
 /** How long a new connection may stay silent before its first frame, ms. */
 export const PREFACE_TIMEOUT_MS = 30_000;
 
 /** The default of {@linkcode HudOptions.frameTimeoutMs}, ms. */
 export const FRAME_TIMEOUT_MS = 30_000;
+
+/** The default of {@linkcode HudOptions.idleTimeoutMs}, ms. */
+export const IDLE_TIMEOUT_MS = 60_000;
+
+/** The default of {@linkcode HudOptions.tunnelIdleMs}, ms. */
+export const TUNNEL_IDLE_MS = 300_000;
+
+/** The default of {@linkcode HudOptions.frameBudgetBytes}: two whole frames. */
+export const FRAME_BUDGET_BYTES = 2 * (MAX_FRAME_BYTES + 1);
+
+/** How one connection is served: its limits and the shared state it draws on. */
+interface ConnectionContext {
+  channel: ControlChannel;
+  host: ChannelHost;
+  budget: FrameBudget;
+  prefaceTimeoutMs: number;
+  knockTimeoutMs: number;
+  frameTimeoutMs: number;
+  idleTimeoutMs: number;
+  tunnelIdleMs: number;
+}
 
 /**
  * Serves `host` over the control channel until closed.
@@ -98,7 +144,10 @@ export async function startHud(
   // `let` keeps a request that arrives first from hitting the const's TDZ.
   // deno-lint-ignore prefer-const
   let channel: ControlChannel | undefined;
-  const tools = startToolsEndpoint(host, () => channel?.soleTask);
+  const tools = startToolsEndpoint(host, {
+    soleTask: () => channel?.soleTask,
+    holds: (id) => channel?.holds(id) ?? false,
+  });
   const mcp = mcpCapability(`http://127.0.0.1:${tools.port}/mcp`);
   const channelHost: ChannelHost = {
     info: { name: host.info.name, version: host.info.version },
@@ -117,25 +166,36 @@ export async function startHud(
     );
   }
   const conns = new Set<Deno.Conn>();
+  const admission = new Admission(options);
+  const context: ConnectionContext = {
+    channel,
+    host: channelHost,
+    budget: new FrameBudget(options.frameBudgetBytes ?? FRAME_BUDGET_BYTES),
+    prefaceTimeoutMs: options.prefaceTimeoutMs ?? PREFACE_TIMEOUT_MS,
+    knockTimeoutMs: options.knockTimeoutMs ?? KNOCK_TIMEOUT_MS,
+    frameTimeoutMs: options.frameTimeoutMs ?? FRAME_TIMEOUT_MS,
+    idleTimeoutMs: options.idleTimeoutMs ?? IDLE_TIMEOUT_MS,
+    tunnelIdleMs: options.tunnelIdleMs ?? TUNNEL_IDLE_MS,
+  };
   let draining = false;
   const accepting = (async () => {
     for await (const conn of listener) {
-      if (draining || conns.size >= MAX_CONNECTIONS) {
+      if (draining) {
         conn.close();
         continue;
       }
       conns.add(conn);
       channel.sweep();
-      serveConnection(
-        conn,
-        channel,
-        channelHost,
-        options.prefaceTimeoutMs ?? PREFACE_TIMEOUT_MS,
-        options.frameTimeoutMs ?? FRAME_TIMEOUT_MS,
-      ).catch(() => {}).finally(
+      const reader = new FrameReader(conn, { budget: context.budget });
+      const slot = admission.admit(
+        (conn.remoteAddr as Deno.NetAddr).hostname,
+        () => closeConnection(conn, reader),
+      );
+      serveConnection(conn, reader, slot, context).catch(() => {}).finally(
         () => {
+          slot.release();
           conns.delete(conn);
-          closeQuietly(conn);
+          closeConnection(conn, reader);
         },
       );
     }
@@ -161,18 +221,25 @@ export async function startHud(
   };
 }
 
-/** One connection: its first frame makes it a tunnel or a control session. */
+/**
+ * One connection: its first frame makes it a tunnel or a control session.
+ * A knock (past the caps) must show the harness token in that frame.
+ */
 async function serveConnection(
   conn: Deno.Conn,
-  channel: ControlChannel,
-  host: ChannelHost,
-  prefaceTimeoutMs: number,
-  frameTimeoutMs: number,
+  reader: FrameReader,
+  slot: Slot,
+  context: ConnectionContext,
 ): Promise<void> {
-  const reader = new FrameReader(conn);
-  // A connection that never speaks would hold one of the few slots.
-  const silent = setTimeout(() => closeQuietly(conn), prefaceTimeoutMs);
-  const first = await reader.read().finally(() => clearTimeout(silent));
+  const knock = slot.kind === "knock";
+  // A connection that never speaks would hold a slot.
+  const silent = setTimeout(
+    () => closeConnection(conn, reader),
+    knock ? context.knockTimeoutMs : context.prefaceTimeoutMs,
+  );
+  let first: FrameRead | undefined = await reader.read().finally(() =>
+    clearTimeout(silent)
+  );
   if (first.kind === "end") return;
   if (first.kind === "oversized") {
     await writeAll(
@@ -187,31 +254,85 @@ async function serveConnection(
     return;
   }
   if (first.kind === "invalid") {
+    const reason = first.reason;
+    first = undefined;
     await writeAll(
       conn,
-      encodeFrame(errorFrame(null, ErrorCode.ParseError, first.reason)),
+      encodeFrame(errorFrame(null, ErrorCode.ParseError, reason)),
     );
-    return await channel.session(conn, reader, undefined, frameTimeoutMs);
+    if (knock) return;
+    return await context.channel.session(conn, reader, { frame: undefined }, {
+      frameTimeoutMs: context.frameTimeoutMs,
+      idleTimeoutMs: context.idleTimeoutMs,
+    });
   }
-  const message = first.value as
-    | { method?: unknown; id?: unknown; params?: unknown }
-    | null;
+  let message: unknown = first.value;
+  // Neither name may keep the frame alive while the connection is served.
+  first = undefined;
+  const harness = showsToken(message, context.host.harnessToken);
+  if (harness) {
+    slot.trust();
+    reader.leaveBudget();
+  } else if (knock) {
+    const id = (message as { id?: unknown } | null)?.id;
+    message = undefined;
+    await writeAll(
+      conn,
+      encodeFrame(errorFrame(
+        typeof id === "string" || typeof id === "number" ? id : null,
+        ErrorCode.ServerError,
+        "Too many connections: past the cap only the evaluation harness (hello or tunnel.open with harness_token) is let in; try again later",
+      )),
+    );
+    return;
+  }
   if (
     typeof message === "object" && message !== null &&
-    message.method === "tunnel.open"
+    (message as { method?: unknown }).method === "tunnel.open"
   ) {
-    return await openTunnel(conn, reader, message, host);
+    const request = message as { id?: unknown; params?: unknown };
+    message = undefined;
+    return await openTunnel(conn, reader, request, context, harness);
   }
-  await channel.session(conn, reader, first.value, frameTimeoutMs);
+  const box = { frame: message };
+  message = undefined;
+  await context.channel.session(conn, reader, box, {
+    frameTimeoutMs: context.frameTimeoutMs,
+    idleTimeoutMs: context.idleTimeoutMs,
+    onHarness: () => {
+      slot.trust();
+      reader.leaveBudget();
+    },
+  });
 }
 
-/** `tunnel.open`: dial the capability's daemon, answer once, splice bytes. */
+/**
+ * Whether a first frame carries the harness token: `hello` or
+ * `tunnel.open` with `params.harness_token` equal to it.
+ */
+function showsToken(message: unknown, token: string | undefined): boolean {
+  if (!token || typeof message !== "object" || message === null) return false;
+  const { method, params } = message as { method?: unknown; params?: unknown };
+  if (method !== "hello" && method !== "tunnel.open") return false;
+  const presented = (params as { harness_token?: unknown } | undefined)
+    ?.harness_token;
+  return typeof presented === "string" && constantTimeEqual(presented, token);
+}
+
+/**
+ * `tunnel.open`: dial the capability's daemon, answer once, splice bytes.
+ * With a harness token set, only a `tunnel.open` carrying it is answered
+ * (a tunnel reaches the live tasks' tools and screens); a tunnel opened
+ * without it closes after the tunnel idle time.
+ */
 async function openTunnel(
   conn: Deno.Conn,
   reader: FrameReader,
   message: { id?: unknown; params?: unknown },
-  host: ChannelHost,
+  context: ConnectionContext,
+  harness: boolean,
 ): Promise<void> {
+  const { host } = context;
   const id = typeof message.id === "string" || typeof message.id === "number"
     ? message.id
     : undefined;
@@ -220,6 +341,13 @@ async function openTunnel(
       await writeAll(conn, encodeFrame({ jsonrpc: "2.0", id, ...frame }));
     }
   };
+  if (host.harnessToken && !harness) {
+    return await reply(errorFrame(
+      id ?? null,
+      ErrorCode.InvalidRequest,
+      "tunnel.open answers only the evaluation harness: send harness_token in its params",
+    ));
+  }
   const name = (message.params as { capability?: unknown } | undefined)
     ?.capability;
   if (typeof name !== "string") {
@@ -259,8 +387,11 @@ async function openTunnel(
   try {
     await reply({ result: { capability: binding.name } });
     const early = reader.rest();
+    reader.cancel();
     if (early.length > 0) await writeAll(backend, early);
-    await splice(conn, backend);
+    await splice(conn, backend, {
+      idleMs: harness ? 0 : context.tunnelIdleMs,
+    });
   } finally {
     closeQuietly(backend);
   }
@@ -272,11 +403,14 @@ async function openTunnel(
  * ones included, for whoever reaches the tunnel). A request without
  * `_meta.run_id` while exactly one task is held gets that task's session id
  * as its run id, so a harness that sends none (HUD's own) reaches the task's
- * per-run state.
+ * per-run state. A scenario call (`prompts/get`, `resources/read`,
+ * `_hud_submit`) for a run that is a task of the channel is refused: the
+ * task is set up and graded on the channel only, so no client of the
+ * capability can set up its own version of a live task under the agent.
  */
 function startToolsEndpoint(
   host: SessionHost,
-  soleTask: () => string | undefined,
+  tasks: { soleTask: () => string | undefined; holds: (id: string) => boolean },
 ) {
   const http = createHttpApp(host, "http", "127.0.0.1");
   const server = Deno.serve(
@@ -293,12 +427,25 @@ function startToolsEndpoint(
             "The mcp capability does not answer browser pages (a request with an Origin header)",
         }, { status: 403 });
       }
-      return new URL(request.url).pathname === "/mcp"
-        ? http.app.fetch(await withRunId(request, soleTask()))
-        : Response.json(
+      if (new URL(request.url).pathname !== "/mcp") {
+        return Response.json(
           { error: "Not found: the mcp capability serves /mcp" },
           { status: 404 },
         );
+      }
+      const routed = await withRunId(request, tasks.soleTask());
+      if (routed.scenarioRuns.some(tasks.holds)) {
+        return Response.json({
+          jsonrpc: "2.0",
+          id: null,
+          error: {
+            code: -32600,
+            message:
+              "This run is a task of the control channel: its prompt, answer and grade go through tasks.start and tasks.grade only",
+          },
+        }, { status: 403 });
+      }
+      return http.app.fetch(routed.request);
     },
   );
   return {
@@ -311,43 +458,65 @@ function startToolsEndpoint(
   };
 }
 
-/** The request, with `run` as `_meta.run_id` of each message that has none. */
+/** Scenario methods: each sets up, answers or grades a run. */
+function isScenarioCall(method: string, params: Record<string, unknown>) {
+  return method === "prompts/get" || method === "resources/read" ||
+    (method === "tools/call" && params.name === SUBMIT_TOOL);
+}
+
+/**
+ * The request, with `run` as `_meta.run_id` of each message that has none,
+ * and the run ids its scenario calls name.
+ */
 async function withRunId(
   request: Request,
   run: string | undefined,
-): Promise<Request> {
+): Promise<{ request: Request; scenarioRuns: string[] }> {
   const length = Number(request.headers.get("content-length") ?? NaN);
   if (
-    run === undefined || request.method !== "POST" ||
-    !(length > 0 && length <= MAX_BODY_BYTES)
-  ) return request;
+    request.method !== "POST" || !(length > 0 && length <= MAX_BODY_BYTES)
+  ) return { request, scenarioRuns: [] };
   const text = await request.text();
   let body: unknown;
   try {
     body = JSON.parse(text);
   } catch {
-    return new Request(request, { body: text });
+    return {
+      request: new Request(request, { body: text }),
+      scenarioRuns: [],
+    };
   }
+  const scenarioRuns: string[] = [];
   for (const message of Array.isArray(body) ? body : [body]) {
     if (typeof message !== "object" || message === null) continue;
-    if (typeof (message as { method?: unknown }).method !== "string") continue;
+    const method = (message as { method?: unknown }).method;
+    if (typeof method !== "string") continue;
     const params = (message as { params?: Record<string, unknown> }).params ??=
       {};
     if (typeof params !== "object" || params === null) continue;
     const meta = (params._meta ??= {}) as Record<string, unknown>;
-    if (
-      typeof meta === "object" && meta !== null && meta.run_id === undefined
-    ) {
-      meta.run_id = run;
+    if (typeof meta !== "object" || meta === null) continue;
+    if (meta.run_id === undefined && run !== undefined) meta.run_id = run;
+    if (isScenarioCall(method, params) && typeof meta.run_id === "string") {
+      scenarioRuns.push(meta.run_id);
     }
   }
   const headers = new Headers(request.headers);
   headers.delete("content-length");
-  return new Request(request.url, {
-    method: "POST",
-    headers,
-    body: JSON.stringify(body),
-  });
+  return {
+    request: new Request(request.url, {
+      method: "POST",
+      headers,
+      body: JSON.stringify(body),
+    }),
+    scenarioRuns,
+  };
+}
+
+/** Closes a connection and ends its reader's wait for the frame budget. */
+function closeConnection(conn: Deno.Conn, reader: FrameReader): void {
+  reader.cancel();
+  closeQuietly(conn);
 }
 
 function closeQuietly(resource: { close(): void }): void {
