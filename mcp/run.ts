@@ -56,6 +56,13 @@ export interface RunOptions {
    */
   refuseBrowsers?: boolean;
   /**
+   * Browser origins that may call `/mcp` and `/dev` (CORS headers name
+   * them), besides the server's own pages, e.g. the MCP Inspector's
+   * `http://localhost:6274` (default none; `MCP_ALLOWED_ORIGINS`, comma
+   * separated). Any other page gets 403, a loopback one included.
+   */
+  allowedOrigins?: readonly string[];
+  /**
    * The HUD control port's limits (connections per peer and in total,
    * idle and frame time-outs, the frame budget); each has a documented
    * default.
@@ -140,6 +147,9 @@ export async function startTransport(
     resumable: options.resumable,
     refuseBrowsers: options.refuseBrowsers ??
       envVar("MCP_REFUSE_BROWSERS") === "1",
+    allowedOrigins: options.allowedOrigins ??
+      (envVar("MCP_ALLOWED_ORIGINS") ?? "").split(",").map((o) => o.trim())
+        .filter((o) => o !== ""),
     onListen: options.onListen,
   });
 }

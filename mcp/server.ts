@@ -44,6 +44,8 @@ import type { ScenarioFunction, ScenarioOptions } from "./scenario.ts";
 import type { Capability } from "./hud/capability.ts";
 import type { TaskDefinition } from "./hud/task_run.ts";
 import { Scenarios } from "./scenario_wire.ts";
+import { RunToolFilters } from "./run_tools.ts";
+import { runKey } from "./runs.ts";
 import {
   type PromptFunction,
   type PromptOptions,
@@ -55,6 +57,7 @@ import {
   type Shape,
   toolDecorator,
   type ToolDefinition,
+  type ToolExtra,
   type ToolFunction,
   type ToolMethodDecorator,
   type ToolOptions,
@@ -130,6 +133,8 @@ export class MCPServer extends McpServer {
   readonly #changeListeners = new Set<(list: ListName) => void>();
   #running: StartedTransport | undefined;
   #scenarios: Scenarios | undefined;
+  /** The tool filters of the live runs (scenario prompts and HUD tasks). */
+  readonly #runFilters = new RunToolFilters();
   readonly #tasks = new Map<string, TaskDefinition>();
   readonly #capabilities: Capability[] = [];
 
@@ -262,8 +267,12 @@ export class MCPServer extends McpServer {
   }
 
   #registerTool(def: ToolDefinition): RegisteredTool {
-    return registerToolDefinition(this, def);
+    return registerToolDefinition(this, def, this.#toolRefusal);
   }
+
+  /** A call of a tool its run's scenario left out is refused here, on every transport. */
+  readonly #toolRefusal = (name: string, extra: ToolExtra) =>
+    this.#runFilters.refusal(runKey(extra), name);
 
   /**
    * Mounts a hub: one visible dispatcher tool named after it (input
@@ -296,6 +305,7 @@ export class MCPServer extends McpServer {
       this.#harnessHubs.has(hub.name)
         ? (extra) => harnessAllowed(token, extra)
         : undefined,
+      this.#toolRefusal,
     );
     this.#hubs.set(hub.name, hub);
   }
@@ -406,6 +416,7 @@ export class MCPServer extends McpServer {
       this,
       this.info.name,
       this.#harnessToken,
+      this.#runFilters,
     );
     this.#scenarios.add(options, fn);
     this.#tasks.set(options.name, {
@@ -526,6 +537,7 @@ export class MCPServer extends McpServer {
       bindings: () => this.#capabilities,
       initialize: () => this.#initializeHooks.run(hudInitializeContext()),
       harnessToken: this.#harnessToken,
+      filters: this.#runFilters,
     }));
     this.#running = running;
     try {

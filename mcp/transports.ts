@@ -19,6 +19,7 @@ import {
   devGuard,
   dnsRebindingGuard,
   isLocalHost,
+  originGuard,
 } from "./http_guards.ts";
 import { DevClient, devRoutes, type DevSource } from "./dev.ts";
 import { serveResilient } from "../_serve.ts";
@@ -47,6 +48,8 @@ export interface HttpOptions {
   resumable?: boolean;
   /** Refuse every request from a browser page (`run()`'s `refuseBrowsers`). */
   refuseBrowsers?: boolean;
+  /** Browser origins served besides the server's own pages (`run()`'s `allowedOrigins`). */
+  allowedOrigins?: readonly string[];
   /** Called with the bound address once listening. */
   onListen?: (addr: Deno.NetAddr) => void;
 }
@@ -66,6 +69,11 @@ export interface HttpAppOptions {
   evictableIdleMs?: number;
   /** Refuse every request that carries an `Origin` header (a browser page). */
   refuseBrowsers?: boolean;
+  /**
+   * Browser origins served (with CORS headers naming them) besides the
+   * server's own pages; any other page gets 403 (default none).
+   */
+  allowedOrigins?: readonly string[];
 }
 
 /** The HTTP app and what it owns. */
@@ -117,8 +125,10 @@ export function createHttpApp(
   };
   const devClient = new DevClient(source);
   const app = new Hono();
+  const allowedOrigins = new Set(options.allowedOrigins ?? []);
   app.use("*", dnsRebindingGuard(boundHost));
   if (options.refuseBrowsers) app.use("*", browserGuard());
+  app.use("*", originGuard(allowedOrigins));
   app.use("/dev", devGuard(options.devToken));
   app.use("/dev/*", devGuard(options.devToken));
   app.use("*", async (c, next) => {
@@ -130,9 +140,9 @@ export function createHttpApp(
   app.use(
     "*",
     cors({
-      // `/dev` answers loopback pages only (devGuard refused the rest).
-      origin: (origin, c) =>
-        c.req.path.startsWith("/dev") ? origin || null : "*",
+      // Only listed origins get CORS headers (originGuard refused other
+      // pages); the server's own pages need none.
+      origin: (origin) => allowedOrigins.has(origin) ? origin : null,
       allowMethods: ["GET", "POST", "DELETE", "OPTIONS"],
       allowHeaders: [
         "Content-Type",
@@ -221,6 +231,7 @@ export function startHttp(
     maxSessions: options.maxSessions,
     devToken: options.devToken,
     refuseBrowsers: options.refuseBrowsers,
+    allowedOrigins: options.allowedOrigins,
   });
   if (!isLocalHost(options.host) && !options.devToken) {
     console.error(

@@ -11,6 +11,7 @@
 import { shapeToJsonSchema } from "../_schema.ts";
 import { constantTimeEqual } from "../harness.ts";
 import type { Capability } from "./capability.ts";
+import type { RunToolFilters } from "../run_tools.ts";
 import {
   type FrameRead,
   type FrameReader,
@@ -43,6 +44,8 @@ export interface ChannelHost {
   bindings(): readonly Capability[];
   /** When set, task methods answer only a session whose `hello` carried it as `harness_token`. */
   harnessToken?: string;
+  /** Where each held task's tool filters are kept, for the server to enforce. */
+  filters?: RunToolFilters;
 }
 
 /** Options of {@linkcode ControlChannel.session}. */
@@ -126,8 +129,10 @@ export class ControlChannel {
 
   /** Cancels every task (the server is stopping). */
   cancelAll(): void {
-    for (const run of this.#runs.values()) run.cancel();
-    this.#runs.clear();
+    for (const [id, run] of [...this.#runs]) {
+      this.#forget(id, run);
+      run.cancel();
+    }
   }
 
   /**
@@ -453,6 +458,11 @@ export class ControlChannel {
     // The connection may have dropped while setup ran: the task parks.
     if (!this.#live.has(sessionId)) run.parkedAt = Date.now();
     this.#runs.set(sessionId, run);
+    this.#host.filters?.set(
+      taskContext(sessionId).run,
+      task.options.name,
+      task.options,
+    );
     return prompt;
   }
 
@@ -476,15 +486,21 @@ export class ControlChannel {
       owner = parked[0];
       run = this.#runs.get(owner)!;
     }
-    this.#runs.delete(owner);
+    this.#forget(owner, run);
     return await run.grade(answer);
   }
 
   #cancel(sessionId: string): void {
     const run = this.#runs.get(sessionId);
     if (!run) return;
-    this.#runs.delete(sessionId);
+    this.#forget(sessionId, run);
     run.cancel();
+  }
+
+  /** Drops a task from the table, and its tool filters. */
+  #forget(sessionId: string, run: TaskRun): void {
+    this.#runs.delete(sessionId);
+    this.#host.filters?.delete(taskContext(sessionId).run, run.name);
   }
 
   /** Cancels parked tasks idle for longer than {@linkcode PARKED_TTL_MS}. */

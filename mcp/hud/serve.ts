@@ -17,6 +17,7 @@
 import type { RunningTransport, SessionHost } from "../run_stdio.ts";
 import { createHttpApp, MAX_BODY_BYTES } from "../transports.ts";
 import { SUBMIT_TOOL } from "../scenario_wire.ts";
+import type { RunToolFilters } from "../run_tools.ts";
 import {
   type Capability,
   capabilityAddress,
@@ -54,6 +55,8 @@ export interface HudSource {
   initialize(): Promise<void>;
   /** When set, task methods need it as `hello`'s `harness_token`. */
   harnessToken?: string;
+  /** Where each held task's tool filters go, for the server to enforce. */
+  filters?: RunToolFilters;
 }
 
 /** Options of {@linkcode startHud}. */
@@ -154,6 +157,7 @@ export async function startHud(
     tasks: () => source.tasks(),
     bindings: () => [mcp, ...source.bindings()],
     harnessToken: source.harnessToken,
+    filters: source.filters,
   };
   channel = new ControlChannel(channelHost);
   const listener = Deno.listen({ hostname: options.host, port: options.port });
