@@ -113,7 +113,11 @@ export function createHttpApp(
     options.evictableIdleMs,
   );
   const endpoint = new McpEndpoint(host, sessions);
-  const sseSessions = new SseSessions(host, options.maxSessions);
+  const sseSessions = new SseSessions(
+    host,
+    options.maxSessions,
+    options.evictableIdleMs,
+  );
   let draining = false;
   const source: DevSource = {
     info: host.info,
@@ -169,12 +173,12 @@ export function createHttpApp(
   if (transport === "http") {
     app.all("/mcp", limit, (c) => endpoint.handle(c.req.raw));
   } else {
-    app.get("/sse", (c) => {
-      if (sseSessions.full) {
+    app.get("/sse", async (c) => {
+      if (!await sseSessions.makeRoom()) {
         return jsonRpcErrorResponse(
           503,
           -32000,
-          "Too many sessions: retry later or close an SSE stream",
+          "Too many sessions, none idle for a minute: retry later or close an SSE stream",
         );
       }
       return streamSSE(c, (stream) => sseSessions.open(stream));
@@ -250,9 +254,10 @@ export function startHttp(
     log: (message) => console.error(message),
   }, http.app.fetch);
   const sweep = setInterval(() => {
-    http.sessions.expire(options.sessionIdleMs).catch((error) =>
-      console.error("Session expiry failed:", error)
-    );
+    Promise.all([
+      http.sessions.expire(options.sessionIdleMs),
+      http.sseSessions.expire(options.sessionIdleMs),
+    ]).catch((error) => console.error("Session expiry failed:", error));
   }, Math.max(1_000, Math.min(options.sessionIdleMs, 60_000)));
   Deno.unrefTimer(sweep);
   let closing: Promise<void> | undefined;

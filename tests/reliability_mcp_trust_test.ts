@@ -188,3 +188,55 @@ Deno.test("a loopback page of another origin gets 403 and no Access-Control-Allo
   assert.equal(call.headers.get("access-control-allow-origin"), null);
   await call.body?.cancel();
 });
+
+Deno.test("idle legacy /sse streams are closed after the session idle time, so a full table takes new clients again", async () => {
+  const mcp = createHudTrustEnv();
+  const listening = Promise.withResolvers<number>();
+  const stopped = new AbortController();
+  const running = mcp.run({
+    transport: "sse",
+    port: 0,
+    handleSignals: false,
+    signal: stopped.signal,
+    sessionIdleMs: 300,
+    maxSessions: 4,
+    onListen: (addr) => listening.resolve(addr.port),
+  });
+  const url = `http://127.0.0.1:${await listening.promise}/sse`;
+  const streams: Response[] = [];
+  try {
+    for (let i = 0; i < 4; i++) {
+      const stream = await fetch(url);
+      assert.equal(stream.status, 200);
+      streams.push(stream);
+    }
+    const refused = await fetch(url);
+    assert.equal(refused.status, 503, "the table is full");
+    await refused.body?.cancel();
+    // The sweep runs every second; the four idle streams go at the next
+    // (a stream still open after 10 s fails the test rather than hang it).
+    const readers = streams.map((stream) => stream.body!.getReader());
+    let cancelled = false;
+    const deadline = setTimeout(() => {
+      cancelled = true;
+      for (const reader of readers) reader.cancel().catch(() => {});
+    }, 10_000);
+    const ended = await Promise.all(
+      readers.map(async (reader) => {
+        try {
+          while (!(await reader.read()).done) { /* events until the close */ }
+          return !cancelled;
+        } catch {
+          return false;
+        }
+      }),
+    ).finally(() => clearTimeout(deadline));
+    assert.deepEqual(ended, [true, true, true, true]);
+    const admitted = await fetch(url);
+    assert.equal(admitted.status, 200, "a new client gets in");
+    await admitted.body?.cancel();
+  } finally {
+    stopped.abort();
+    await running;
+  }
+});
