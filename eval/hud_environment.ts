@@ -31,6 +31,7 @@ import { ComputerTool } from "../tools/computer.ts";
 import {
   type AgentTool,
   capToolContent,
+  DEFAULT_DISPLAY,
   DEFAULT_MAX_TOOL_RESULT_BYTES,
   DEFAULT_MAX_TOOL_RESULT_IMAGES,
   type PromptMessage,
@@ -126,11 +127,15 @@ export class HudEnvironment extends Environment {
     let forwarder: CapabilityForwarder | undefined;
     let client: Client | undefined;
     try {
+      // The agent's screen size goes with hello, as it goes with initialize
+      // over MCP: the environment's tools take it before any task starts.
+      const display = options.display ?? DEFAULT_DISPLAY;
       const hello = HelloSchema.safeParse(
-        await control.call(
-          "hello",
-          options.harnessToken ? { harness_token: options.harnessToken } : {},
-        ),
+        await control.call("hello", {
+          display_width: display.width,
+          display_height: display.height,
+          ...(options.harnessToken && { harness_token: options.harnessToken }),
+        }),
       );
       if (!hello.success) {
         throw new EnvironmentError(

@@ -43,6 +43,7 @@ import {
 import type { ScenarioFunction, ScenarioOptions } from "./scenario.ts";
 import type { Capability } from "./hud/capability.ts";
 import type { TaskDefinition } from "./hud/task_run.ts";
+import { type DisplayTool, isDisplayTool } from "./hud/display.ts";
 import { Scenarios } from "./scenario_wire.ts";
 import { RunToolFilters } from "./run_tools.ts";
 import { runKey } from "./runs.ts";
@@ -133,6 +134,8 @@ export class MCPServer extends McpServer {
   readonly #changeListeners = new Set<(list: ListName) => void>();
   #running: StartedTransport | undefined;
   #scenarios: Scenarios | undefined;
+  /** Tools that take the agent's display size, for HUD's harness to size. */
+  readonly #displayTools: DisplayTool[] = [];
   /** The tool filters of the live runs (scenario prompts and HUD tasks). */
   readonly #runFilters = new RunToolFilters();
   readonly #tasks = new Map<string, TaskDefinition>();
@@ -261,6 +264,9 @@ export class MCPServer extends McpServer {
   addTool<S extends Shape>(
     tool: BaseTool<S, unknown> | ToolDefinition<S>,
   ): RegisteredTool {
+    if (tool instanceof BaseTool && isDisplayTool(tool)) {
+      this.#displayTools.push(tool);
+    }
     return this.#registerTool(
       (tool instanceof BaseTool ? tool.mcp : tool) as unknown as ToolDefinition,
     );
@@ -538,6 +544,9 @@ export class MCPServer extends McpServer {
       initialize: () => this.#initializeHooks.run(hudInitializeContext()),
       harnessToken: this.#harnessToken,
       filters: this.#runFilters,
+      display: (request) => {
+        for (const tool of this.#displayTools) tool.configure(request);
+      },
     }));
     this.#running = running;
     try {

@@ -271,3 +271,44 @@ Deno.test("hud trust: a prompts/get inside the harness's live task through the m
     );
   }
 });
+
+Deno.test("hud trust: a display size in hello is for the harness when a token is set, and an out-of-range one is refused in one line", async () => {
+  await using env = await serveInProcess(createHudTrustEnv(TOKEN));
+  const guest = await env.open();
+  const refused = await guest.call("hello", {
+    display_width: 640,
+    display_height: 480,
+  });
+  assert.match(refused.error.message, /for the evaluation harness/);
+  const harness = await env.open();
+  const bad = await harness.call("hello", {
+    harness_token: TOKEN,
+    display_width: 99_999,
+  });
+  assert.equal(bad.error.code, -32602);
+  assert.match(bad.error.message, /display_width 99999/);
+  const good = await harness.call("hello", {
+    harness_token: TOKEN,
+    display_width: 1024,
+    display_height: 640,
+  });
+  assert.equal(good.result.env.name, "hud-trust");
+  const forwarder = CapabilityForwarder.start(
+    { hostname: "127.0.0.1", port: env.port },
+    "mcp",
+    TOKEN,
+  );
+  const client = new Client({ name: "harness", version: "1" });
+  try {
+    await client.connect(
+      new StreamableHTTPClientTransport(
+        new URL(`http://127.0.0.1:${forwarder.port}/mcp`),
+      ),
+    );
+    const size = await client.callTool({ name: "screen_size", arguments: {} });
+    assert.deepEqual(size.content, [{ type: "text", text: "1024x640" }]);
+  } finally {
+    await client.close();
+    await forwarder.close();
+  }
+});

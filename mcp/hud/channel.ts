@@ -12,6 +12,7 @@ import { shapeToJsonSchema } from "../_schema.ts";
 import { constantTimeEqual } from "../harness.ts";
 import type { Capability } from "./capability.ts";
 import type { RunToolFilters } from "../run_tools.ts";
+import { type DisplayRequest, displayRequest } from "./display.ts";
 import {
   type FrameRead,
   type FrameReader,
@@ -46,6 +47,8 @@ export interface ChannelHost {
   harnessToken?: string;
   /** Where each held task's tool filters are kept, for the server to enforce. */
   filters?: RunToolFilters;
+  /** Hands a display size `hello` asks for to the tools that take one. */
+  display?(request: DisplayRequest): void;
 }
 
 /** Options of {@linkcode ControlChannel.session}. */
@@ -391,6 +394,22 @@ export class ControlChannel {
       constantTimeEqual(token, expected)
     ) {
       this.#authorised.add(sessionId);
+    }
+    // The screen is the environment's, shared by every task: with a token
+    // set, only the harness may size it.
+    const display = displayRequest(params);
+    if (display && this.#host.display) {
+      if (expected && !this.#authorised.has(sessionId)) {
+        throw new ChannelError(
+          ErrorCode.InvalidRequest,
+          "hello: display_width and display_height are for the evaluation harness: send harness_token with them",
+        );
+      }
+      try {
+        this.#host.display(display);
+      } catch (error) {
+        throw new ChannelError(ErrorCode.InvalidParams, messageOf(error));
+      }
     }
     return sessionId;
   }

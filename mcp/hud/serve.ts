@@ -18,6 +18,7 @@ import type { RunningTransport, SessionHost } from "../run_stdio.ts";
 import { createHttpApp, MAX_BODY_BYTES } from "../transports.ts";
 import { SUBMIT_TOOL } from "../scenario_wire.ts";
 import type { RunToolFilters } from "../run_tools.ts";
+import { type DisplayRequest, displayRequest } from "./display.ts";
 import {
   type Capability,
   capabilityAddress,
@@ -57,6 +58,12 @@ export interface HudSource {
   harnessToken?: string;
   /** Where each held task's tool filters go, for the server to enforce. */
   filters?: RunToolFilters;
+  /**
+   * Hands the display size the harness asks for to the tools that take one.
+   *
+   * @throws {RangeError} When a value is out of range.
+   */
+  display?(request: DisplayRequest): void;
 }
 
 /** Options of {@linkcode startHud}. */
@@ -150,6 +157,7 @@ export async function startHud(
   const tools = startToolsEndpoint(host, {
     soleTask: () => channel?.soleTask,
     holds: (id) => channel?.holds(id) ?? false,
+    display: (request) => source.display?.(request),
   });
   const mcp = mcpCapability(`http://127.0.0.1:${tools.port}/mcp`);
   const channelHost: ChannelHost = {
@@ -158,6 +166,7 @@ export async function startHud(
     bindings: () => [mcp, ...source.bindings()],
     harnessToken: source.harnessToken,
     filters: source.filters,
+    display: source.display && ((request) => source.display!(request)),
   };
   channel = new ControlChannel(channelHost);
   const listener = Deno.listen({ hostname: options.host, port: options.port });
@@ -414,7 +423,11 @@ async function openTunnel(
  */
 function startToolsEndpoint(
   host: SessionHost,
-  tasks: { soleTask: () => string | undefined; holds: (id: string) => boolean },
+  tasks: {
+    soleTask: () => string | undefined;
+    holds: (id: string) => boolean;
+    display: (request: DisplayRequest) => void;
+  },
 ) {
   const http = createHttpApp(host, "http", "127.0.0.1");
   const server = Deno.serve(
@@ -438,6 +451,17 @@ function startToolsEndpoint(
         );
       }
       const routed = await withRunId(request, tasks.soleTask());
+      if (routed.display) {
+        try {
+          tasks.display(routed.display);
+        } catch (error) {
+          return Response.json({
+            jsonrpc: "2.0",
+            id: null,
+            error: { code: -32602, message: (error as Error).message },
+          }, { status: 400 });
+        }
+      }
       if (routed.scenarioRuns.some(tasks.holds)) {
         return Response.json({
           jsonrpc: "2.0",
@@ -470,12 +494,15 @@ function isScenarioCall(method: string, params: Record<string, unknown>) {
 
 /**
  * The request, with `run` as `_meta.run_id` of each message that has none,
- * and the run ids its scenario calls name.
+ * the run ids its scenario calls name, and the display size its `_meta`
+ * asks for (as an MCP client sends it).
  */
 async function withRunId(
   request: Request,
   run: string | undefined,
-): Promise<{ request: Request; scenarioRuns: string[] }> {
+): Promise<
+  { request: Request; scenarioRuns: string[]; display?: DisplayRequest }
+> {
   const length = Number(request.headers.get("content-length") ?? NaN);
   if (
     request.method !== "POST" || !(length > 0 && length <= MAX_BODY_BYTES)
@@ -491,6 +518,7 @@ async function withRunId(
     };
   }
   const scenarioRuns: string[] = [];
+  let display: DisplayRequest | undefined;
   for (const message of Array.isArray(body) ? body : [body]) {
     if (typeof message !== "object" || message === null) continue;
     const method = (message as { method?: unknown }).method;
@@ -500,6 +528,7 @@ async function withRunId(
     if (typeof params !== "object" || params === null) continue;
     const meta = (params._meta ??= {}) as Record<string, unknown>;
     if (typeof meta !== "object" || meta === null) continue;
+    display ??= displayRequest(meta);
     if (meta.run_id === undefined && run !== undefined) meta.run_id = run;
     if (isScenarioCall(method, params) && typeof meta.run_id === "string") {
       scenarioRuns.push(meta.run_id);
@@ -514,6 +543,7 @@ async function withRunId(
       body: JSON.stringify(body),
     }),
     scenarioRuns,
+    display,
   };
 }
 
