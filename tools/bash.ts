@@ -84,9 +84,82 @@ class CappedText {
   }
 }
 
-/** One running bash, in a process group of its own so a time-out kills its children too. */
+/**
+ * How a shell is kept in: `namespace` runs it as the first process of a PID
+ * namespace of its own with its own `/proc` (`unshare --pid --fork
+ * --kill-child --mount-proc`, with `--user` when the process is not root):
+ * when the shell dies the kernel kills every process left in the namespace,
+ * whatever it did to its process group or session, and nothing it runs
+ * sees the processes outside (the environment's `/proc/<pid>/environ`, which
+ * holds the harness token, included). `session` (where namespaces are not
+ * allowed, e.g. a container under the default seccomp profile) is a process
+ * group of its own: a double-forked process that calls `setsid` outlives it,
+ * and the shell sees the host's `/proc`.
+ */
+export type ShellIsolation = "namespace" | "session";
+
+/** The `unshare` arguments tried, in order: as root, then in a user namespace. */
+const UNSHARE_VARIANTS: readonly (readonly string[])[] = [
+  ["--pid", "--fork", "--kill-child", "--mount-proc"],
+  [
+    "--user",
+    "--map-current-user",
+    "--pid",
+    "--fork",
+    "--kill-child",
+    "--mount-proc",
+  ],
+];
+
+let isolationProbe:
+  | Promise<{ isolation: ShellIsolation; prefix: string[]; why?: string }>
+  | undefined;
+
+/**
+ * How this host keeps a shell in (probed once per process: `unshare` is
+ * run with each variant on `true`).
+ *
+ * @returns The isolation and, for `session`, why namespaces are not used.
+ */
+export function shellIsolation(): Promise<
+  { isolation: ShellIsolation; prefix: string[]; why?: string }
+> {
+  return isolationProbe ??= (async () => {
+    let why = "unshare is not installed";
+    for (const variant of UNSHARE_VARIANTS) {
+      try {
+        const probe = await new Deno.Command("unshare", {
+          args: [...variant, "true"],
+          stdout: "null",
+          stderr: "piped",
+          clearEnv: true,
+        }).output();
+        if (probe.success) {
+          return { isolation: "namespace", prefix: ["unshare", ...variant] };
+        }
+        why = new TextDecoder().decode(probe.stderr).trim().split("\n")[0] ||
+          `unshare exited ${probe.code}`;
+      } catch (error) {
+        if (!(error instanceof Deno.errors.NotFound)) {
+          why = (error as Error).message;
+        }
+      }
+    }
+    console.error(
+      `bash: no PID namespace here (${why}): a process that leaves the shell's session can outlive it, and the shell can read other processes' /proc entries`,
+    );
+    return { isolation: "session", prefix: ["setsid"], why };
+  })();
+}
+
+/**
+ * One running bash: the first process of a PID namespace of its own where
+ * the host allows it, else in a process group of its own; either way a
+ * time-out kills its children too.
+ */
 class Shell {
   readonly #child: Deno.ChildProcess;
+  readonly #isolation: ShellIsolation;
   readonly #stdin: WritableStreamDefaultWriter<Uint8Array>;
   readonly #stdout: ReadableStreamDefaultReader<Uint8Array>;
   readonly #dir: string;
@@ -95,9 +168,14 @@ class Shell {
   #pending = "";
   #exited = false;
 
-  private constructor(child: Deno.ChildProcess, dir: string) {
+  private constructor(
+    child: Deno.ChildProcess,
+    dir: string,
+    isolation: ShellIsolation,
+  ) {
     this.#child = child;
     this.#dir = dir;
+    this.#isolation = isolation;
     this.#stdin = child.stdin.getWriter();
     this.#stdout = child.stdout.getReader();
     child.status.then(() => this.#exited = true);
@@ -107,12 +185,12 @@ class Shell {
     cwd: string,
     env: Record<string, string>,
   ): Promise<Shell> {
+    const { isolation, prefix } = await shellIsolation();
     const dir = await Deno.makeTempDir({ prefix: "mcpkit-bash-" });
     let child: Deno.ChildProcess;
     try {
-      // setsid: a new process group, killed whole on a time-out.
-      child = new Deno.Command("setsid", {
-        args: ["bash", "--noprofile", "--norc"],
+      child = new Deno.Command(prefix[0], {
+        args: [...prefix.slice(1), "bash", "--noprofile", "--norc"],
         cwd,
         env,
         clearEnv: true,
@@ -124,12 +202,14 @@ class Shell {
       await Deno.remove(dir, { recursive: true }).catch(() => {});
       if (error instanceof Deno.errors.NotFound) {
         throw new Error(
-          `Cannot start bash in "${cwd}": setsid, bash or the directory is missing`,
+          `Cannot start bash in "${cwd}": ${
+            prefix[0]
+          }, bash or the directory is missing`,
         );
       }
       throw error;
     }
-    const shell = new Shell(child, dir);
+    const shell = new Shell(child, dir, isolation);
     await shell.#write("exec 2>&1\n");
     return shell;
   }
@@ -207,24 +287,34 @@ class Shell {
   }
 
   /**
-   * Kills the shell's whole process group, and every descendant that left
-   * it (`setsid`) while still the shell's descendant, then removes its
-   * temporary directory.
+   * Kills the shell and everything it started, then removes its temporary
+   * directory. In a namespace, killing `unshare` kills the shell (its
+   * parent-death signal), and the shell's death the whole namespace; in a
+   * session, the process group and every descendant that left it while
+   * still the shell's descendant.
    */
   async kill(): Promise<void> {
     if (!this.#exited) {
-      // Found before the group dies: its orphans are then re-parented.
-      const escaped = descendants(this.#child.pid);
-      try {
-        Deno.kill(-this.#child.pid, "SIGKILL");
-      } catch {
-        // the group is gone already
-      }
-      for (const pid of escaped) {
+      if (this.#isolation === "namespace") {
         try {
-          Deno.kill(pid, "SIGKILL");
+          Deno.kill(this.#child.pid, "SIGKILL");
         } catch {
-          // gone with the group
+          // gone already
+        }
+      } else {
+        // Found before the group dies: its orphans are then re-parented.
+        const escaped = descendants(this.#child.pid);
+        try {
+          Deno.kill(-this.#child.pid, "SIGKILL");
+        } catch {
+          // the group is gone already
+        }
+        for (const pid of escaped) {
+          try {
+            Deno.kill(pid, "SIGKILL");
+          } catch {
+            // gone with the group
+          }
         }
       }
     }
@@ -240,9 +330,13 @@ class Shell {
  * so one per environment process (one per run over stdio, where each run has
  * its own process). `cd` and `export` carry over; stdin is `/dev/null`;
  * stderr is merged into the output. A command past the time limit has the
- * shell killed (with everything it started) and a fresh one started, and the
- * result says so. `{restart: true}` does that on request. The shell is not
- * confined to a directory: confine it with the container.
+ * shell killed (with everything it started, double forks and `setsid`
+ * included, where the host allows a PID namespace: {@linkcode ShellIsolation})
+ * and a fresh one started, and the result says so. `{restart: true}` does
+ * that on request. In a PID namespace the shell sees only its own processes,
+ * so it cannot read the environment process's `/proc/<pid>/environ` (the
+ * harness token). The shell is not confined to a directory: confine it with
+ * the container.
  *
  * @example
  * ```ts
