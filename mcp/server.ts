@@ -311,7 +311,9 @@ export class MCPServer extends McpServer {
       this.#harnessHubs.has(hub.name)
         ? (extra) => harnessAllowed(token, extra)
         : undefined,
-      this.#toolRefusal,
+      // The harness's hubs set up and score the run: a scenario's filters
+      // are the agent's, not theirs.
+      this.#harnessHubs.has(hub.name) ? undefined : this.#toolRefusal,
     );
     this.#hubs.set(hub.name, hub);
   }
