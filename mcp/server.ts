@@ -18,7 +18,7 @@ import {
   type Transport,
 } from "./_sdk.ts";
 import { shareRegistry } from "./_sdk_internals.ts";
-import { harnessAllowed } from "./harness.ts";
+import { harnessAllowed, harnessTokenFromEnvironment } from "./harness.ts";
 import { type BaseHub, registerHub } from "./hub.ts";
 import {
   type InitializeContext,
@@ -34,7 +34,6 @@ import {
 } from "./resource.ts";
 import { runShutdownHooks, type ShutdownHook } from "./signals.ts";
 import {
-  envVar,
   type RunOptions,
   serveUntilStopped,
   type StartedTransport,
@@ -154,7 +153,7 @@ export class MCPServer extends McpServer {
       version = "0.1.0",
       title,
       shutdownTimeoutMs = 10_000,
-      harnessToken = envVar("MCP_HARNESS_TOKEN"),
+      harnessToken = harnessTokenFromEnvironment(),
       harnessHubs = ["setup", "evaluate"],
       ...rest
     } = options;

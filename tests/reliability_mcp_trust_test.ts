@@ -240,3 +240,37 @@ Deno.test("idle legacy /sse streams are closed after the session idle time, so a
     await running;
   }
 });
+
+Deno.test("an environment started with MCP_HARNESS_TOKEN takes it out of its /proc/<pid>/environ and keeps enforcing it", async () => {
+  const token = `harness-${crypto.randomUUID()}`;
+  const transport = new StdioClientTransport({
+    command: Deno.execPath(),
+    args: ["run", "-A", FIXTURE],
+    env: { MCP_HARNESS_TOKEN: token, PATH: Deno.env.get("PATH") ?? "" },
+    stderr: "ignore",
+  });
+  const client = new Client({ name: "harness", version: "1" });
+  await client.connect(transport);
+  try {
+    const pid = transport.pid;
+    assert.ok(pid, "the environment's pid");
+    const environ = await Deno.readTextFile(`/proc/${pid}/environ`);
+    assert.ok(environ.length > 0, "the environment block is readable");
+    assert.ok(
+      !environ.includes(token),
+      "the token is not in /proc/<pid>/environ",
+    );
+    await assert.rejects(
+      client.getPrompt({ name: "hud-trust:guess", arguments: { target: "3" } }),
+      /only the evaluation harness/,
+    );
+    const prompt = await client.getPrompt({
+      name: "hud-trust:guess",
+      arguments: { target: "3" },
+      _meta: { harness_token: token },
+    });
+    assert.ok(prompt.messages.length > 0);
+  } finally {
+    await client.close();
+  }
+});
