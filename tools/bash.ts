@@ -26,6 +26,8 @@ export interface BashToolOptions {
   timeoutMs?: number;
   /** The most output characters a result keeps, head and tail (default 30 000). */
   maxOutputChars?: number;
+  /** How the shell is kept in (default: the best this host allows, see {@linkcode ShellIsolation}). */
+  isolation?: ShellIsolation;
 }
 
 /** The `bash` tool's input shape (zod): Anthropic's bash tool's. */
@@ -85,18 +87,24 @@ class CappedText {
 }
 
 /**
- * How a shell is kept in: `namespace` runs it as the first process of a PID
- * namespace of its own with its own `/proc` (`unshare --pid --fork
- * --kill-child --mount-proc`, with `--user` when the process is not root):
- * when the shell dies the kernel kills every process left in the namespace,
- * whatever it did to its process group or session, and nothing it runs
- * sees the processes outside (the environment's `/proc/<pid>/environ`, which
- * holds the harness token, included). `session` (where namespaces are not
- * allowed, e.g. a container under the default seccomp profile) is a process
- * group of its own: a double-forked process that calls `setsid` outlives it,
- * and the shell sees the host's `/proc`.
+ * How a shell is kept in, best first:
+ *
+ * - `namespace`: the first process of a PID namespace of its own with its
+ *   own `/proc` (`unshare --pid --fork --kill-child --mount-proc`, with
+ *   `--user` when the process is not root). When the shell dies the kernel
+ *   kills every process left in the namespace, whatever it did to its
+ *   process group or session, and nothing it runs sees the processes outside.
+ * - `reaper`: where namespaces are refused (a container under Docker's
+ *   default seccomp profile), the shell runs under a small Deno process that
+ *   is a child subreaper (`prctl(PR_SET_CHILD_SUBREAPER)`, `_reaper.ts`):
+ *   double-forked and `setsid` processes are re-parented to it, and it kills
+ *   everything below it when the shell is killed. The shell sees the host's
+ *   `/proc` (the harness token is kept out of the environment's
+ *   `/proc/<pid>/environ` by `MCPServer` itself).
+ * - `session`: a process group of its own, for hosts where neither works:
+ *   a process that double-forks out of it outlives the shell.
  */
-export type ShellIsolation = "namespace" | "session";
+export type ShellIsolation = "namespace" | "reaper" | "session";
 
 /** The `unshare` arguments tried, in order: as root, then in a user namespace. */
 const UNSHARE_VARIANTS: readonly (readonly string[])[] = [
@@ -111,45 +119,83 @@ const UNSHARE_VARIANTS: readonly (readonly string[])[] = [
   ],
 ];
 
-let isolationProbe:
-  | Promise<{ isolation: ShellIsolation; prefix: string[]; why?: string }>
-  | undefined;
+/** How a shell is started: the command line before `bash`. */
+interface ShellLauncher {
+  isolation: ShellIsolation;
+  prefix: string[];
+  why?: string;
+}
+
+/** The reaper's command line (`_reaper.ts` under this Deno). */
+function reaperPrefix(): string[] {
+  return [
+    Deno.execPath(),
+    "run",
+    "--quiet",
+    "--no-config",
+    "--no-lock",
+    // Deno lets only --allow-all read /proc; the reaper runs the agent's
+    // shell, which can do anything anyway.
+    "--allow-all",
+    new URL("./_reaper.ts", import.meta.url).href,
+  ];
+}
+
+async function runs(prefix: string[]): Promise<string | undefined> {
+  try {
+    const probe = await new Deno.Command(prefix[0], {
+      args: [...prefix.slice(1), "true"],
+      stdout: "null",
+      stderr: "piped",
+      clearEnv: true,
+    }).output();
+    if (probe.success) return undefined;
+    return new TextDecoder().decode(probe.stderr).trim().split("\n")[0] ||
+      `${prefix[0]} exited ${probe.code}`;
+  } catch (error) {
+    return error instanceof Deno.errors.NotFound
+      ? `${prefix[0]} is not installed`
+      : (error as Error).message;
+  }
+}
+
+let launcherProbe: Promise<ShellLauncher> | undefined;
 
 /**
- * How this host keeps a shell in (probed once per process: `unshare` is
- * run with each variant on `true`).
+ * How this host keeps a shell in (probed once per process: `unshare`, then
+ * the reaper, each run on `true`).
  *
- * @returns The isolation and, for `session`, why namespaces are not used.
+ * @returns The isolation, its command line, and why better ones are not used.
  */
-export function shellIsolation(): Promise<
-  { isolation: ShellIsolation; prefix: string[]; why?: string }
-> {
-  return isolationProbe ??= (async () => {
-    let why = "unshare is not installed";
+export function shellIsolation(): Promise<ShellLauncher> {
+  return launcherProbe ??= (async () => {
+    let why = "";
     for (const variant of UNSHARE_VARIANTS) {
-      try {
-        const probe = await new Deno.Command("unshare", {
-          args: [...variant, "true"],
-          stdout: "null",
-          stderr: "piped",
-          clearEnv: true,
-        }).output();
-        if (probe.success) {
-          return { isolation: "namespace", prefix: ["unshare", ...variant] };
-        }
-        why = new TextDecoder().decode(probe.stderr).trim().split("\n")[0] ||
-          `unshare exited ${probe.code}`;
-      } catch (error) {
-        if (!(error instanceof Deno.errors.NotFound)) {
-          why = (error as Error).message;
-        }
-      }
+      const prefix = ["unshare", ...variant];
+      const failed = await runs(prefix);
+      if (failed === undefined) return { isolation: "namespace", prefix };
+      why = failed;
+    }
+    const reaper = reaperPrefix();
+    const failed = await runs(reaper);
+    if (failed === undefined) {
+      console.error(
+        `bash: no PID namespace here (${why}): the shell runs under a subreaper instead, and can read the host's /proc`,
+      );
+      return { isolation: "reaper", prefix: reaper, why };
     }
     console.error(
-      `bash: no PID namespace here (${why}): a process that leaves the shell's session can outlive it, and the shell can read other processes' /proc entries`,
+      `bash: no PID namespace (${why}) and no subreaper (${failed}) here: a process that leaves the shell's session can outlive it`,
     );
     return { isolation: "session", prefix: ["setsid"], why };
   })();
+}
+
+/** The launcher of a chosen isolation (what {@linkcode BashToolOptions.isolation} asks). */
+function launcherFor(isolation: ShellIsolation): ShellLauncher {
+  if (isolation === "reaper") return { isolation, prefix: reaperPrefix() };
+  if (isolation === "session") return { isolation, prefix: ["setsid"] };
+  return { isolation, prefix: ["unshare", ...UNSHARE_VARIANTS[0]] };
 }
 
 /**
@@ -184,8 +230,11 @@ class Shell {
   static async start(
     cwd: string,
     env: Record<string, string>,
+    chosen?: ShellIsolation,
   ): Promise<Shell> {
-    const { isolation, prefix } = await shellIsolation();
+    const { isolation, prefix } = chosen
+      ? launcherFor(chosen)
+      : await shellIsolation();
     const dir = await Deno.makeTempDir({ prefix: "mcpkit-bash-" });
     let child: Deno.ChildProcess;
     try {
@@ -301,6 +350,23 @@ class Shell {
         } catch {
           // gone already
         }
+      } else if (this.#isolation === "reaper") {
+        // The reaper kills everything below it, then exits; one that does
+        // not within 5 s is killed (what it had not reaped then survives).
+        const child = this.#child;
+        try {
+          Deno.kill(child.pid, "SIGTERM");
+        } catch {
+          // gone already
+        }
+        const timer = setTimeout(() => {
+          try {
+            Deno.kill(child.pid, "SIGKILL");
+          } catch {
+            // gone already
+          }
+        }, 5_000);
+        await child.status.finally(() => clearTimeout(timer));
       } else {
         // Found before the group dies: its orphans are then re-parented.
         const escaped = descendants(this.#child.pid);
@@ -361,6 +427,7 @@ export class BashTool extends BaseTool<BashInputShape>
   readonly #env: Record<string, string>;
   readonly #timeoutMs: number;
   readonly #maxOutputChars: number;
+  readonly #isolation: ShellIsolation | undefined;
   #shell: Shell | undefined;
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -382,6 +449,7 @@ export class BashTool extends BaseTool<BashInputShape>
     };
     this.#timeoutMs = options.timeoutMs ?? 120_000;
     this.#maxOutputChars = options.maxOutputChars ?? 30_000;
+    this.#isolation = options.isolation;
   }
 
   /**
@@ -451,7 +519,7 @@ export class BashTool extends BaseTool<BashInputShape>
   async #restart(): Promise<void> {
     await this.#shell?.kill();
     this.#shell = undefined;
-    this.#shell = await Shell.start(this.#cwd, this.#env);
+    this.#shell = await Shell.start(this.#cwd, this.#env, this.#isolation);
   }
 
   /** Kills the shell and everything it started. Safe to call more than once. */

@@ -87,24 +87,36 @@ async function running(mark: string): Promise<number[]> {
   return found;
 }
 
-Deno.test("BashTool kills a double-forked process that left the shell's session, on time-out and on close", async () => {
+Deno.test("BashTool kills a double-forked process that left the shell's session, on time-out and on close, in a PID namespace and under the reaper", async () => {
   const dir = await Deno.makeTempDir();
+  const { isolation: best } = await shellIsolation();
+  const modes = [...new Set([best, "reaper" as const])];
   for (const ending of ["timeout", "close"] as const) {
-    const mark = `mcpkit-escape-${crypto.randomUUID()}`;
-    const bash = new BashTool({ cwd: dir, timeoutMs: 1_000 });
-    const escape =
-      `(setsid bash -c 'exec -a ${mark} sleep 300' < /dev/null > /dev/null 2>&1 &)`;
-    await bash.call({ command: escape });
-    for (let i = 0; i < 50 && (await running(mark)).length === 0; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
+    for (const isolation of modes) {
+      const mark = `mcpkit-escape-${crypto.randomUUID()}`;
+      const bash = new BashTool({ cwd: dir, timeoutMs: 1_000, isolation });
+      const escape =
+        `(setsid bash -c 'exec -a ${mark} sleep 300' < /dev/null > /dev/null 2>&1 &)`;
+      await bash.call({ command: escape });
+      for (let i = 0; i < 50 && (await running(mark)).length === 0; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      assert.equal(
+        (await running(mark)).length,
+        1,
+        `the escapee runs (${isolation})`,
+      );
+      if (ending === "timeout") {
+        const result = await bash.call({ command: "sleep 30" });
+        assert.equal(result.isError, true);
+      }
+      await bash.close();
+      assert.deepEqual(
+        await running(mark),
+        [],
+        `killed on ${ending} (${isolation})`,
+      );
     }
-    assert.equal((await running(mark)).length, 1, "the escapee runs");
-    if (ending === "timeout") {
-      const result = await bash.call({ command: "sleep 30" });
-      assert.equal(result.isError, true);
-    }
-    await bash.close();
-    assert.deepEqual(await running(mark), [], `killed on ${ending}`);
   }
   await Deno.remove(dir, { recursive: true });
 });
