@@ -72,8 +72,13 @@ if (import.meta.main) {
   }
   const [command, ...args] = Deno.args;
   if (!command) Deno.exit(0);
+  // DENO_DIR was the reaper's own, not the shell's.
+  const env = Deno.env.toObject();
+  delete env.DENO_DIR;
   const child = new Deno.Command(command, {
     args,
+    env,
+    clearEnv: true,
     stdin: "inherit",
     stdout: "inherit",
     stderr: "inherit",

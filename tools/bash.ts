@@ -191,6 +191,19 @@ export function shellIsolation(): Promise<ShellLauncher> {
   })();
 }
 
+/** `DENO_DIR` of this process (its default when unset), for the reaper. */
+function denoDir(): Record<string, string> {
+  try {
+    const home = Deno.env.get("HOME");
+    const cache = Deno.env.get("XDG_CACHE_HOME") ??
+      (home ? `${home}/.cache` : undefined);
+    const dir = Deno.env.get("DENO_DIR") ?? (cache && `${cache}/deno`);
+    return dir ? { DENO_DIR: dir } : {};
+  } catch {
+    return {};
+  }
+}
+
 /** The launcher of a chosen isolation (what {@linkcode BashToolOptions.isolation} asks). */
 function launcherFor(isolation: ShellIsolation): ShellLauncher {
   if (isolation === "reaper") return { isolation, prefix: reaperPrefix() };
@@ -235,6 +248,10 @@ class Shell {
     const { isolation, prefix } = chosen
       ? launcherFor(chosen)
       : await shellIsolation();
+    // The reaper is a Deno process: it uses the environment's Deno cache
+    // (not one under the shell's HOME, the agent's workspace) and takes the
+    // variable out of what the shell gets.
+    if (isolation === "reaper") env = { ...env, ...denoDir() };
     const dir = await Deno.makeTempDir({ prefix: "mcpkit-bash-" });
     let child: Deno.ChildProcess;
     try {
