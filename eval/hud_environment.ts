@@ -32,6 +32,7 @@ import { boundedFetch } from "./_bounded_http.ts";
 import {
   type AgentTool,
   capToolContent,
+  DEFAULT_DISPLAY,
   DEFAULT_MAX_TOOL_RESULT_BYTES,
   DEFAULT_MAX_TOOL_RESULT_IMAGES,
   type PromptMessage,
@@ -70,6 +71,8 @@ export class HudEnvironment extends Environment {
   readonly #limits: { maxBytes: number; maxImages: number };
   /** How long one call of the runner's own `computer` tool may take, ms (as any tool's). */
   readonly #toolTimeoutMs: number;
+  /** Sent with each `tunnel.open` (a server with a token opens tunnels only for it). */
+  readonly #harnessToken: string | undefined;
   /** The `computer` tool the runner plays on the `rfb` screen, once offered. */
   #screen: Promise<{ tool: ComputerTool; rfb: RfbClient }> | undefined;
 
@@ -97,6 +100,7 @@ export class HudEnvironment extends Environment {
         DEFAULT_MAX_TOOL_RESULT_IMAGES,
     };
     this.#toolTimeoutMs = options.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
+    this.#harnessToken = options.harnessToken;
   }
 
   /**
@@ -124,11 +128,15 @@ export class HudEnvironment extends Environment {
     let forwarder: CapabilityForwarder | undefined;
     let client: Client | undefined;
     try {
+      // The agent's screen size goes with hello, as it goes with initialize
+      // over MCP: the environment's tools take it before any task starts.
+      const display = options.display ?? DEFAULT_DISPLAY;
       const hello = HelloSchema.safeParse(
-        await control.call(
-          "hello",
-          options.harnessToken ? { harness_token: options.harnessToken } : {},
-        ),
+        await control.call("hello", {
+          display_width: display.width,
+          display_height: display.height,
+          ...(options.harnessToken && { harness_token: options.harnessToken }),
+        }),
       );
       if (!hello.success) {
         throw new EnvironmentError(
@@ -146,7 +154,11 @@ export class HudEnvironment extends Environment {
           })`,
         );
       }
-      forwarder = CapabilityForwarder.start(parsed, mcp.name);
+      forwarder = CapabilityForwarder.start(
+        parsed,
+        mcp.name,
+        options.harnessToken,
+      );
       const path = URL.parse(mcp.url)?.pathname || "/mcp";
       client = new Client({ name: "mcpkit-eval", version: "0.1.0" }, {
         versionNegotiation: { mode: "auto" },
@@ -284,7 +296,12 @@ export class HudEnvironment extends Environment {
       // tool time limit, as a tool that does not answer is.
       rfb = await withTimeLimit(
         (async () => {
-          const tunnel = await openTunnel(this.#address, capability, limit);
+          const tunnel = await openTunnel(
+            this.#address,
+            capability,
+            limit,
+            this.#harnessToken,
+          );
           conn = tunnel.conn;
           return await RfbClient.connect(tunnel.conn, tunnel.early);
         })(),

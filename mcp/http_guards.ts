@@ -57,22 +57,70 @@ export function dnsRebindingGuard(boundHost: string): MiddlewareHandler {
 }
 
 /**
- * Guards `/dev`: a request from a page of another, non-loopback origin gets
- * 403 (CORS alone would still run a simple POST), and with a dev token set,
- * a request without `Authorization: Bearer <token>` gets 401.
+ * Whether a browser page's origin may call the server: its own pages (the
+ * origin names the host the request was sent to) and the listed origins.
+ *
+ * @param origin The `Origin` header.
+ * @param host The `Host` header.
+ * @param allowed Origins let in besides the server's own (`MCP_ALLOWED_ORIGINS`).
+ * @returns Whether the page may call.
+ */
+export function originAllowed(
+  origin: string,
+  host: string,
+  allowed: ReadonlySet<string>,
+): boolean {
+  if (allowed.has(origin)) return true;
+  const url = URL.parse(origin);
+  return url !== null && url.host !== "" && url.host === host.toLowerCase();
+}
+
+/**
+ * The one rule for browser pages, on every route: a request that carries an
+ * `Origin` header is served only when it comes from one of the server's own
+ * pages or a listed origin; any other page gets 403, a loopback page (one
+ * the agent opens in the environment's browser) like any other. CORS
+ * headers name only the listed origins, never `*`. MCP clients and
+ * harnesses send no `Origin` and are not concerned.
+ *
+ * @param allowed Origins let in besides the server's own (`MCP_ALLOWED_ORIGINS`).
+ * @returns The middleware.
+ * @example
+ * ```ts
+ * import { Hono } from "hono";
+ * import { originGuard } from "./http_guards.ts";
+ *
+ * const app = new Hono().use("*", originGuard(new Set())).post("/mcp", (c) => c.json({}));
+ * const page = await app.request("http://127.0.0.1:8765/mcp", { method: "POST", headers: { origin: "http://127.0.0.1:9000" } });
+ * page.status; // 403
+ * ```
+ */
+export function originGuard(allowed: ReadonlySet<string>): MiddlewareHandler {
+  return async (c, next) => {
+    const origin = c.req.header("origin");
+    if (
+      origin !== undefined &&
+      !originAllowed(origin, c.req.header("host") ?? "", allowed)
+    ) {
+      return c.json({
+        error:
+          `Origin "${origin}" may not call this server: only its own pages and the origins in MCP_ALLOWED_ORIGINS`,
+      }, 403);
+    }
+    await next();
+  };
+}
+
+/**
+ * Guards `/dev`: with a dev token set, a request without
+ * `Authorization: Bearer <token>` gets 401 (pages of other origins are
+ * refused for every route by {@linkcode originGuard}).
  *
  * @param devToken `MCP_DEV_TOKEN`, if set.
  * @returns The middleware.
  */
 export function devGuard(devToken: string | undefined): MiddlewareHandler {
   return async (c, next) => {
-    const origin = c.req.header("origin");
-    if (
-      origin &&
-      !LOCAL_HOSTNAMES.has(hostnameOf(URL.parse(origin)?.host ?? ""))
-    ) {
-      return c.json({ error: `Origin "${origin}" may not use /dev` }, 403);
-    }
     if (devToken) {
       const match = /^Bearer\s+(.+)$/i.exec(
         c.req.header("authorization") ?? "",

@@ -278,11 +278,14 @@ export class BaseHub<Env = any> {
  * @param hub The hub.
  * @param harnessAllowed Whether a request may call the hub; a refused one gets
  * the harness refusal. Omit it for a hub anyone may call.
+ * @param refusal Why a call of the dispatcher may not run (a run's tool
+ * filters), as for {@linkcode registerToolDefinition}.
  */
 export function registerHub(
   server: McpServer,
   hub: BaseHub,
   harnessAllowed?: (extra: ToolExtra) => boolean,
+  refusal?: (name: string, extra: ToolExtra) => string | undefined,
 ): void {
   if (hub.tools.length === 0) {
     // Its dispatcher would offer `name: enum []`, which no agent can call.
@@ -298,7 +301,7 @@ export function registerHub(
       harnessAllowed && !harnessAllowed(extra)
         ? harnessRefusal(hub.name)
         : hub.dispatch(String(args.name), args.arguments, extra),
-  });
+  }, refusal);
   server.registerResource(`${hub.name} functions`, `${hub.name}://functions`, {
     description:
       `Tools of the "${hub.name}" hub: name, description, input schema`,

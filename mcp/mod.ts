@@ -44,6 +44,8 @@ export { MCPServer } from "./server.ts";
 export type { MCPServerOptions } from "./server.ts";
 export type { ListName } from "./instances.ts";
 export type { RunOptions, TransportName } from "./run.ts";
+export type { HudOptions } from "./hud/serve.ts";
+export type { AdmissionLimits } from "./hud/admission.ts";
 export { BaseHub } from "./hub.ts";
 export type { HubFunction, HubTool } from "./hub.ts";
 export { BaseTool, normalizeToolResult } from "./tool.ts";

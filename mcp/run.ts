@@ -12,7 +12,7 @@ import {
   type SessionHost,
   startStdio,
 } from "./run_stdio.ts";
-import type { HudSource } from "./hud/serve.ts";
+import type { HudOptions, HudSource } from "./hud/serve.ts";
 import {
   installSignalHandlers,
   ReloadDetector,
@@ -55,6 +55,19 @@ export interface RunOptions {
    * otherwise call the tools directly, those its scenario left out included.
    */
   refuseBrowsers?: boolean;
+  /**
+   * Browser origins that may call `/mcp` and `/dev` (CORS headers name
+   * them), besides the server's own pages, e.g. the MCP Inspector's
+   * `http://localhost:6274` (default none; `MCP_ALLOWED_ORIGINS`, comma
+   * separated). Any other page gets 403, a loopback one included.
+   */
+  allowedOrigins?: readonly string[];
+  /**
+   * The HUD control port's limits (connections per peer and in total,
+   * idle and frame time-outs, the frame budget); each has a documented
+   * default.
+   */
+  hudLimits?: Omit<HudOptions, "port" | "host" | "onListen">;
   /** Stops the server when aborted. */
   signal?: AbortSignal;
   /** Called with the bound address once http, sse or hud listens. */
@@ -117,6 +130,7 @@ export async function startTransport(
   if (transport === "hud") {
     if (!hud) throw new TypeError("The hud transport needs the server's tasks");
     return (await import("./hud/serve.ts")).startHud(host, hud(), {
+      ...options.hudLimits,
       port: options.port ?? Number(envVar("MCP_PORT") ?? DEFAULT_PORT),
       host: options.host ?? envVar("MCP_HOST") ?? DEFAULT_HOST,
       onListen: options.onListen,
@@ -133,6 +147,9 @@ export async function startTransport(
     resumable: options.resumable,
     refuseBrowsers: options.refuseBrowsers ??
       envVar("MCP_REFUSE_BROWSERS") === "1",
+    allowedOrigins: options.allowedOrigins ??
+      (envVar("MCP_ALLOWED_ORIGINS") ?? "").split(",").map((o) => o.trim())
+        .filter((o) => o !== ""),
     onListen: options.onListen,
   });
 }

@@ -44,16 +44,24 @@ export class RunTable {
   readonly #runs = new Map<string, Run>();
   readonly #ttlMs: number;
   readonly #maxRuns: number;
+  readonly #onEnd: ((key: string) => void) | undefined;
 
   /**
    * Creates the table.
    *
    * @param ttlMs How long an untouched run is kept (default 30 minutes).
    * @param maxRuns The most runs kept (default 1,024).
+   * @param onEnd Called with a run's key when it leaves the table (ended,
+   * expired, displaced or taken).
    */
-  constructor(ttlMs = 30 * 60_000, maxRuns = 1024) {
+  constructor(
+    ttlMs = 30 * 60_000,
+    maxRuns = 1024,
+    onEnd?: (key: string) => void,
+  ) {
     this.#ttlMs = ttlMs;
     this.#maxRuns = maxRuns;
+    this.#onEnd = onEnd;
   }
 
   /** Runs kept now. */
@@ -86,7 +94,10 @@ export class RunTable {
   /** Removes a run and hands it over, its generator still open. */
   take(key: string): Run | undefined {
     const run = this.get(key);
-    this.#runs.delete(key);
+    if (run) {
+      this.#runs.delete(key);
+      this.#onEnd?.(key);
+    }
     return run;
   }
 
@@ -95,6 +106,7 @@ export class RunTable {
     const run = this.#runs.get(key);
     if (!run) return;
     this.#runs.delete(key);
+    this.#onEnd?.(key);
     run.generator.return(undefined).catch(() => {});
   }
 

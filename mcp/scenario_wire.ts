@@ -23,6 +23,7 @@ import {
   URI_SCHEME,
 } from "./scenario.ts";
 import { runKey, RunTable } from "./runs.ts";
+import type { RunToolFilters } from "./run_tools.ts";
 import { type Shape, toolExtra } from "./tool.ts";
 
 /** The tool agents do not see that hands a run its answer. */
@@ -39,7 +40,8 @@ export class Scenarios {
   readonly #server: McpServer;
   readonly #env: string;
   readonly #harnessToken: string | undefined;
-  readonly #runs = new RunTable();
+  readonly #filters: RunToolFilters;
+  readonly #runs: RunTable;
   readonly #names = new Set<string>();
 
   /**
@@ -47,9 +49,15 @@ export class Scenarios {
    *
    * @param server The server to register on.
    * @param env The server's name: the `{env}` of the wire names.
-   * @param harnessToken When set, submit and evaluation need it in `_meta.harness_token`.
+   * @param harnessToken When set, prompts, submit and evaluation need it in `_meta.harness_token`.
+   * @param filters Where each live run's tool filters are kept.
    */
-  constructor(server: McpServer, env: string, harnessToken?: string) {
+  constructor(
+    server: McpServer,
+    env: string,
+    harnessToken: string | undefined,
+    filters: RunToolFilters,
+  ) {
     if (!URI_SCHEME.test(env)) {
       throw new TypeError(
         `Cannot add scenarios to server "${env}": its name is the scheme of the scenario resources ("${env}:<scenario>"), so it may hold only letters, digits, "+", "-" and "." and start with a letter`,
@@ -58,6 +66,12 @@ export class Scenarios {
     this.#server = server;
     this.#env = env;
     this.#harnessToken = harnessToken;
+    this.#filters = filters;
+    this.#runs = new RunTable(undefined, undefined, (key) => {
+      // The scenario's name holds no NUL; a run id may.
+      const cut = key.lastIndexOf("\u0000");
+      filters.delete(key.slice(0, cut), key.slice(cut + 1));
+    });
     (server.registerTool as Register).call(
       server,
       SUBMIT_TOOL,
@@ -138,6 +152,16 @@ export class Scenarios {
     args: Record<string, string>,
     ctx: ServerContext,
   ) {
+    const extra = toolExtra(ctx);
+    // Getting a scenario's prompt starts a run (and replaces the run the
+    // same key had): an agent, or any client, must not set up a run of its
+    // own choosing, nor evict the harness's runs by starting many.
+    if (!harnessAllowed(this.#harnessToken, extra)) {
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidRequest,
+        `Scenario prompts answer only the evaluation harness: send _meta.harness_token`,
+      );
+    }
     const coerced = coerceArguments(shape, args);
     if (!coerced.ok) {
       throw new ProtocolError(
@@ -145,7 +169,6 @@ export class Scenarios {
         `Invalid arguments for scenario ${name}: ${coerced.error}`,
       );
     }
-    const extra = toolExtra(ctx);
     const key = `${runKey(extra)}\u0000${name}`;
     const generator = fn(coerced.value as never, { extra, run: runKey(extra) });
     let first;
@@ -165,6 +188,7 @@ export class Scenarios {
     }
     const messages = promptMessages(first.value);
     this.#runs.start(key, { generator, touched: Date.now() });
+    this.#filters.set(runKey(extra), name, options);
     const meta: Record<string, unknown> = {};
     if (options.excludeTools) meta.exclude_tools = options.excludeTools;
     if (options.allowedTools) meta.allowed_tools = options.allowedTools;

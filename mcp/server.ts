@@ -18,7 +18,7 @@ import {
   type Transport,
 } from "./_sdk.ts";
 import { shareRegistry } from "./_sdk_internals.ts";
-import { harnessAllowed } from "./harness.ts";
+import { harnessAllowed, harnessTokenFromEnvironment } from "./harness.ts";
 import { type BaseHub, registerHub } from "./hub.ts";
 import {
   type InitializeContext,
@@ -34,7 +34,6 @@ import {
 } from "./resource.ts";
 import { runShutdownHooks, type ShutdownHook } from "./signals.ts";
 import {
-  envVar,
   type RunOptions,
   serveUntilStopped,
   type StartedTransport,
@@ -43,7 +42,10 @@ import {
 import type { ScenarioFunction, ScenarioOptions } from "./scenario.ts";
 import type { Capability } from "./hud/capability.ts";
 import type { TaskDefinition } from "./hud/task_run.ts";
+import { type DisplayTool, isDisplayTool } from "./hud/display.ts";
 import { Scenarios } from "./scenario_wire.ts";
+import { RunToolFilters } from "./run_tools.ts";
+import { runKey } from "./runs.ts";
 import {
   type PromptFunction,
   type PromptOptions,
@@ -55,6 +57,7 @@ import {
   type Shape,
   toolDecorator,
   type ToolDefinition,
+  type ToolExtra,
   type ToolFunction,
   type ToolMethodDecorator,
   type ToolOptions,
@@ -130,6 +133,10 @@ export class MCPServer extends McpServer {
   readonly #changeListeners = new Set<(list: ListName) => void>();
   #running: StartedTransport | undefined;
   #scenarios: Scenarios | undefined;
+  /** Tools that take the agent's display size, for HUD's harness to size. */
+  readonly #displayTools: DisplayTool[] = [];
+  /** The tool filters of the live runs (scenario prompts and HUD tasks). */
+  readonly #runFilters = new RunToolFilters();
   readonly #tasks = new Map<string, TaskDefinition>();
   readonly #capabilities: Capability[] = [];
 
@@ -146,7 +153,7 @@ export class MCPServer extends McpServer {
       version = "0.1.0",
       title,
       shutdownTimeoutMs = 10_000,
-      harnessToken = envVar("MCP_HARNESS_TOKEN"),
+      harnessToken = harnessTokenFromEnvironment(),
       harnessHubs = ["setup", "evaluate"],
       ...rest
     } = options;
@@ -256,14 +263,21 @@ export class MCPServer extends McpServer {
   addTool<S extends Shape>(
     tool: BaseTool<S, unknown> | ToolDefinition<S>,
   ): RegisteredTool {
+    if (tool instanceof BaseTool && isDisplayTool(tool)) {
+      this.#displayTools.push(tool);
+    }
     return this.#registerTool(
       (tool instanceof BaseTool ? tool.mcp : tool) as unknown as ToolDefinition,
     );
   }
 
   #registerTool(def: ToolDefinition): RegisteredTool {
-    return registerToolDefinition(this, def);
+    return registerToolDefinition(this, def, this.#toolRefusal);
   }
+
+  /** A call of a tool its run's scenario left out is refused here, on every transport. */
+  readonly #toolRefusal = (name: string, extra: ToolExtra) =>
+    this.#runFilters.refusal(runKey(extra), name);
 
   /**
    * Mounts a hub: one visible dispatcher tool named after it (input
@@ -296,6 +310,9 @@ export class MCPServer extends McpServer {
       this.#harnessHubs.has(hub.name)
         ? (extra) => harnessAllowed(token, extra)
         : undefined,
+      // The harness's hubs set up and score the run: a scenario's filters
+      // are the agent's, not theirs.
+      this.#harnessHubs.has(hub.name) ? undefined : this.#toolRefusal,
     );
     this.#hubs.set(hub.name, hub);
   }
@@ -406,6 +423,7 @@ export class MCPServer extends McpServer {
       this,
       this.info.name,
       this.#harnessToken,
+      this.#runFilters,
     );
     this.#scenarios.add(options, fn);
     this.#tasks.set(options.name, {
@@ -526,6 +544,10 @@ export class MCPServer extends McpServer {
       bindings: () => this.#capabilities,
       initialize: () => this.#initializeHooks.run(hudInitializeContext()),
       harnessToken: this.#harnessToken,
+      filters: this.#runFilters,
+      display: (request) => {
+        for (const tool of this.#displayTools) tool.configure(request);
+      },
     }));
     this.#running = running;
     try {

@@ -563,3 +563,40 @@ Deno.test("mounting a hub with no tools warns on stderr, naming the hub", () => 
   assert.equal(errors.length, 1);
   assert.match(errors[0], /hub "setup" is mounted with no tools/);
 });
+
+Deno.test("a run's tool filters refuse the agent's tools the scenario left out, but not the harness's setup hub", async () => {
+  const { mcp } = counterServer();
+  mcp.tool({ name: "peek" }, () => "the answer");
+  mcp.scenario(
+    { name: "count", allowedTools: ["read"] },
+    async function* () {
+      yield "Read the count.";
+    },
+  );
+  const client = await connectInMemory(mcp);
+  try {
+    const meta = { run_id: "r" };
+    await client.getPrompt({ name: "counter:count", _meta: meta });
+    const peek = await client.callTool({
+      name: "peek",
+      arguments: {},
+      _meta: meta,
+    });
+    assert.equal(peek.isError, true);
+    assert.match(textOf(peek), /left out of this run by scenario "count"/);
+    const reset = await client.callTool({
+      name: "setup",
+      arguments: { name: "reset", arguments: { to: 4 } },
+      _meta: meta,
+    });
+    assert.equal(textOf(reset), "count is 4");
+    assert.equal(
+      textOf(
+        await client.callTool({ name: "read", arguments: {}, _meta: meta }),
+      ),
+      "4",
+    );
+  } finally {
+    await client.close();
+  }
+});

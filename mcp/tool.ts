@@ -299,12 +299,15 @@ export type ToolMethodDecorator<S extends Shape> = <
  *
  * @param server The server whose registry gets the tool.
  * @param def The definition; it must have a name.
+ * @param refusal Why a call may not run (its text), checked before the
+ * handler; `undefined` lets it run.
  * @returns The SDK's handle of the registered tool.
  * @throws {TypeError} When the definition has no name.
  */
 export function registerToolDefinition(
   server: McpServer,
   def: ToolDefinition,
+  refusal?: (name: string, extra: ToolExtra) => string | undefined,
 ): RegisteredTool {
   if (!def.name) throw new TypeError("Cannot register a tool without a name");
   const handler = def.handler;
@@ -324,10 +327,16 @@ export function registerToolDefinition(
       annotations: def.annotations,
       _meta: def._meta,
     },
-    async (args, ctx) =>
-      normalizeToolResult(
-        await handler(args as ToolArgs<Shape>, toolExtra(ctx)),
-      ),
+    async (args, ctx) => {
+      const extra = toolExtra(ctx);
+      const refused = refusal?.(def.name!, extra);
+      if (refused !== undefined) {
+        return { content: [{ type: "text", text: refused }], isError: true };
+      }
+      return normalizeToolResult(
+        await handler(args as ToolArgs<Shape>, extra),
+      );
+    },
   );
 }
 

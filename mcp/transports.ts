@@ -19,6 +19,7 @@ import {
   devGuard,
   dnsRebindingGuard,
   isLocalHost,
+  originGuard,
 } from "./http_guards.ts";
 import { DevClient, devRoutes, type DevSource } from "./dev.ts";
 import { serveResilient } from "../_serve.ts";
@@ -47,6 +48,8 @@ export interface HttpOptions {
   resumable?: boolean;
   /** Refuse every request from a browser page (`run()`'s `refuseBrowsers`). */
   refuseBrowsers?: boolean;
+  /** Browser origins served besides the server's own pages (`run()`'s `allowedOrigins`). */
+  allowedOrigins?: readonly string[];
   /** Called with the bound address once listening. */
   onListen?: (addr: Deno.NetAddr) => void;
 }
@@ -66,6 +69,11 @@ export interface HttpAppOptions {
   evictableIdleMs?: number;
   /** Refuse every request that carries an `Origin` header (a browser page). */
   refuseBrowsers?: boolean;
+  /**
+   * Browser origins served (with CORS headers naming them) besides the
+   * server's own pages; any other page gets 403 (default none).
+   */
+  allowedOrigins?: readonly string[];
 }
 
 /** The HTTP app and what it owns. */
@@ -105,7 +113,11 @@ export function createHttpApp(
     options.evictableIdleMs,
   );
   const endpoint = new McpEndpoint(host, sessions);
-  const sseSessions = new SseSessions(host, options.maxSessions);
+  const sseSessions = new SseSessions(
+    host,
+    options.maxSessions,
+    options.evictableIdleMs,
+  );
   let draining = false;
   const source: DevSource = {
     info: host.info,
@@ -117,8 +129,10 @@ export function createHttpApp(
   };
   const devClient = new DevClient(source);
   const app = new Hono();
+  const allowedOrigins = new Set(options.allowedOrigins ?? []);
   app.use("*", dnsRebindingGuard(boundHost));
   if (options.refuseBrowsers) app.use("*", browserGuard());
+  app.use("*", originGuard(allowedOrigins));
   app.use("/dev", devGuard(options.devToken));
   app.use("/dev/*", devGuard(options.devToken));
   app.use("*", async (c, next) => {
@@ -130,9 +144,9 @@ export function createHttpApp(
   app.use(
     "*",
     cors({
-      // `/dev` answers loopback pages only (devGuard refused the rest).
-      origin: (origin, c) =>
-        c.req.path.startsWith("/dev") ? origin || null : "*",
+      // Only listed origins get CORS headers (originGuard refused other
+      // pages); the server's own pages need none.
+      origin: (origin) => allowedOrigins.has(origin) ? origin : null,
       allowMethods: ["GET", "POST", "DELETE", "OPTIONS"],
       allowHeaders: [
         "Content-Type",
@@ -159,12 +173,12 @@ export function createHttpApp(
   if (transport === "http") {
     app.all("/mcp", limit, (c) => endpoint.handle(c.req.raw));
   } else {
-    app.get("/sse", (c) => {
-      if (sseSessions.full) {
+    app.get("/sse", async (c) => {
+      if (!await sseSessions.makeRoom()) {
         return jsonRpcErrorResponse(
           503,
           -32000,
-          "Too many sessions: retry later or close an SSE stream",
+          "Too many sessions, none idle for a minute: retry later or close an SSE stream",
         );
       }
       return streamSSE(c, (stream) => sseSessions.open(stream));
@@ -221,6 +235,7 @@ export function startHttp(
     maxSessions: options.maxSessions,
     devToken: options.devToken,
     refuseBrowsers: options.refuseBrowsers,
+    allowedOrigins: options.allowedOrigins,
   });
   if (!isLocalHost(options.host) && !options.devToken) {
     console.error(
@@ -239,9 +254,10 @@ export function startHttp(
     log: (message) => console.error(message),
   }, http.app.fetch);
   const sweep = setInterval(() => {
-    http.sessions.expire(options.sessionIdleMs).catch((error) =>
-      console.error("Session expiry failed:", error)
-    );
+    Promise.all([
+      http.sessions.expire(options.sessionIdleMs),
+      http.sseSessions.expire(options.sessionIdleMs),
+    ]).catch((error) => console.error("Session expiry failed:", error));
   }, Math.max(1_000, Math.min(options.sessionIdleMs, 60_000)));
   Deno.unrefTimer(sweep);
   let closing: Promise<void> | undefined;

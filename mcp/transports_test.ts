@@ -47,17 +47,17 @@ Deno.test("dnsRebindingGuard() rejects foreign Host and Origin headers on a loop
     const opaqueOrigin = await request("/dev", { headers: { origin: "null" } });
     assert.equal(opaqueOrigin.status, 403);
     await opaqueOrigin.body?.cancel();
-    const local = await request("/dev", {
-      headers: { host: "localhost:8765", origin: "http://localhost:6274" },
+    const own = await request("/dev", {
+      headers: { host: "localhost:8765", origin: "http://localhost:8765" },
     });
-    assert.equal(local.status, 200);
-    await local.body?.cancel();
+    assert.equal(own.status, 200, "the server's own page");
+    await own.body?.cancel();
   } finally {
     await http.close();
   }
 });
 
-Deno.test("refuseBrowsers: a loopback page's request to /mcp or /dev is refused, while an MCP client (no Origin) is served", async () => {
+Deno.test("a loopback page of another origin is refused on /mcp and /dev with or without refuseBrowsers, with no CORS header, while an MCP client (no Origin) is served", async () => {
   for (const refuseBrowsers of [false, true]) {
     const { http, request } = setup("127.0.0.1", { refuseBrowsers });
     try {
@@ -66,17 +66,31 @@ Deno.test("refuseBrowsers: a loopback page's request to /mcp or /dev is refused,
         headers: { ...MCP_HEADERS, origin: "http://127.0.0.1:9000" },
         body: INIT,
       });
-      assert.equal(page.status, refuseBrowsers ? 403 : 200);
-      if (refuseBrowsers) {
-        assert.match(
-          (await page.json()).error,
-          /browser pages may not call this environment/,
-        );
-      } else await page.body?.cancel();
+      assert.equal(page.status, 403);
+      assert.equal(page.headers.get("access-control-allow-origin"), null);
+      assert.match(
+        (await page.json()).error,
+        refuseBrowsers
+          ? /browser pages may not call this environment/
+          : /Origin "http:\/\/127.0.0.1:9000" may not call this server/,
+      );
+      const preflight = await request("/mcp", {
+        method: "OPTIONS",
+        headers: {
+          origin: "http://127.0.0.1:9000",
+          "access-control-request-method": "POST",
+        },
+      });
+      assert.equal(
+        preflight.headers.get("access-control-allow-origin"),
+        null,
+        "no CORS for a loopback page",
+      );
+      await preflight.body?.cancel();
       const dev = await request("/dev/tools", {
         headers: { origin: "http://localhost:9000" },
       });
-      assert.equal(dev.status, refuseBrowsers ? 403 : 200);
+      assert.equal(dev.status, 403);
       await dev.body?.cancel();
       const client = await request("/mcp", {
         method: "POST",
@@ -104,8 +118,10 @@ Deno.test("dnsRebindingGuard() lets any Host through when bound to 0.0.0.0", asy
   }
 });
 
-Deno.test("CORS preflight allows the MCP headers and responses expose Mcp-Session-Id", async () => {
-  const { http, request } = setup();
+Deno.test("CORS preflight from a listed origin allows the MCP headers, names that origin (never *), and responses expose Mcp-Session-Id", async () => {
+  const { http, request } = setup("127.0.0.1", {
+    allowedOrigins: ["http://localhost:6274"],
+  });
   try {
     const preflight = await request("/mcp", {
       method: "OPTIONS",
@@ -120,10 +136,14 @@ Deno.test("CORS preflight allows the MCP headers and responses expose Mcp-Sessio
       preflight.headers.get("access-control-allow-headers") ?? "",
       /Mcp-Session-Id/,
     );
+    assert.equal(
+      preflight.headers.get("access-control-allow-origin"),
+      "http://localhost:6274",
+    );
     const init = await request("/mcp", {
       method: "POST",
       body: INIT,
-      headers: MCP_HEADERS,
+      headers: { ...MCP_HEADERS, origin: "http://localhost:6274" },
     });
     assert.match(
       init.headers.get("access-control-expose-headers") ?? "",
@@ -257,8 +277,8 @@ Deno.test("an initialize whose clientInfo is larger than a session keeps is refu
   }
 });
 
-Deno.test("/dev answers loopback pages only, and requires the dev token when one is set", async () => {
-  const open = setup("0.0.0.0");
+Deno.test("/dev and /mcp answer the server's own pages and listed origins only, and /dev requires the dev token when one is set", async () => {
+  const open = setup("0.0.0.0", { allowedOrigins: ["http://localhost:6274"] });
   try {
     const foreign = await open.request("/dev/tools", {
       headers: { origin: "https://evil.example" },
@@ -275,7 +295,6 @@ Deno.test("/dev answers loopback pages only, and requires the dev token when one
       "http://localhost:6274",
     );
     await local.body?.cancel();
-    // /mcp stays open to any origin (the DNS-rebinding guard covers loopback).
     const mcp = await open.request("/mcp", {
       method: "OPTIONS",
       headers: {
@@ -283,7 +302,17 @@ Deno.test("/dev answers loopback pages only, and requires the dev token when one
         "access-control-request-method": "POST",
       },
     });
-    assert.equal(mcp.headers.get("access-control-allow-origin"), "*");
+    assert.equal(mcp.status, 403);
+    assert.equal(mcp.headers.get("access-control-allow-origin"), null);
+    await mcp.body?.cancel();
+    const own = await open.request("/dev/tools", {
+      headers: {
+        host: "env.internal:8765",
+        origin: "http://env.internal:8765",
+      },
+    });
+    assert.equal(own.status, 200, "the console's own page, served anywhere");
+    await own.body?.cancel();
   } finally {
     await open.http.close();
   }

@@ -110,6 +110,8 @@ export async function startServerProcess(
 export interface HudServeProcess {
   /** The control channel's port (from the `HUD_SERVE_PORT=` line). */
   port: number;
+  /** The process id (its memory is read from `/proc/<pid>/status`). */
+  pid: number;
   /** Everything it wrote on stdout so far. */
   stdout(): string;
   /** Everything it wrote on stderr so far. */
@@ -130,6 +132,7 @@ export interface HudServeProcess {
  * @param main The example's `main.ts` path.
  * @param name The example, for the error when it exits before listening.
  * @param timeoutMs How long it may take to listen.
+ * @param env More variables for it (`MCP_HARNESS_TOKEN`, …).
  * @returns The running example.
  * @throws {Error} When it exits before listening.
  */
@@ -137,10 +140,11 @@ export async function startHudServeProcess(
   main: string,
   name: string,
   timeoutMs: number,
+  env: Record<string, string> = {},
 ): Promise<HudServeProcess> {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", main, "hud"],
-    env: { MCP_PORT: "0", NO_COLOR: "1" },
+    env: { MCP_PORT: "0", NO_COLOR: "1", ...env },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
@@ -173,6 +177,7 @@ export async function startHudServeProcess(
   })();
   return {
     port,
+    pid: child.pid,
     stdout: () => stdout,
     stderr: () => stderr,
     stop: async (signal: Deno.Signal = "SIGTERM") => {

@@ -6,7 +6,9 @@
  * `tunnel.open` on the control port. A real VNC client (Debian's
  * `vncsnapshot`) takes a screenshot through the tunnel; Playwright's
  * `connectOverCDP` reads the page through it; our own RFB client
- * (`mcp/hud/rfb.ts`) takes the screen and types into the page through it.
+ * (`mcp/hud/rfb.ts`) takes the screen and types into the page through it;
+ * the runner's HUD client sizes the environment's `computer` tool with its
+ * `--display`, as over MCP.
  *
  * Skips, saying why, when Xvfb, xdotool, Chromium or x11vnc is missing; the
  * VNC test also when `vncsnapshot` is (`apt-get install vncsnapshot`).
@@ -19,6 +21,7 @@ import { CapabilityForwarder, openTunnel } from "../mcp/hud/tunnel.ts";
 import { RfbClient } from "../mcp/hud/rfb.ts";
 import { RfbExecutor } from "../mcp/hud/rfb_executor.ts";
 import { pngSize } from "../tools/mod.ts";
+import { HudEnvironment } from "../eval/hud_environment.ts";
 import { missingDesktopPrograms } from "./_desktop.ts";
 import { startHudServeProcess } from "./_example_process.ts";
 
@@ -240,5 +243,56 @@ Deno.test({
   } finally {
     rfb.close();
     await forwarder.close();
+  }
+});
+
+Deno.test({
+  name:
+    "examples/desktop hud: with --display 1024x640 the environment's computer tool answers 1024x640 screenshots and a click lands where the model aimed",
+  ignore: missing.length > 0,
+}, async () => {
+  await using desktop = await startHudDesktop();
+  const control = { hostname: "127.0.0.1", port: desktop.port };
+  const env = await HudEnvironment.open(`127.0.0.1:${desktop.port}`, {
+    display: { width: 1024, height: 640 },
+  });
+  const forwarder = CapabilityForwarder.start(control, "cdp");
+  try {
+    const shot = await env.callTool("computer", { action: "screenshot" });
+    assert.equal(shot.isError, false, shot.text);
+    const png = Uint8Array.from(
+      atob(shot.images[0].data),
+      (c) => c.charCodeAt(0),
+    );
+    assert.deepEqual(pngSize(png), { width: 1024, height: 640 });
+    const browser = await chromium.connectOverCDP(
+      `http://127.0.0.1:${forwarder.port}`,
+      { timeout: 20_000 },
+    );
+    try {
+      const page = browser.contexts().flatMap((context) => context.pages())[0];
+      const box = await page.locator("input").first().boundingBox();
+      assert.ok(box, "the page has an input");
+      // The model, told the screen is 1024x640, aims at the box's centre
+      // in that screen's pixels (the real screen is 1280x800).
+      const aim = {
+        x: Math.round((box.x + box.width / 2) * 1024 / 1280),
+        y: Math.round((box.y + box.height / 2) * 640 / 800),
+      };
+      const click = await env.callTool("computer", { action: "click", ...aim });
+      assert.equal(click.isError, false, click.text);
+      await env.callTool("computer", { action: "type", text: "kestrel" });
+      let value = "";
+      for (let i = 0; i < 50 && value !== "kestrel"; i++) {
+        value = await page.locator("input").first().inputValue();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      assert.equal(value, "kestrel", "the click focused the box it aimed at");
+    } finally {
+      await browser.close();
+    }
+  } finally {
+    await forwarder.close();
+    await env.close();
   }
 });

@@ -17,13 +17,13 @@ const TASKS = new URL("examples/text_game/tasks.jsonl", ROOT).pathname;
 const EVAL = new URL("eval/main.ts", ROOT).pathname;
 
 /** The text game serving the control channel on a free port. */
-function startHudGame() {
-  return startHudServeProcess(GAME, "game", 20_000);
+function startHudGame(env: Record<string, string> = {}) {
+  return startHudServeProcess(GAME, "game", 20_000, env);
 }
 
-async function evaluate(target: string, out: string) {
+async function evaluate(target: string, out: string, extra: string[] = []) {
   const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", EVAL, target, "--tasks", TASKS, "--out", out],
+    args: ["run", "-A", EVAL, target, "--tasks", TASKS, "--out", out, ...extra],
     env: { NO_COLOR: "1", GATEWAY_URL: "", GATEWAY_KEY: "" },
     stdin: "null",
     stdout: "piped",
@@ -76,6 +76,29 @@ Deno.test("deno task eval scores examples/text_game identically over MCP stdio a
       overMcp.some((r) => r.reward === 1),
       "at least one task solved, so the scores say something",
     );
+  } finally {
+    const status = await game.stop();
+    assert.equal(status.code, 0, game.stderr());
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("with MCP_HARNESS_TOKEN set, deno task eval --harness-token plays examples/text_game over HUD v6 (hello, tasks and tunnels carry the token) and scores as without one", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "hud-eval-token-" });
+  const token = `harness-${crypto.randomUUID()}`;
+  const game = await startHudGame({ MCP_HARNESS_TOKEN: token });
+  try {
+    const results = await evaluate(
+      `tcp://127.0.0.1:${game.port}`,
+      `${dir}/hud.jsonl`,
+      ["--harness-token", token],
+    );
+    assert.ok(results.length >= 3);
+    assert.deepEqual(
+      results.map((r) => r.error ?? null),
+      results.map(() => null),
+    );
+    assert.ok(results.some((r) => r.reward === 1), "a task solved");
   } finally {
     const status = await game.stop();
     assert.equal(status.code, 0, game.stderr());

@@ -233,15 +233,23 @@ Deno.test("8 concurrent runs on one HTTP server, legacy sessions and modern run 
   }
 });
 
-Deno.test("with a harness token, _hud_submit and the scenario resource answer only the harness", async () => {
+Deno.test("with a harness token, the scenario prompt, _hud_submit and the scenario resource answer only the harness", async () => {
   const env = createScenarioEnv("secret-token");
   const { http, fetch } = inProcessFetch(env);
   const client = await connect("modern", fetch);
   try {
+    await assert.rejects(
+      client.getPrompt({
+        name: "scenario-env:reward-number",
+        arguments: {},
+        _meta: { run_id: "h" },
+      }),
+      /only the evaluation harness/,
+    );
     await client.getPrompt({
       name: "scenario-env:reward-number",
       arguments: {},
-      _meta: { run_id: "h" },
+      _meta: { run_id: "h", harness_token: "secret-token" },
     });
     const agent = await client.callTool({
       name: "_hud_submit",
@@ -263,6 +271,41 @@ Deno.test("with a harness token, _hud_submit and the scenario resource answer on
       _meta: harness,
     });
     assert.equal(ok.isError, undefined);
+    const read = await client.readResource({
+      uri: "scenario-env:reward-number",
+      _meta: harness,
+    });
+    assert.equal(JSON.parse(read.contents[0].text ?? "{}").reward, 0.25);
+  } finally {
+    await client.close();
+    await http.close();
+  }
+});
+
+Deno.test("with a harness token, 1,024 token-less prompts/get start no run and evict none: the harness's live run still scores", async () => {
+  const env = createScenarioEnv("secret-token");
+  const { http, fetch } = inProcessFetch(env);
+  const client = await connect("modern", fetch);
+  try {
+    const harness = { run_id: "victim", harness_token: "secret-token" };
+    await client.getPrompt({
+      name: "scenario-env:reward-number",
+      arguments: {},
+      _meta: harness,
+    });
+    const refused = await Promise.allSettled(
+      Array.from({ length: 1024 }, (_, i) =>
+        client.getPrompt({
+          name: "scenario-env:reward-number",
+          arguments: {},
+          _meta: { run_id: `flood-${i}` },
+        })),
+    );
+    assert.equal(
+      refused.filter((r) => r.status === "rejected").length,
+      1024,
+      "every token-less prompt is refused",
+    );
     const read = await client.readResource({
       uri: "scenario-env:reward-number",
       _meta: harness,

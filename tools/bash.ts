@@ -9,6 +9,15 @@
 import { z } from "zod";
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { BaseTool, type ToolExtra } from "../mcp/mod.ts";
+import {
+  denoDir,
+  descendants,
+  launcherFor,
+  type ShellIsolation,
+  shellIsolation,
+} from "./_shell_isolation.ts";
+
+export { type ShellIsolation, shellIsolation };
 
 /** Options of {@linkcode BashTool}. */
 export interface BashToolOptions {
@@ -26,6 +35,8 @@ export interface BashToolOptions {
   timeoutMs?: number;
   /** The most output characters a result keeps, head and tail (default 30 000). */
   maxOutputChars?: number;
+  /** How the shell is kept in (default: the best this host allows, see {@linkcode ShellIsolation}). */
+  isolation?: ShellIsolation;
 }
 
 /** The `bash` tool's input shape (zod): Anthropic's bash tool's. */
@@ -84,9 +95,14 @@ class CappedText {
   }
 }
 
-/** One running bash, in a process group of its own so a time-out kills its children too. */
+/**
+ * One running bash: the first process of a PID namespace of its own where
+ * the host allows it, else in a process group of its own; either way a
+ * time-out kills its children too.
+ */
 class Shell {
   readonly #child: Deno.ChildProcess;
+  readonly #isolation: ShellIsolation;
   readonly #stdin: WritableStreamDefaultWriter<Uint8Array>;
   readonly #stdout: ReadableStreamDefaultReader<Uint8Array>;
   readonly #dir: string;
@@ -95,9 +111,14 @@ class Shell {
   #pending = "";
   #exited = false;
 
-  private constructor(child: Deno.ChildProcess, dir: string) {
+  private constructor(
+    child: Deno.ChildProcess,
+    dir: string,
+    isolation: ShellIsolation,
+  ) {
     this.#child = child;
     this.#dir = dir;
+    this.#isolation = isolation;
     this.#stdin = child.stdin.getWriter();
     this.#stdout = child.stdout.getReader();
     child.status.then(() => this.#exited = true);
@@ -106,13 +127,20 @@ class Shell {
   static async start(
     cwd: string,
     env: Record<string, string>,
+    chosen?: ShellIsolation,
   ): Promise<Shell> {
+    const { isolation, prefix } = chosen
+      ? launcherFor(chosen)
+      : await shellIsolation();
+    // The reaper is a Deno process: it uses the environment's Deno cache
+    // (not one under the shell's HOME, the agent's workspace) and takes the
+    // variable out of what the shell gets.
+    if (isolation === "reaper") env = { ...env, ...denoDir() };
     const dir = await Deno.makeTempDir({ prefix: "mcpkit-bash-" });
     let child: Deno.ChildProcess;
     try {
-      // setsid: a new process group, killed whole on a time-out.
-      child = new Deno.Command("setsid", {
-        args: ["bash", "--noprofile", "--norc"],
+      child = new Deno.Command(prefix[0], {
+        args: [...prefix.slice(1), "bash", "--noprofile", "--norc"],
         cwd,
         env,
         clearEnv: true,
@@ -124,12 +152,14 @@ class Shell {
       await Deno.remove(dir, { recursive: true }).catch(() => {});
       if (error instanceof Deno.errors.NotFound) {
         throw new Error(
-          `Cannot start bash in "${cwd}": setsid, bash or the directory is missing`,
+          `Cannot start bash in "${cwd}": ${
+            prefix[0]
+          }, bash or the directory is missing`,
         );
       }
       throw error;
     }
-    const shell = new Shell(child, dir);
+    const shell = new Shell(child, dir, isolation);
     await shell.#write("exec 2>&1\n");
     return shell;
   }
@@ -207,24 +237,51 @@ class Shell {
   }
 
   /**
-   * Kills the shell's whole process group, and every descendant that left
-   * it (`setsid`) while still the shell's descendant, then removes its
-   * temporary directory.
+   * Kills the shell and everything it started, then removes its temporary
+   * directory. In a namespace, killing `unshare` kills the shell (its
+   * parent-death signal), and the shell's death the whole namespace; in a
+   * session, the process group and every descendant that left it while
+   * still the shell's descendant.
    */
   async kill(): Promise<void> {
     if (!this.#exited) {
-      // Found before the group dies: its orphans are then re-parented.
-      const escaped = descendants(this.#child.pid);
-      try {
-        Deno.kill(-this.#child.pid, "SIGKILL");
-      } catch {
-        // the group is gone already
-      }
-      for (const pid of escaped) {
+      if (this.#isolation === "namespace") {
         try {
-          Deno.kill(pid, "SIGKILL");
+          Deno.kill(this.#child.pid, "SIGKILL");
         } catch {
-          // gone with the group
+          // gone already
+        }
+      } else if (this.#isolation === "reaper") {
+        // The reaper kills everything below it, then exits; one that does
+        // not within 5 s is killed (what it had not reaped then survives).
+        const child = this.#child;
+        try {
+          Deno.kill(child.pid, "SIGTERM");
+        } catch {
+          // gone already
+        }
+        const timer = setTimeout(() => {
+          try {
+            Deno.kill(child.pid, "SIGKILL");
+          } catch {
+            // gone already
+          }
+        }, 5_000);
+        await child.status.finally(() => clearTimeout(timer));
+      } else {
+        // Found before the group dies: its orphans are then re-parented.
+        const escaped = descendants(this.#child.pid);
+        try {
+          Deno.kill(-this.#child.pid, "SIGKILL");
+        } catch {
+          // the group is gone already
+        }
+        for (const pid of escaped) {
+          try {
+            Deno.kill(pid, "SIGKILL");
+          } catch {
+            // gone with the group
+          }
         }
       }
     }
@@ -240,9 +297,13 @@ class Shell {
  * so one per environment process (one per run over stdio, where each run has
  * its own process). `cd` and `export` carry over; stdin is `/dev/null`;
  * stderr is merged into the output. A command past the time limit has the
- * shell killed (with everything it started) and a fresh one started, and the
- * result says so. `{restart: true}` does that on request. The shell is not
- * confined to a directory: confine it with the container.
+ * shell killed (with everything it started, double forks and `setsid`
+ * included, where the host allows a PID namespace: {@linkcode ShellIsolation})
+ * and a fresh one started, and the result says so. `{restart: true}` does
+ * that on request. In a PID namespace the shell sees only its own processes,
+ * so it cannot read the environment process's `/proc/<pid>/environ` (the
+ * harness token). The shell is not confined to a directory: confine it with
+ * the container.
  *
  * @example
  * ```ts
@@ -267,6 +328,7 @@ export class BashTool extends BaseTool<BashInputShape>
   readonly #env: Record<string, string>;
   readonly #timeoutMs: number;
   readonly #maxOutputChars: number;
+  readonly #isolation: ShellIsolation | undefined;
   #shell: Shell | undefined;
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -288,6 +350,7 @@ export class BashTool extends BaseTool<BashInputShape>
     };
     this.#timeoutMs = options.timeoutMs ?? 120_000;
     this.#maxOutputChars = options.maxOutputChars ?? 30_000;
+    this.#isolation = options.isolation;
   }
 
   /**
@@ -357,7 +420,7 @@ export class BashTool extends BaseTool<BashInputShape>
   async #restart(): Promise<void> {
     await this.#shell?.kill();
     this.#shell = undefined;
-    this.#shell = await Shell.start(this.#cwd, this.#env);
+    this.#shell = await Shell.start(this.#cwd, this.#env, this.#isolation);
   }
 
   /** Kills the shell and everything it started. Safe to call more than once. */
@@ -371,40 +434,6 @@ export class BashTool extends BaseTool<BashInputShape>
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
-}
-
-/**
- * The processes below `root` in the process tree (Linux `/proc`; none
- * where it cannot be read).
- */
-function descendants(root: number): number[] {
-  const children = new Map<number, number[]>();
-  try {
-    for (const entry of Deno.readDirSync("/proc")) {
-      if (!/^\d+$/.test(entry.name)) continue;
-      let stat: string;
-      try {
-        stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
-      } catch {
-        continue; // it ended meanwhile
-      }
-      // "pid (comm) state ppid …": comm may hold spaces and parentheses.
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      const pid = Number(entry.name);
-      children.set(ppid, [...children.get(ppid) ?? [], pid]);
-    }
-  } catch {
-    return [];
-  }
-  const found: number[] = [];
-  const queue = [root];
-  while (queue.length > 0) {
-    for (const child of children.get(queue.shift()!) ?? []) {
-      found.push(child);
-      queue.push(child);
-    }
-  }
-  return found;
 }
 
 function text(value: string, isError = false): CallToolResult {

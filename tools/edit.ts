@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { dirname, isAbsolute, relative, resolve, sep } from "node:path";
+import { isAbsolute, relative, resolve, sep } from "node:path";
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { BaseTool } from "../mcp/mod.ts";
 import {
@@ -14,10 +14,11 @@ import {
   type EditInput,
   type EditInputShape,
 } from "./edit_input.ts";
+import { Beneath, BeneathError } from "./_beneath.ts";
 
 /** Options of {@linkcode EditTool}. */
 export interface EditToolOptions {
-  /** The directory every path must stay inside (symlinks are followed to check). */
+  /** The directory every path must stay inside (the kernel resolves each beneath it). */
   root: string;
   /** Tool name (default `edit`). */
   name?: string;
@@ -53,21 +54,14 @@ function within(path: string, root: string): boolean {
     path.startsWith(root.endsWith(sep) ? root : root + sep);
 }
 
-async function exists(path: string): Promise<Deno.FileInfo | undefined> {
-  try {
-    return await Deno.lstat(path);
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return undefined;
-    throw error;
-  }
-}
-
 /**
  * The `edit` tool: `view` a file (numbered lines, optional `view_range`) or a
  * directory (two levels, hidden entries left out); `create` a new file;
  * `str_replace` text that occurs exactly once; `insert` after a line;
- * `undo_edit` the last change to a file. Every path must resolve, symlinks
- * followed, inside the root; others are refused with one line.
+ * `undo_edit` the last change to a file. Every path must stay inside the
+ * root; the kernel opens each file beneath it (`openat2`, no window between
+ * check and use), and FIFOs, sockets and devices are refused; others are
+ * refused with one line. Needs Linux 5.6+ and `--allow-ffi`.
  *
  * @example
  * ```ts
@@ -96,6 +90,7 @@ export class EditTool extends BaseTool<EditInputShape> {
   readonly #historyDepth: number;
   readonly #history = new Map<string, (string | null)[]>();
   #realRoot: string | undefined;
+  #beneath: Beneath | undefined;
 
   /**
    * Creates the tool.
@@ -156,9 +151,9 @@ export class EditTool extends BaseTool<EditInputShape> {
   }
 
   /**
-   * The absolute path for `path`, refused unless it stays inside the root:
-   * first as written (`..` resolved), then with symlinks followed for the
-   * part that exists (a link whose target is missing is refused).
+   * The absolute path for `path`, refused unless it stays inside the root
+   * as written (`..` resolved); symlinks are followed by the kernel, beneath
+   * the root only, when the file is opened.
    */
   async #resolve(path: string): Promise<string> {
     if (path.trim() === "" || path.includes("\0")) {
@@ -178,27 +173,48 @@ export class EditTool extends BaseTool<EditInputShape> {
       within(p, this.root) || within(p, realRoot)
     );
     if (!lexical) throw this.#outside(path);
-    let existing = lexical;
-    let rest = "";
-    while (true) {
-      const info = await exists(existing);
-      if (info) {
-        let real: string;
-        try {
-          real = await Deno.realPath(existing);
-        } catch {
-          throw new EditError(
-            `Path "${path}" goes through a symlink whose target is missing`,
-          );
+    // Symlinks are the kernel's to follow, beneath the root, when the file
+    // is opened (`_beneath.ts`): checked here they could be swapped before use.
+    return lexical;
+  }
+
+  /** The root's descriptor, opened on first use. */
+  #root(): Beneath {
+    try {
+      return this.#beneath ??= Beneath.open(this.root);
+    } catch (error) {
+      throw new EditError((error as Error).message);
+    }
+  }
+
+  /**
+   * Runs one file operation on `path` beneath the root, its refusals as one
+   * line naming the path.
+   */
+  async #io<T>(
+    path: string,
+    use: (beneath: Beneath, rel: string) => Promise<T> | T,
+  ): Promise<T> {
+    const base = within(path, this.root) ? this.root : this.#realRoot!;
+    const rel = relative(base, path).split(sep).join("/");
+    try {
+      return await use(this.#root(), rel);
+    } catch (error) {
+      if (!(error instanceof BeneathError)) throw error;
+      if (error.reason === "outside") {
+        // The kernel refuses absolute symlinks beneath a root even when they
+        // point inside it: their real path, when inside, is tried once more,
+        // again beneath the root (a swap in between fails that open too).
+        const real = await Deno.realPath(path).catch(() => undefined);
+        if (real && within(real, this.#realRoot!) && real !== path) {
+          return await this.#io(real, use);
         }
-        if (!within(real, realRoot)) throw this.#outside(path);
-        return rest ? resolve(real, rest) : real;
+        throw this.#outside(path);
       }
-      const parent = dirname(existing);
-      rest = rest
-        ? `${relative(parent, existing)}${sep}${rest}`
-        : relative(parent, existing);
-      existing = parent;
+      if (error.reason === "missing") {
+        throw new EditError(`The path "${path}" does not exist`);
+      }
+      throw new EditError(error.message.replace(`"${rel}"`, `"${path}"`));
     }
   }
 
@@ -209,7 +225,7 @@ export class EditTool extends BaseTool<EditInputShape> {
   }
 
   async #readText(path: string): Promise<string> {
-    const info = await exists(path);
+    const info = await this.#io(path, (root, rel) => root.stat(rel));
     if (!info) throw new EditError(`The path "${path}" does not exist`);
     if (info.isDirectory) {
       throw new EditError(
@@ -221,7 +237,16 @@ export class EditTool extends BaseTool<EditInputShape> {
         `"${path}" is ${info.size} bytes; this tool reads files up to ${this.#maxFileBytes} bytes (use bash for larger ones)`,
       );
     }
-    const bytes = await Deno.readFile(path);
+    const bytes = await this.#io(
+      path,
+      (root, rel) =>
+        root.read(rel, this.#maxFileBytes).catch((error) => {
+          if (!(error instanceof RangeError)) throw error;
+          throw new EditError(
+            `"${path}" is over ${this.#maxFileBytes} bytes; this tool reads files up to ${this.#maxFileBytes} bytes (use bash for larger ones)`,
+          );
+        }),
+    );
     try {
       if (bytes.subarray(0, 8192).includes(0)) throw new TypeError("NUL");
       return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
@@ -237,8 +262,11 @@ export class EditTool extends BaseTool<EditInputShape> {
         `The new content is ${size} bytes; this tool writes files up to ${this.#maxFileBytes} bytes`,
       );
     }
-    await Deno.mkdir(dirname(path), { recursive: true });
-    await Deno.writeTextFile(path, content);
+    const bytes = new TextEncoder().encode(content);
+    await this.#io(
+      path,
+      (root, rel) => root.write(rel, bytes, previous === null),
+    );
     const history = this.#history.get(path) ?? [];
     history.push(previous);
     if (history.length > this.#historyDepth) history.shift();
@@ -253,7 +281,7 @@ export class EditTool extends BaseTool<EditInputShape> {
   }
 
   async #view(path: string, range: number[] | undefined): Promise<string> {
-    const info = await exists(path);
+    const info = await this.#io(path, (root, rel) => root.stat(rel));
     if (!info) throw new EditError(`The path "${path}" does not exist`);
     if (info.isDirectory) {
       if (range) {
@@ -299,7 +327,8 @@ export class EditTool extends BaseTool<EditInputShape> {
     const found: string[] = [dir];
     const walk = async (path: string, depth: number) => {
       const entries: Deno.DirEntry[] = [];
-      for await (const entry of Deno.readDir(path)) {
+      const listed = await this.#io(path, (root, rel) => root.list(rel));
+      for (const entry of listed) {
         if (!entry.name.startsWith(".")) entries.push(entry);
       }
       entries.sort((a, b) => a.name.localeCompare(b.name));
@@ -320,7 +349,7 @@ export class EditTool extends BaseTool<EditInputShape> {
 
   async #create(path: string, text: string | undefined): Promise<string> {
     if (text === undefined) throw new EditError(`create needs file_text`);
-    if (await exists(path)) {
+    if (await this.#io(path, (root, rel) => root.stat(rel))) {
       throw new EditError(
         `"${path}" already exists: create makes new files only (use str_replace, or undo_edit)`,
       );
@@ -413,10 +442,11 @@ export class EditTool extends BaseTool<EditInputShape> {
       throw new EditError(`No edit to undo for ${path}`);
     }
     if (previous === null) {
-      await Deno.remove(path);
+      await this.#io(path, (root, rel) => root.remove(rel));
       return `Undid the creation of ${path}: the file is removed`;
     }
-    await Deno.writeTextFile(path, previous);
+    const bytes = new TextEncoder().encode(previous);
+    await this.#io(path, (root, rel) => root.write(rel, bytes, false));
     return `Undid the last edit of ${path}`;
   }
 }

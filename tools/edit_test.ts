@@ -244,7 +244,10 @@ Deno.test("EditTool refuses paths outside the root: absolute, .., and through sy
     file_text: "x",
   });
   assert.equal(dangling.isError, true);
-  assert.match(textOf(dangling), /symlink whose target is missing/);
+  assert.match(
+    textOf(dangling),
+    /is outside the root|symlink whose target is missing/,
+  );
   assert.equal(await Deno.readTextFile(`${ws.base}/outside.txt`), "private");
   await assert.rejects(() => Deno.stat(`${ws.base}/elsewhere/new.txt`));
   await assert.rejects(() => Deno.stat(`${ws.base}/missing.txt`));
@@ -310,4 +313,97 @@ Deno.test("EditTool names missing arguments and files in one line", async () => 
     assert.match(textOf(result), message);
     assert.ok(!textOf(result).includes("\n"));
   }
+});
+
+Deno.test("EditTool refuses FIFOs, sockets and devices without reading them, and never hangs on a FIFO", async () => {
+  await using ws = await workspace();
+  const fifo = await new Deno.Command("mkfifo", { args: [`${ws.root}/pipe`] })
+    .output();
+  assert.ok(fifo.success, "mkfifo");
+  const listener = Deno.listen({
+    transport: "unix",
+    path: `${ws.root}/sock`,
+  });
+  try {
+    const started = performance.now();
+    for (
+      const input of [
+        { command: "view", path: "pipe" },
+        { command: "str_replace", path: "pipe", old_str: "a", new_str: "b" },
+        { command: "insert", path: "pipe", insert_line: 0, new_str: "x" },
+        { command: "view", path: "sock" },
+      ] as EditInput[]
+    ) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const result = await Promise.race([
+        ws.call(input),
+        new Promise<never>((_, reject) =>
+          timer = setTimeout(
+            () => reject(new Error(`${input.command} hung on ${input.path}`)),
+            5_000,
+          )
+        ),
+      ]).finally(() => clearTimeout(timer));
+      assert.equal(result.isError, true, JSON.stringify(input));
+      assert.match(
+        textOf(result),
+        /is a (FIFO|socket): edit reads and writes regular files only/,
+      );
+    }
+    assert.ok(performance.now() - started < 2_000, "no open blocked");
+    // A device node inside the root (only root may make one).
+    const node = await new Deno.Command("mknod", {
+      args: [`${ws.root}/zero`, "c", "1", "5"],
+      stderr: "null",
+    }).output();
+    if (node.success) {
+      const device = await ws.call({ command: "view", path: "zero" });
+      assert.match(textOf(device), /is a device/);
+    } else console.log("edit device test: mknod not permitted, skipped");
+  } finally {
+    listener.close();
+  }
+});
+
+Deno.test("EditTool never leaves the root while a concurrent process swaps a directory for a symlink out of it (2,000 attempts)", async () => {
+  await using ws = await workspace();
+  const outside = `${ws.base}/outside`;
+  await Deno.mkdir(outside);
+  await Deno.writeTextFile(`${outside}/file.txt`, "SECRET\n");
+  // sub alternates between a real directory and a symlink out of the root.
+  const swapper = new Deno.Command("bash", {
+    args: [
+      "-c",
+      'cd "$1"; while :; do mkdir sub; echo inside > sub/file.txt; rm -rf sub; ln -s ../outside sub; rm -f sub; done',
+      "swapper",
+      ws.root,
+    ],
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  let read = 0;
+  let leaked = 0;
+  try {
+    for (let i = 0; i < 1_000; i++) {
+      const view = await ws.call({ command: "view", path: "sub/file.txt" });
+      if (/inside/.test(textOf(view))) read++;
+      if (/SECRET/.test(textOf(view))) leaked++;
+      await ws.call({
+        command: "create",
+        path: `sub/new-${i}.txt`,
+        file_text: "x",
+      });
+    }
+  } finally {
+    swapper.kill("SIGKILL");
+    await swapper.status;
+  }
+  const written =
+    [...Deno.readDirSync(outside)].filter((e) => e.name.startsWith("new-"))
+      .length;
+  console.log(
+    `edit under a swapper: ${read} of 1000 views read the inside file, ${leaked} read outside; ${written} of 1000 creates wrote outside`,
+  );
+  assert.equal(leaked, 0, "views that read outside the root");
+  assert.equal(written, 0, "creates that wrote outside the root");
 });

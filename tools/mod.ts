@@ -57,7 +57,11 @@ export type {
 export { startXvfb, X11Executor } from "./x11.ts";
 export type { X11ExecutorOptions, Xvfb, XvfbOptions } from "./x11.ts";
 export { BashTool } from "./bash.ts";
-export type { BashInputShape, BashToolOptions } from "./bash.ts";
+export type {
+  BashInputShape,
+  BashToolOptions,
+  ShellIsolation,
+} from "./bash.ts";
 export { EditTool } from "./edit.ts";
 export type { EditToolOptions } from "./edit.ts";
 export type { EditCommand, EditInput, EditInputShape } from "./edit_input.ts";

@@ -11,12 +11,15 @@
 import { shapeToJsonSchema } from "../_schema.ts";
 import { constantTimeEqual } from "../harness.ts";
 import type { Capability } from "./capability.ts";
+import type { RunToolFilters } from "../run_tools.ts";
+import { type DisplayRequest, displayRequest } from "./display.ts";
 import {
   type FrameRead,
   type FrameReader,
   oversizedMessage,
   writeAll,
 } from "./framing.ts";
+import { readWithin } from "./frame_wait.ts";
 import {
   ChannelError,
   encodeReply,
@@ -43,6 +46,26 @@ export interface ChannelHost {
   bindings(): readonly Capability[];
   /** When set, task methods answer only a session whose `hello` carried it as `harness_token`. */
   harnessToken?: string;
+  /** Where each held task's tool filters are kept, for the server to enforce. */
+  filters?: RunToolFilters;
+  /** Hands a display size `hello` asks for to the tools that take one. */
+  display?(request: DisplayRequest): void;
+}
+
+/** Options of {@linkcode ControlChannel.session}. */
+export interface SessionOptions {
+  /**
+   * A frame begun and not finished within one to two of these periods
+   * closes the connection, ms (0 or unset: no limit).
+   */
+  frameTimeoutMs?: number;
+  /**
+   * A session that begins no frame for this long is closed, ms (0 or unset:
+   * no limit), unless it proved it is the harness or holds a task.
+   */
+  idleTimeoutMs?: number;
+  /** Called after each message once the session proved it is the harness (its token). */
+  onHarness?: () => void;
 }
 
 /** How long a parked task is kept before it is cancelled, ms. */
@@ -87,6 +110,17 @@ export class ControlChannel {
     return this.#runs.size === 1 ? this.#runs.keys().next().value : undefined;
   }
 
+  /**
+   * Whether a task of the channel runs under this session id (a run id a
+   * request over the `mcp` capability may name).
+   *
+   * @param sessionId The id.
+   * @returns Whether a task, live or parked, has it.
+   */
+  holds(sessionId: string): boolean {
+    return this.#runs.has(sessionId);
+  }
+
   /** Whether a call is being answered. */
   get busy(): boolean {
     return this.#inFlight > 0;
@@ -99,58 +133,78 @@ export class ControlChannel {
 
   /** Cancels every task (the server is stopping). */
   cancelAll(): void {
-    for (const run of this.#runs.values()) run.cancel();
-    this.#runs.clear();
+    for (const [id, run] of [...this.#runs]) {
+      this.#forget(id, run);
+      run.cancel();
+    }
   }
 
   /**
    * Serves one control session until the peer hangs up, sends `bye`, or
-   * sends an oversized frame (answered with the error, then closed).
+   * sends an oversized frame (answered with the error, then closed). Each
+   * frame is let go once answered: nothing a peer sent stays alive while
+   * the session waits for its next frame.
    *
    * @param conn The connection.
    * @param reader Its frame reader.
-   * @param first The first frame, already read.
-   * @param frameTimeoutMs A frame begun and not finished within one to two
-   * of these periods closes the connection (0: no limit).
+   * @param first The first frame, already read, in a box the session
+   * empties (a caller's own variable would keep it alive for the whole
+   * session).
+   * @param options Time limits, and who to tell when the peer proves it is
+   * the harness.
    */
   async session(
     conn: Deno.Conn,
     reader: FrameReader,
-    first: unknown,
-    frameTimeoutMs = 0,
+    first: { frame: unknown },
+    options: SessionOptions = {},
   ): Promise<void> {
     let sessionId = newSessionId();
     this.#live.add(sessionId);
-    const send = (frame: unknown) => writeAll(conn, encodeReply(frame));
+    let message: unknown = first.frame;
+    first.frame = undefined;
+    const close = () => {
+      reader.cancel();
+      try {
+        conn.close();
+      } catch {
+        // closed already
+      }
+    };
     try {
-      let message: unknown = first;
       for (;;) {
-        const outcome = await this.#handle(message, sessionId);
-        if (outcome.sessionId) sessionId = outcome.sessionId;
-        // A notification gets no reply; a request that could not be read
-        // gets its error with id null.
-        const id = requestId(message) ?? (outcome.invalid ? null : undefined);
-        if (id !== undefined && outcome.reply) {
-          await send({ jsonrpc: "2.0", id, ...outcome.reply });
-        }
-        if (outcome.end) return;
-        const next = await readWithin(reader, conn, frameTimeoutMs);
+        const step = await this.#answer(conn, message, sessionId, options);
+        message = undefined;
+        sessionId = step.sessionId;
+        if (step.end) return;
+        let next: FrameRead | undefined = await readWithin(reader, close, {
+          frameTimeoutMs: options.frameTimeoutMs ?? 0,
+          idleTimeoutMs: options.idleTimeoutMs ?? 0,
+          exempt: () =>
+            this.#authorised.has(sessionId) || this.#runs.has(sessionId),
+        });
         if (next.kind === "end") return;
         if (next.kind === "oversized") {
-          await send(errorFrame(
-            null,
-            ErrorCode.InvalidRequest,
-            oversizedMessage(next.size, next.measured),
-            { size: next.size, limit: reader.limit },
-          ));
+          await writeAll(
+            conn,
+            encodeReply(errorFrame(
+              null,
+              ErrorCode.InvalidRequest,
+              oversizedMessage(next.size, next.measured),
+              { size: next.size, limit: reader.limit },
+            )),
+          );
           return;
         }
         if (next.kind === "invalid") {
-          await send(errorFrame(null, ErrorCode.ParseError, next.reason));
-          message = undefined;
+          await writeAll(
+            conn,
+            encodeReply(errorFrame(null, ErrorCode.ParseError, next.reason)),
+          );
           continue;
         }
         message = next.value;
+        next = undefined;
       }
     } finally {
       // The task stays, parked, for a later hello or tasks.grade.
@@ -159,6 +213,28 @@ export class ControlChannel {
       const run = this.#runs.get(sessionId);
       if (run) run.parkedAt = Date.now();
     }
+  }
+
+  /** Handles one message and sends its reply; the message is not kept. */
+  async #answer(
+    conn: Deno.Conn,
+    message: unknown,
+    sessionId: string,
+    options: SessionOptions,
+  ): Promise<{ sessionId: string; end?: boolean }> {
+    const outcome = await this.#handle(message, sessionId);
+    const session = outcome.sessionId ?? sessionId;
+    if (this.#authorised.has(session)) options.onHarness?.();
+    // A notification gets no reply; a request that could not be read
+    // gets its error with id null.
+    const id = requestId(message) ?? (outcome.invalid ? null : undefined);
+    if (id !== undefined && outcome.reply) {
+      await writeAll(
+        conn,
+        encodeReply({ jsonrpc: "2.0", id, ...outcome.reply }),
+      );
+    }
+    return { sessionId: session, end: outcome.end };
   }
 
   async #handle(
@@ -320,6 +396,22 @@ export class ControlChannel {
     ) {
       this.#authorised.add(sessionId);
     }
+    // The screen is the environment's, shared by every task: with a token
+    // set, only the harness may size it.
+    const display = displayRequest(params);
+    if (display && this.#host.display) {
+      if (expected && !this.#authorised.has(sessionId)) {
+        throw new ChannelError(
+          ErrorCode.InvalidRequest,
+          "hello: display_width and display_height are for the evaluation harness: send harness_token with them",
+        );
+      }
+      try {
+        this.#host.display(display);
+      } catch (error) {
+        throw new ChannelError(ErrorCode.InvalidParams, messageOf(error));
+      }
+    }
     return sessionId;
   }
 
@@ -386,6 +478,11 @@ export class ControlChannel {
     // The connection may have dropped while setup ran: the task parks.
     if (!this.#live.has(sessionId)) run.parkedAt = Date.now();
     this.#runs.set(sessionId, run);
+    this.#host.filters?.set(
+      taskContext(sessionId).run,
+      task.options.name,
+      task.options,
+    );
     return prompt;
   }
 
@@ -409,15 +506,21 @@ export class ControlChannel {
       owner = parked[0];
       run = this.#runs.get(owner)!;
     }
-    this.#runs.delete(owner);
+    this.#forget(owner, run);
     return await run.grade(answer);
   }
 
   #cancel(sessionId: string): void {
     const run = this.#runs.get(sessionId);
     if (!run) return;
-    this.#runs.delete(sessionId);
+    this.#forget(sessionId, run);
     run.cancel();
+  }
+
+  /** Drops a task from the table, and its tool filters. */
+  #forget(sessionId: string, run: TaskRun): void {
+    this.#runs.delete(sessionId);
+    this.#host.filters?.delete(taskContext(sessionId).run, run.name);
   }
 
   /** Cancels parked tasks idle for longer than {@linkcode PARKED_TTL_MS}. */
@@ -448,37 +551,6 @@ export class ControlChannel {
         `Too many tasks in progress (${MAX_TASKS}): finish or cancel one`,
       );
     }
-  }
-}
-
-/**
- * The next frame; the connection is closed (the read ends) when a frame
- * was in progress at two ticks of `ms` in a row.
- */
-async function readWithin(
-  reader: FrameReader,
-  conn: Deno.Conn,
-  ms: number,
-): Promise<FrameRead> {
-  if (!(ms > 0)) return await reader.read();
-  let held = 0;
-  const timer = setInterval(() => {
-    const now = reader.pendingBytes;
-    if (now > 0 && held > 0) {
-      try {
-        conn.close();
-      } catch {
-        // closed already
-      }
-    }
-    held = now;
-  }, ms);
-  try {
-    return await reader.read();
-  } catch {
-    return { kind: "end" };
-  } finally {
-    clearInterval(timer);
   }
 }
 

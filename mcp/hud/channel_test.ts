@@ -59,7 +59,9 @@ async function connection(
   const reader = new FrameReader(source);
   const first = await reader.read();
   assert.equal(first.kind, "frame");
-  await control.session(conn, reader, (first as { value: unknown }).value);
+  await control.session(conn, reader, {
+    frame: (first as { value: unknown }).value,
+  });
   return replies;
 }
 

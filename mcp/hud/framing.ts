@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { type FrameBudget, FREE_FRAME_BYTES } from "./frame_budget.ts";
 
 /** The largest frame either side accepts: 16 MiB of encoded JSON, without the newline. */
 export const MAX_FRAME_BYTES = 16 * 1024 * 1024;
@@ -13,7 +14,26 @@ export const MAX_FRAME_BYTES = 16 * 1024 * 1024;
 /** How far past the limit an oversized frame is read to measure it before giving up. */
 const MEASURE_LIMIT_BYTES = 4 * MAX_FRAME_BYTES;
 
+/**
+ * The most JSON values (objects, arrays and the members between commas) a
+ * frame may hold. Bytes alone do not bound what a frame costs once parsed:
+ * 16 MiB of `[{},{},…]` is five million objects, about 230 MiB. A frame
+ * over this count is refused before it is parsed; 100,000 values cost at
+ * most about 10 MiB beside the frame's own strings.
+ */
+export const MAX_FRAME_VALUES = 100_000;
+
+/** The deepest nesting of arrays and objects a frame may have. */
+export const MAX_FRAME_DEPTH = 64;
+
 const NEWLINE = 0x0a;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
@@ -66,6 +86,19 @@ export function oversizedMessage(size: number, measured: boolean): string {
   }${size} bytes exceeds the ${MAX_FRAME_BYTES}-byte limit`;
 }
 
+/** Options of {@linkcode FrameReader}. */
+export interface FrameReaderOptions {
+  /** The largest frame, bytes (default {@linkcode MAX_FRAME_BYTES}). */
+  limit?: number;
+  /** The most JSON values a frame may hold (default {@linkcode MAX_FRAME_VALUES}). */
+  maxValues?: number;
+  /**
+   * The budget a frame past its first 64 KiB draws on (none: the reader
+   * holds any frame up to the limit on its own).
+   */
+  budget?: FrameBudget;
+}
+
 /**
  * Reads newline-delimited frames from a byte source, never holding more than
  * one frame's limit. After the first frame, {@linkcode FrameReader.rest}
@@ -74,6 +107,12 @@ export function oversizedMessage(size: number, measured: boolean): string {
 export class FrameReader {
   readonly #source: { read(p: Uint8Array): Promise<number | null> };
   readonly #limit: number;
+  readonly #maxValues: number;
+  #budget: FrameBudget | undefined;
+  /** Bytes of the budget this reader holds for the frame in progress. */
+  #held = 0;
+  /** Aborted by {@linkcode FrameReader.cancel}: a wait for the budget ends. */
+  readonly #cancelled = new AbortController();
   /** Bytes read and not yet looked at for a newline. */
   #buffer = new Uint8Array(0);
   /**
@@ -84,27 +123,34 @@ export class FrameReader {
   #pending = new Uint8Array(0);
   #pendingSize = 0;
   #ended = false;
-  /** The one buffer reads land in. */
-  readonly #chunk = new Uint8Array(64 * 1024);
+  /**
+   * The one buffer reads land in: 16 KiB, since every open connection keeps
+   * one while it waits for its peer.
+   */
+  readonly #chunk = new Uint8Array(16 * 1024);
 
   /**
    * Creates the reader.
    *
    * @param source A connection (anything with `read`).
-   * @param limit The largest frame, bytes (default {@linkcode MAX_FRAME_BYTES}).
+   * @param limit The largest frame, bytes, or the options.
    */
   constructor(
     source: { read(p: Uint8Array): Promise<number | null> },
-    limit: number = MAX_FRAME_BYTES,
+    limit: number | FrameReaderOptions = {},
   ) {
+    const options = typeof limit === "number" ? { limit } : limit;
     this.#source = source;
-    this.#limit = limit;
+    this.#limit = options.limit ?? MAX_FRAME_BYTES;
+    this.#maxValues = options.maxValues ?? MAX_FRAME_VALUES;
+    this.#budget = options.budget;
   }
 
   /**
-   * Reads the next frame. A line that is not UTF-8 JSON is `invalid` (the
-   * next read goes on after it); a line over the limit is `oversized`, with
-   * its size measured up to four times the limit.
+   * Reads the next frame. A line that is not UTF-8 JSON, or holds more than
+   * the most values, is `invalid` (the next read goes on after it); a line
+   * over the limit is `oversized`, with its size measured up to four times
+   * the limit.
    *
    * @returns The frame, why it is not one, or the end of the stream.
    */
@@ -121,16 +167,17 @@ export class FrameReader {
           return { kind: "oversized", size: end, measured: true };
         }
         if (end === 0) continue;
-        return parse(line.subarray(0, end));
+        return parse(line.subarray(0, end), this.#maxValues);
       }
       if (this.#buffer.length > 0) {
         this.#append(this.#buffer);
         this.#buffer = new Uint8Array(0);
       }
       if (this.#pendingSize > this.#limit) return await this.#measure();
+      if (this.#pendingSize > FREE_FRAME_BYTES) await this.#borrow();
       if (!await this.#fill()) {
         if (this.#pendingSize === 0) return { kind: "end" };
-        return parse(this.#takeLine(new Uint8Array(0)));
+        return parse(this.#takeLine(new Uint8Array(0)), this.#maxValues);
       }
     }
   }
@@ -145,6 +192,21 @@ export class FrameReader {
     return this.#limit;
   }
 
+  /**
+   * Stops drawing on the budget (a connection that proved it is the
+   * harness): what it holds goes back, later frames are its own.
+   */
+  leaveBudget(): void {
+    this.#giveBack();
+    this.#budget = undefined;
+  }
+
+  /** Ends a wait for the budget, and gives back what it holds (the connection closed). */
+  cancel(): void {
+    this.#cancelled.abort();
+    this.#giveBack();
+  }
+
   /** The bytes read past the last frame, handed over once. */
   rest(): Uint8Array {
     const rest = this.#takeLine(this.#buffer);
@@ -152,14 +214,36 @@ export class FrameReader {
     return rest;
   }
 
-  /** The pending chunks and `tail` as one line; pending is emptied. */
+  /** Takes a whole frame's share of the budget, waiting for it. */
+  async #borrow(): Promise<void> {
+    if (!this.#budget || this.#held > 0) return;
+    const share = this.#limit + 1;
+    await this.#budget.acquire(share, this.#cancelled.signal);
+    this.#held = share;
+    // The share is a whole frame: one buffer of that size now, rather than
+    // a chain of doublings whose copies the collector must find later.
+    const whole = new Uint8Array(share);
+    whole.set(this.#pending.subarray(0, this.#pendingSize));
+    this.#pending = whole;
+  }
+
+  #giveBack(): void {
+    if (this.#held > 0) this.#budget?.release(this.#held);
+    this.#held = 0;
+  }
+
+  /**
+   * The pending bytes and `tail` as one line; pending is emptied and its
+   * share of the budget given back. The tail is added to the pending
+   * buffer, so a 16 MiB line is not copied a second time.
+   */
   #takeLine(tail: Uint8Array): Uint8Array {
     if (this.#pendingSize === 0) return tail;
-    const line = new Uint8Array(this.#pendingSize + tail.length);
-    line.set(this.#pending.subarray(0, this.#pendingSize));
-    line.set(tail, this.#pendingSize);
+    this.#append(tail);
+    const line = this.#pending.subarray(0, this.#pendingSize);
     this.#pending = new Uint8Array(0);
     this.#pendingSize = 0;
+    this.#giveBack();
     return line;
   }
 
@@ -168,7 +252,8 @@ export class FrameReader {
     let size = this.#pendingSize;
     this.#pending = new Uint8Array(0);
     this.#pendingSize = 0;
-    const chunk = new Uint8Array(64 * 1024);
+    this.#giveBack();
+    const chunk = this.#chunk;
     while (size <= MEASURE_LIMIT_BYTES) {
       const n = this.#ended ? null : await this.#source.read(chunk);
       if (n === null) {
@@ -207,14 +292,23 @@ export class FrameReader {
       this.#ended = true;
       return false;
     }
-    // A copy of what was read: a view would keep the whole 64 KiB alive
+    // A copy of what was read: a view would keep the whole chunk alive
     // for each byte of a line that trickles in a byte at a time.
     this.#buffer = chunk.slice(0, n);
     return true;
   }
 }
 
-function parse(line: Uint8Array): FrameRead {
+function parse(line: Uint8Array, maxValues: number): FrameRead {
+  const shape = measureShape(line);
+  if (shape.values > maxValues || shape.depth > MAX_FRAME_DEPTH) {
+    return {
+      kind: "invalid",
+      reason: shape.depth > MAX_FRAME_DEPTH
+        ? `Frame nests deeper than ${MAX_FRAME_DEPTH} levels: refused before parsing`
+        : `Frame holds more than ${maxValues} JSON values: refused before parsing`,
+    };
+  }
   try {
     return { kind: "frame", value: JSON.parse(decoder.decode(line)) };
   } catch {
@@ -223,6 +317,34 @@ function parse(line: Uint8Array): FrameRead {
       reason: "Parse error: the frame is not UTF-8 JSON",
     };
   }
+}
+
+/**
+ * Counts what a JSON text would parse to without parsing it: objects,
+ * arrays and comma-separated members outside strings, and the deepest
+ * nesting. Malformed text is counted as far as it goes (the parser then
+ * refuses it).
+ */
+function measureShape(line: Uint8Array): { values: number; depth: number } {
+  let values = 1;
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < line.length; i++) {
+    const byte = line[i];
+    if (inString) {
+      if (byte === BACKSLASH) i++;
+      else if (byte === QUOTE) inString = false;
+      continue;
+    }
+    if (byte === QUOTE) inString = true;
+    else if (byte === COMMA) values++;
+    else if (byte === OPEN_BRACE || byte === OPEN_BRACKET) {
+      values++;
+      if (++depth > deepest) deepest = depth;
+    } else if (byte === CLOSE_BRACE || byte === CLOSE_BRACKET) depth--;
+  }
+  return { values, depth: deepest };
 }
 
 /**

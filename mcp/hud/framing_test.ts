@@ -140,3 +140,27 @@ Deno.test("FrameReader keeps only the bytes of a line that trickles in one byte 
     `${Math.round(held / 1024 / 1024)} MiB held for a 6000-byte line`,
   );
 });
+
+Deno.test("FrameReader refuses a frame with too many values or too deep a nesting before parsing it, and reads on", async () => {
+  const many = `[${Array.from({ length: 11 }, () => "{}").join(",")}]`;
+  const deep = "[".repeat(65) + "]".repeat(65);
+  const strings = JSON.stringify({ x: "a,b,c,{,[".repeat(20) });
+  const reader = new FrameReader(
+    source(`${many}\n${deep}\n${strings}\n[1]\n`, 4096),
+    { maxValues: 10 },
+  );
+  const first = await reader.read();
+  assert.equal(first.kind, "invalid");
+  assert.match(
+    (first as { reason: string }).reason,
+    /more than 10 JSON values: refused before parsing/,
+  );
+  const second = await reader.read();
+  assert.match((second as { reason: string }).reason, /deeper than 64 levels/);
+  assert.equal(
+    (await reader.read()).kind,
+    "frame",
+    "commas and brackets inside strings are not counted",
+  );
+  assert.deepEqual(await reader.read(), { kind: "frame", value: [1] });
+});

@@ -30,7 +30,12 @@ export {
   mcpCapability,
   rfbCapability,
 } from "./capability.ts";
-export { ControlChannel, MAX_TASKS, PARKED_TTL_MS } from "./channel.ts";
+export {
+  ControlChannel,
+  MAX_TASKS,
+  PARKED_TTL_MS,
+  type SessionOptions,
+} from "./channel.ts";
 export { ChannelError, ErrorCode } from "./rpc.ts";
 export { type GradeFrame, type TaskDefinition } from "./task_run.ts";
 export {
@@ -38,18 +43,31 @@ export {
   type Frame,
   type FrameRead,
   FrameReader,
+  type FrameReaderOptions,
   MAX_FRAME_BYTES,
+  MAX_FRAME_DEPTH,
+  MAX_FRAME_VALUES,
   oversizedMessage,
   writeAll,
 } from "./framing.ts";
 export {
+  FRAME_BUDGET_BYTES,
   type HudOptions,
   type HudSource,
   type HudTransport,
-  MAX_CONNECTIONS,
+  IDLE_TIMEOUT_MS,
   PREFACE_TIMEOUT_MS,
   startHud,
+  TUNNEL_IDLE_MS,
 } from "./serve.ts";
+export {
+  type AdmissionLimits,
+  KNOCK_TIMEOUT_MS,
+  MAX_CONNECTIONS,
+  MAX_KNOCKS,
+  MAX_PER_PEER,
+} from "./admission.ts";
+export { FrameBudget, FREE_FRAME_BYTES } from "./frame_budget.ts";
 export {
   CapabilityForwarder,
   type ControlAddress,

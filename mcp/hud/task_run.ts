@@ -115,6 +115,11 @@ export class TaskRun {
     };
   }
 
+  /** The task's name. */
+  get name(): string {
+    return this.#name;
+  }
+
   /** Sends the answer in and returns the second yield as a grade frame; the run ends. */
   async grade(answer: unknown): Promise<GradeFrame> {
     try {

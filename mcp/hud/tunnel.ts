@@ -48,6 +48,8 @@ export function parseControlAddress(spec: string): ControlAddress {
  * @param address The control port.
  * @param capability The capability's name (or protocol family).
  * @param timeoutMs How long the reply may take.
+ * @param harnessToken Sent as `params.harness_token` when set (a server
+ * with a harness token opens tunnels only for it).
  * @returns The connection, now carrying the capability's bytes, and any
  * bytes that arrived with the reply.
  * @throws {Error} With the server's message when it refuses.
@@ -56,6 +58,7 @@ export async function openTunnel(
   address: ControlAddress,
   capability: string,
   timeoutMs = 10_000,
+  harnessToken?: string,
 ): Promise<{ conn: Deno.Conn; early: Uint8Array }> {
   const conn = await Deno.connect(address);
   const timer = setTimeout(() => conn.close(), timeoutMs);
@@ -66,7 +69,10 @@ export async function openTunnel(
         jsonrpc: "2.0",
         id: 1,
         method: "tunnel.open",
-        params: { capability },
+        params: {
+          capability,
+          ...(harnessToken && { harness_token: harnessToken }),
+        },
       }),
     );
     const reader = new FrameReader(conn);
@@ -107,26 +113,44 @@ export async function openTunnel(
 
 /**
  * Pipes two connections into each other until both directions end; an
- * error on either closes both.
+ * error on either closes both, and so does a silence of `idleMs` both ways.
  *
  * @param a One side.
  * @param b The other.
+ * @param options `idleMs`: no byte either way for this long closes both
+ * (0 or unset: no limit).
  */
-export async function splice(a: Deno.Conn, b: Deno.Conn): Promise<void> {
+export async function splice(
+  a: Deno.Conn,
+  b: Deno.Conn,
+  options: { idleMs?: number } = {},
+): Promise<void> {
+  let last = Date.now();
   const pump = async (from: Deno.Conn, to: Deno.Conn) => {
-    const buffer = new Uint8Array(64 * 1024);
+    const buffer = new Uint8Array(16 * 1024);
     for (;;) {
       const n = await from.read(buffer);
       if (n === null) break;
+      last = Date.now();
       await writeAll(to, buffer.subarray(0, n));
     }
     await to.closeWrite().catch(() => {});
   };
+  const idleMs = options.idleMs ?? 0;
+  const watch = idleMs > 0
+    ? setInterval(() => {
+      if (Date.now() - last >= idleMs) {
+        closeQuietly(a);
+        closeQuietly(b);
+      }
+    }, Math.max(10, Math.floor(idleMs / 4)))
+    : undefined;
   try {
     await Promise.all([pump(a, b), pump(b, a)]);
   } catch {
-    // A reset on either side ends the tunnel.
+    // A reset on either side, or the idle limit, ends the tunnel.
   } finally {
+    clearInterval(watch);
     closeQuietly(a);
     closeQuietly(b);
   }
@@ -151,11 +175,15 @@ export class CapabilityForwarder {
   readonly #conns = new Set<Deno.Conn>();
   readonly #accepting: Promise<void>;
 
+  readonly #harnessToken: string | undefined;
+
   private constructor(
     listener: Deno.TcpListener,
     address: ControlAddress,
     capability: string,
+    harnessToken: string | undefined,
   ) {
+    this.#harnessToken = harnessToken;
     this.#listener = listener;
     this.port = (listener.addr as Deno.NetAddr).port;
     this.#accepting = (async () => {
@@ -173,14 +201,21 @@ export class CapabilityForwarder {
    *
    * @param address The control port.
    * @param capability The capability's name (or protocol family).
+   * @param harnessToken Sent with each `tunnel.open` when set.
    * @returns The forwarder.
    */
   static start(
     address: ControlAddress,
     capability: string,
+    harnessToken?: string,
   ): CapabilityForwarder {
     const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-    return new CapabilityForwarder(listener, address, capability);
+    return new CapabilityForwarder(
+      listener,
+      address,
+      capability,
+      harnessToken,
+    );
   }
 
   async #forward(
@@ -190,7 +225,12 @@ export class CapabilityForwarder {
   ): Promise<void> {
     let tunnel;
     try {
-      tunnel = await openTunnel(address, capability);
+      tunnel = await openTunnel(
+        address,
+        capability,
+        undefined,
+        this.#harnessToken,
+      );
     } catch {
       closeQuietly(local);
       return;
