@@ -321,6 +321,7 @@ class Call implements AsyncDisposable {
           estimatedTokens: inputTokens + parsed.choices * input.maxOutputTokens,
           signal: request.signal,
           requestId: request.requestId,
+          callerId: request.caller.id,
           keysTried: this.keysTried,
         });
         if (candidates.length > 1) {

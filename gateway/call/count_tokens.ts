@@ -103,6 +103,11 @@ export async function countTokens(
     estimatedTokens: 0,
     signal: request.signal,
     requestId: request.requestId,
+    callerId: caller.id,
+    // Counting has rate limits of its own (Anthropic: "token counting and
+    // message creation have separate and independent rate limits"): its 429
+    // says nothing of the key's room for calls, and may ask for an hour.
+    ownRateLimits: true,
   });
   let text: string;
   try {

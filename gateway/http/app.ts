@@ -151,6 +151,14 @@ export function createGateway(options: GatewayOptions): GatewayApp {
           status,
           cooldownMs,
         }),
+      // Any caller can earn a 429: the log names who cooled which key, for
+      // how long (bounded by the pool), so one who keeps doing it is found.
+      onCooled: (cooled) =>
+        log({
+          level: "warn",
+          message: "A 429 cooled a provider key",
+          ...cooled,
+        }),
     },
   );
   const callers = createCallerAuthenticator(kv, {

@@ -17,6 +17,7 @@ import type { Exchange, Provider } from "./providers/provider.ts";
 import { parseJson } from "./providers/provider.ts";
 import type { KeyPool, ProviderKey } from "./key_pool.ts";
 import {
+  aboutTheRequest,
   answerError,
   keyOutcomeOf,
   nextMove,
@@ -46,8 +47,11 @@ export interface UpstreamSettings {
 
 /** One request to send upstream. */
 export interface UpstreamRequest {
-  /** The provider: its auth headers and error messages. */
-  provider: Pick<Provider<ProviderName>, "name" | "headers" | "errorMessage">;
+  /** The provider: its auth headers, error messages and wordings of a refusal about the request. */
+  provider: Pick<
+    Provider<ProviderName>,
+    "name" | "headers" | "errorMessage" | "requestRefusals"
+  >;
   /** The path after the provider's base URL. */
   path: string;
   /** The JSON body. */
@@ -58,8 +62,12 @@ export interface UpstreamRequest {
   estimatedTokens: number;
   /** Aborted when the caller goes away. */
   signal: AbortSignal;
-  /** The gateway request id (a 403 is counted once per request). */
+  /** The gateway request id, named with any cool-down the request causes. */
   requestId: string;
+  /** The caller (a 403 is counted once per caller; a cool-down names it). */
+  callerId: string;
+  /** The endpoint has rate limits of its own (token counting): its 429 fails the request and cools no key for calls. */
+  ownRateLimits?: boolean;
   /** Where the sender lists the id of each key it tries, for the call's trace. */
   keysTried?: string[];
 }
@@ -190,6 +198,10 @@ export async function sendUpstream(
         const text = await response.text().catch(() => "");
         // Providers may quote the key they were sent; it never goes further.
         const message = scrubKey(provider.errorMessage(text), key);
+        rule = aboutTheRequest(rule, message, {
+          requestRefusals: provider.requestRefusals,
+          ownRateLimits: request.ownRateLimits,
+        });
         error = answerError(provider.name, rule, response.status, message);
         if (rule.action === "cool") {
           met.soonestCooledMs = Math.min(
@@ -204,7 +216,10 @@ export async function sendUpstream(
       }
       const keyBlamed = keyPool.release(
         key,
-        keyOutcomeOf(rule, request.requestId),
+        keyOutcomeOf(rule, {
+          requestId: request.requestId,
+          callerId: request.callerId,
+        }),
       );
       const move = nextMove(rule, keyBlamed, transientRetries);
       if (move === "fail") throw error;
