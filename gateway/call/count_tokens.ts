@@ -106,7 +106,8 @@ export async function countTokens(
     callerId: caller.id,
     // Counting has rate limits of its own (Anthropic: "token counting and
     // message creation have separate and independent rate limits"): its 429
-    // says nothing of the key's room for calls, and may ask for an hour.
+    // says nothing of the key's room for calls (another key is tried, none
+    // cools), and may ask for an hour.
     ownRateLimits: true,
   });
   let text: string;

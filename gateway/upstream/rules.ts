@@ -39,9 +39,11 @@ export const MAX_RETRY_AFTER_MS = 3_600_000;
  * - `fail`: anything else (another 4xx, a timeout, the caller gone); the
  *   call fails with `status`;
  * - `requestRefused`: a 429 or 403 the provider worded as being about the
- *   request (its size, its content, a feature), or a 429 of an endpoint
- *   with limits of its own (token counting): the call fails with `status`
- *   and the key goes back untouched ({@linkcode aboutTheRequest}).
+ *   request (its size, its content, a feature): the call fails with
+ *   `status` and the key goes back untouched ({@linkcode aboutTheRequest});
+ * - `skipKey`: a 429 of an endpoint with limits of its own (token
+ *   counting): another key is tried, and this one goes back untouched, its
+ *   room for calls unknown to the 429.
  */
 export type UpstreamRule =
   | { action: "serve" }
@@ -49,7 +51,8 @@ export type UpstreamRule =
   | { action: "refusal"; status: number }
   | { action: "transient" }
   | { action: "fail"; status: number }
-  | { action: "requestRefused"; status: number; retryAfterMs?: number };
+  | { action: "requestRefused"; status: number }
+  | { action: "skipKey"; retryAfterMs?: number };
 
 /** What says a 429 or 403 is about the request rather than the key. */
 export interface RequestBlame {
@@ -60,11 +63,11 @@ export interface RequestBlame {
 }
 
 /**
- * Turns a 429 or 403 that is about the request into `requestRefused`: the
- * provider's message matches one of its wordings of such an answer (OpenAI's
- * 429 "Request too large", OpenRouter's moderation 403), or a 429 comes from
- * an endpoint with limits of its own. Any other rule is returned as it is: a
- * 401 is always the key's.
+ * Turns a 429 or 403 that is about the request into `requestRefused` (the
+ * provider's message matches one of its wordings of such an answer: OpenAI's
+ * 429 "Request too large", OpenRouter's moderation 403), and a 429 from an
+ * endpoint with limits of its own into `skipKey`. Any other rule is
+ * returned as it is: a 401 is always the key's.
  *
  * @param rule The rule of the answer's status.
  * @param message The provider's message, its key scrubbed.
@@ -95,9 +98,7 @@ export function aboutTheRequest(
     return { action: "requestRefused", status };
   }
   if (rule.action === "cool" && blame.ownRateLimits) {
-    return rule.retryAfterMs === undefined
-      ? { action: "requestRefused", status }
-      : { action: "requestRefused", status, retryAfterMs: rule.retryAfterMs };
+    return { ...rule, action: "skipKey" };
   }
   return rule;
 }
@@ -203,6 +204,7 @@ export function nextMove(
     case "serve":
       return "serve";
     case "cool":
+    case "skipKey":
       return "nextKey";
     case "refusal":
       return keyBlamed ? "nextKey" : "fail";
@@ -287,13 +289,10 @@ export function answerError(
     case "refusal":
       // Thrown when the request is to blame (a key blamed is tried no more).
       return new GatewayError(status, message, { code: "upstream_refused" });
+    case "skipKey":
+      return new GatewayError(429, message, { code: "upstream_rate_limited" });
     case "requestRefused":
-      return new GatewayError(status, message, {
-        code: "upstream_refused",
-        ...(rule.retryAfterMs === undefined ? {} : {
-          retryAfterSeconds: Math.max(1, Math.ceil(rule.retryAfterMs / 1000)),
-        }),
-      });
+      return new GatewayError(status, message, { code: "upstream_refused" });
     case "transient":
       return new GatewayError(
         502,

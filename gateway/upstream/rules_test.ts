@@ -12,6 +12,7 @@ import {
 } from "./rules.ts";
 
 const NONE = new Headers();
+const SENDER = { requestId: "r", callerId: "ck_1" };
 
 Deno.test("ruleOfAnswer() serves a 2xx, cools on a 429, leaves 401/403 to the pool, retries a 5xx, fails other 4xx", () => {
   assert.deepEqual(ruleOfAnswer(200, NONE), { action: "serve" });
@@ -60,7 +61,7 @@ Deno.test("ruleOfThrown() fails a timeout (504) and a caller gone (499), and tre
 });
 
 Deno.test("keyOutcomeOf() gives a key back by what its attempt met, naming the caller", () => {
-  const sender = { requestId: "r", callerId: "ck_1" };
+  const sender = SENDER;
   assert.deepEqual(keyOutcomeOf({ action: "cool", retryAfterMs: 5 }, sender), {
     kind: "rateLimited",
     retryAfterMs: 5,
@@ -109,7 +110,7 @@ Deno.test("aboutTheRequest() blames the request for a worded 429 or 403 and for 
       "Too many counting requests",
       { ownRateLimits: true },
     ),
-    { action: "requestRefused", status: 429, retryAfterMs: 3_600_000 },
+    { action: "skipKey", retryAfterMs: 3_600_000 },
   );
   // A 429 of the key's own limits, a 401 and a 403 in other words stay as they are.
   assert.deepEqual(
@@ -128,14 +129,17 @@ Deno.test("aboutTheRequest() blames the request for a worded 429 or 403 and for 
     nextMove({ action: "requestRefused", status: 429 }, false, 0),
     "fail",
   );
+  assert.equal(nextMove({ action: "skipKey" }, false, 0), "nextKey");
+  assert.deepEqual(keyOutcomeOf({ action: "skipKey" }, SENDER), {
+    kind: "failed",
+  });
   const error = answerError(
     "anthropic",
-    { action: "requestRefused", status: 429, retryAfterMs: 2_500 },
-    429,
-    "counting is limited",
+    { action: "requestRefused", status: 403 },
+    403,
+    "flagged",
   );
-  assert.equal(error.status, 429);
-  assert.equal(error.retryAfterSeconds, 3);
+  assert.equal(error.status, 403);
 });
 
 Deno.test("nextMove() rotates on a 429 and a refusal about the key, retries a transient failure once, and fails otherwise", () => {

@@ -203,7 +203,7 @@ export async function sendUpstream(
           ownRateLimits: request.ownRateLimits,
         });
         error = answerError(provider.name, rule, response.status, message);
-        if (rule.action === "cool") {
+        if (rule.action === "cool" || rule.action === "skipKey") {
           met.soonestCooledMs = Math.min(
             met.soonestCooledMs,
             rule.retryAfterMs ?? settings.keyCooldownMs,
