@@ -21,6 +21,7 @@ import type { Caller } from "../state/callers.ts";
 import type { RouteName } from "../conventions.ts";
 import { sendUpstream } from "../upstream/send.ts";
 import { upstreamFailure } from "../upstream/rules.ts";
+import { scrubAnswer } from "../upstream/scrub.ts";
 
 /** One count-tokens request. */
 export interface CountTokensRequest {
@@ -112,7 +113,7 @@ export async function countTokens(
   });
   let text: string;
   try {
-    text = await upstream.response.text();
+    text = scrubAnswer(await upstream.response.text(), upstream.key);
   } catch (error) {
     throw upstreamFailure(entry.provider, error, upstream.signal);
   } finally {

@@ -12,7 +12,7 @@
  */
 import { deadlines, upstreamTimeout } from "./deadlines.ts";
 import { GatewayError } from "../errors.ts";
-import { scrubKey } from "./scrub.ts";
+import { scrubAnswer, scrubKey } from "./scrub.ts";
 import type { Exchange, Provider } from "./providers/provider.ts";
 import { parseJson } from "./providers/provider.ts";
 import type { KeyPool, ProviderKey } from "./key_pool.ts";
@@ -261,7 +261,9 @@ export async function readAnswer(
 ): Promise<{ body?: unknown; usage: Usage; text: string }> {
   let text: string;
   try {
-    text = await upstream.response.text();
+    // A provider may quote the key in its answer: it goes no further, to
+    // the caller or the trace.
+    text = scrubAnswer(await upstream.response.text(), upstream.key);
   } catch (error) {
     throw upstreamFailure(upstream.key.provider, error, upstream.signal);
   } finally {

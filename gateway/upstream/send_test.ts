@@ -299,3 +299,29 @@ Deno.test("readAnswer() fails a 2xx whose body is not JSON with a 502", async ()
 });
 
 const NO_TOKENS = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0 };
+
+Deno.test("readAnswer() scrubs the key from a 2xx body that quotes it, plainly or JSON-escaped", async () => {
+  const escaped = KEY_A.replaceAll("-", "\\u002d");
+  await using upstream = loopbackUpstream(() =>
+    new Response(
+      JSON.stringify({
+        ...ANSWER,
+        choices: [{
+          ...ANSWER.choices[0],
+          message: { role: "assistant", content: `your key is ${KEY_A}` },
+        }],
+      }).replace('"chatcmpl-1"', `"${escaped}"`),
+      { headers: { "content-type": "application/json" } },
+    )
+  );
+  const settings = settingsFor(upstream.base, [KEY_A]);
+  const answer = await sendUpstream(settings, requestOf());
+  const { text } = await readAnswer(
+    { response: (json) => ({ body: json, usage: NO_TOKENS }) },
+    answer,
+  );
+  assert.ok(!text.includes(KEY_A), text);
+  assert.ok(!JSON.stringify(JSON.parse(text)).includes(KEY_A), text);
+  assert.match(text, /your key is \[key openai:[0-9a-f]{8}\]/);
+  settings.keyPool.release(answer.key, { kind: "answered", tokens: 0 });
+});
