@@ -51,6 +51,7 @@ const configSchema = z.object({
   ).optional(),
   adminToken: z.string().min(16, "must be at least 16 characters").optional(),
   maxBodyBytes: positiveInt.default(32 * 1024 * 1024),
+  maxCallerBodyBytes: positiveInt.default(64 * 1024 * 1024),
   upstreamTimeoutMs: positiveInt.default(120_000),
   keyCooldownMs: positiveInt.default(60_000),
   callerCacheMs: z.coerce.number().int().min(0).max(1000).default(1000),
@@ -89,6 +90,8 @@ export interface GatewayConfig {
   adminToken?: string;
   /** Largest request body accepted, bytes (`GATEWAY_MAX_BODY_BYTES`, default 32 MiB). */
   maxBodyBytes: number;
+  /** Most bytes of request bodies one caller may have in flight in one process (`GATEWAY_MAX_CALLER_BODY_BYTES`, default 64 MiB); one body always gets in. */
+  maxCallerBodyBytes: number;
   /** Time an upstream may take to answer, or between two stream events, ms (`GATEWAY_UPSTREAM_TIMEOUT_MS`). */
   upstreamTimeoutMs: number;
   /** Cool-down of a key after a 429 without `retry-after`, ms (`GATEWAY_KEY_COOLDOWN_MS`). */
@@ -183,6 +186,7 @@ export function parseConfig(sources: ConfigSources = {}): GatewayConfig {
   set("store", env.GATEWAY_STORE);
   set("adminToken", env.GATEWAY_ADMIN_TOKEN);
   set("maxBodyBytes", env.GATEWAY_MAX_BODY_BYTES);
+  set("maxCallerBodyBytes", env.GATEWAY_MAX_CALLER_BODY_BYTES);
   set("upstreamTimeoutMs", env.GATEWAY_UPSTREAM_TIMEOUT_MS);
   set("keyCooldownMs", env.GATEWAY_KEY_COOLDOWN_MS);
   set("drainTimeoutMs", env.GATEWAY_DRAIN_TIMEOUT_MS);

@@ -12,6 +12,7 @@
 import { uuidV7 } from "../_ids.ts";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { BodyBudget, bodyGuard } from "./body_guard.ts";
 import { createAdminRoutes } from "./admin.ts";
 import { consolePages } from "./console/pages.ts";
 import { callerAuth } from "./auth.ts";
@@ -223,6 +224,14 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     },
   });
 
+  // Before a body is read: an expired key, no credit for a large body, and
+  // too many bytes of bodies in flight for one caller are refused.
+  const preBody = bodyGuard({
+    billing,
+    budget: new BodyBudget(config.maxCallerBodyBytes),
+    maxBodyBytes: config.maxBodyBytes,
+  });
+
   const api = new Hono<GatewayEnv>();
   // First, so every error on a route's paths speaks its convention.
   scopeRoutes(api);
@@ -237,7 +246,10 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   api.route("/", statusRoutes(metrics, config.adminToken));
   api.route("/", modelRoutes(catalog, config.providers));
   api.route("/", callerRoutes(kv, billing, authenticate));
-  api.route("/", callRoutes(deps, { authenticate, bodySizeLimit }));
+  api.route(
+    "/",
+    callRoutes(deps, { authenticate, preBody, bodySizeLimit }),
+  );
   api.route(
     "/admin",
     createAdminRoutes({
