@@ -12,6 +12,7 @@
 import { uuidV7 } from "../_ids.ts";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import type { SettleJournal } from "../state/credits/journal.ts";
 import { BodyBudget, bodyGuard } from "./body_guard.ts";
 import { createAdminRoutes } from "./admin.ts";
 import { consolePages } from "./console/pages.ts";
@@ -54,6 +55,8 @@ export interface GatewayOptions {
   keyPool?: KeyPool;
   /** Where structured log records go; defaults to one JSON line each on stderr. */
   log?: (record: Record<string, unknown>) => void;
+  /** The settlement journal each charge is written to before it commits. */
+  journal?: SettleJournal;
 }
 
 /**
@@ -171,6 +174,7 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     traceRetentionMs: config.traceRetentionDays * 86_400_000,
     usageAggregates: config.usageAggregates === "on",
     log,
+    journal: options.journal,
   });
   const limits = new LimitCounters(kv);
   const deps: CallDeps = {

@@ -11,6 +11,9 @@ import { createGateway } from "./app.ts";
 import { ConfigError, type GatewayConfig } from "../config.ts";
 import { type ResilientServer, serveResilient } from "../../_serve.ts";
 import { sweepExpiredLeases } from "../state/credits/sweep.ts";
+import { replayJournals, SettleJournal } from "../state/credits/journal.ts";
+import { createHash } from "node:crypto";
+import { dirname, join, resolve } from "node:path";
 import { sweepUsage } from "../state/usage_buckets.ts";
 import { closeStore, openStore } from "../state/store/mod.ts";
 import type { CatalogEntry } from "../state/catalog.ts";
@@ -82,17 +85,43 @@ export async function startGateway(
     ? { kv: options.kv, description: "a store passed in" }
     : await openStore(config);
   const kv = opened.kv;
+  const log = options.log ??
+    ((record) => console.error(JSON.stringify(record)));
+  const journalDir = options.kv ? undefined : journalDirOf(config);
+  const journal = journalDir ? await SettleJournal.open(journalDir) : undefined;
   const app = createGateway({
     config,
     kv,
     catalog: options.catalog,
     log: options.log,
+    journal,
   });
-  const log = options.log ??
-    ((record) => console.error(JSON.stringify(record)));
+  // Charges a dead process left in the journal: charged (once), its leases
+  // given back, before this process serves, and again at every sweep.
+  const replay = async () => {
+    if (!journalDir) return;
+    try {
+      const replayed = await replayJournals(kv, journalDir, {
+        own: journal?.path,
+        traceRetentionMs: config.traceRetentionDays * 86_400_000,
+        usageAggregates: config.usageAggregates === "on",
+      });
+      if (replayed.journals > 0) {
+        log({
+          level: "warn",
+          message: "Replayed the settlement journals of dead processes",
+          ...replayed,
+        });
+      }
+    } catch (error) {
+      log({ level: "error", message: `Journal replay failed: ${error}` });
+    }
+  };
+  await replay();
   // Limited provider keys' first shared slices, so the first calls find one.
   await app.ready();
   const sweep = setInterval(() => {
+    replay();
     sweepExpiredLeases(kv, Date.now()).catch((error) =>
       log({ level: "error", message: `Lease sweep failed: ${error}` })
     );
@@ -119,6 +148,7 @@ export async function startGateway(
     }, app.fetch);
   } catch (error) {
     clearInterval(sweep);
+    journal?.close();
     if (!options.kv) await closeStore(kv);
     if (error instanceof Deno.errors.AddrInUse) {
       throw new ConfigError(
@@ -150,6 +180,7 @@ export async function startGateway(
     } catch (error) {
       await server.shutdown();
       clearInterval(sweep);
+      journal?.close();
       if (!options.kv) await closeStore(kv);
       throw new ConfigError(
         `GATEWAY_METRICS_ADDR ${config.metricsAddr} cannot be served: ${
@@ -182,9 +213,40 @@ export async function startGateway(
         clearTimeout(timer);
         // Answered calls may still have their charge queued (write-behind).
         await app.flush();
+        // What did not commit stays in the journal for the next process.
+        journal?.close();
         if (!options.kv) await closeStore(kv);
       })();
       return closing;
     },
   };
+}
+
+/**
+ * The settlement journal's directory for a configuration: a folder of the
+ * base directory (`GATEWAY_JOURNAL_DIR`, else `journal` beside the KV file,
+ * else `./data/journal` on PostgreSQL) named after the store, so a journal
+ * is only ever replayed into the store its charges belong to. None for a KV
+ * in memory, or `GATEWAY_JOURNAL_DIR=off`.
+ */
+function journalDirOf(config: GatewayConfig): string | undefined {
+  if (config.journalDir === "off") return undefined;
+  let store: string;
+  if (config.store) {
+    // The database, never its password.
+    const url = new URL(config.store);
+    store = `postgres://${url.username}@${url.host}${url.pathname}`;
+  } else if (config.kvPath === ":memory:") {
+    // Gone with the process: nothing to replay a journal into.
+    return undefined;
+  } else if (/^https?:/.test(config.kvPath)) {
+    if (!config.journalDir) return undefined;
+    store = config.kvPath;
+  } else store = resolve(config.kvPath);
+  const base = config.journalDir ??
+    (config.store ? "./data/journal" : join(dirname(store), "journal"));
+  return join(
+    base,
+    createHash("sha256").update(store).digest("hex").slice(0, 16),
+  );
 }

@@ -45,6 +45,7 @@
 import type { TraceRecord } from "../traces.ts";
 import type { ReserveResult, Settlement } from "./reservation.ts";
 import { KvBilling } from "./_kv_billing.ts";
+import type { SettleJournal } from "./journal.ts";
 
 /** Options of {@linkcode createBilling}. */
 export interface BillingOptions {
@@ -64,6 +65,8 @@ export interface BillingOptions {
   log?: (record: Record<string, unknown>) => void;
   /** Told how long each commit took, seconds (for metrics). */
   onCommit?: (seconds: number) => void;
+  /** Where each charge is written down before it is queued (`journal.ts`): a charge the store never took is replayed from it. */
+  journal?: SettleJournal;
 }
 
 /**
@@ -148,6 +151,7 @@ export function createBilling(
     now: options.now ?? Date.now,
     log: options.log ?? ((record) => console.error(JSON.stringify(record))),
     onCommit: options.onCommit,
+    journal: options.journal,
   });
 }
 
