@@ -56,6 +56,8 @@ export interface CommitContext {
   closeReservation(id: string): void;
   /** Told how long each commit took, seconds. */
   onCommit?: (seconds: number) => void;
+  /** Told of each lease this process created, once its commit succeeded (the journal names it, for a replay to give it back). */
+  onLease?: (callerId: string, leaseId: string) => void;
 }
 
 /**
@@ -177,6 +179,9 @@ async function attemptBatch(
     versionstamp = committed.versionstamp;
   }
 
+  if (next && next.id !== lease?.record.id) {
+    context.onLease?.(callerId, next.id);
+  }
   // Committed: the lane follows, synchronously, so `#available` never
   // counts a committed settle twice.
   lane.lease = next ? { record: next, versionstamp } : undefined;

@@ -127,6 +127,7 @@ export class KvBilling {
         this.#openReservation(callerId, leaseId, amountMicros),
       closeReservation: (id) => this.#reservations.close(id),
       onCommit: options.onCommit,
+      onLease: (callerId, leaseId) => options.journal?.lease(callerId, leaseId),
     };
     this.#engine = new GroupCommit<Job>({
       takeBatch,

@@ -16,9 +16,11 @@
  * wrote is the kernel's the moment the call returns, so it survives the
  * process being killed; it does not survive the machine losing power.
  *
- * Which journals are dead: each process touches its own file every
- * {@linkcode JOURNAL_HEARTBEAT_MS}; a file nobody touched for
- * {@linkcode JOURNAL_DEAD_AFTER_MS} belongs to a process that is gone.
+ * Which journals are dead: the file is named after its host and process id;
+ * on that host a process id `/proc` no longer lists is gone. Elsewhere, each
+ * process touches its own file every {@linkcode JOURNAL_HEARTBEAT_MS}, and a
+ * file nobody touched for {@linkcode JOURNAL_DEAD_AFTER_MS} belongs to a
+ * process that is gone.
  *
  * @module
  */
@@ -62,7 +64,10 @@ export interface JournalCharge {
 }
 
 /** One line of a journal. */
-type JournalLine = { charge: JournalCharge } | { done: string };
+type JournalLine =
+  | { charge: JournalCharge }
+  | { done: string }
+  | { lease: { callerId: string; leaseId: string } };
 
 /**
  * A process's own journal: one file in the journal directory, appended to
@@ -108,7 +113,12 @@ export class SettleJournal {
    */
   static async open(dir: string): Promise<SettleJournal> {
     await Deno.mkdir(dir, { recursive: true });
-    const path = join(dir, `journal-${timeOrderedId(Date.now())}.jsonl`);
+    const path = join(
+      dir,
+      `journal-${Deno.hostname()}-${Deno.pid}-${
+        timeOrderedId(Date.now())
+      }.jsonl`,
+    );
     const file = await Deno.open(path, {
       write: true,
       append: true,
@@ -126,6 +136,18 @@ export class SettleJournal {
     if (this.#closed) return;
     this.#write({ charge });
     this.#pending.add(charge.chargeId);
+  }
+
+  /**
+   * Names a lease this process created: a replay after its death gives it
+   * back at once instead of leaving it to expire.
+   *
+   * @param callerId The caller.
+   * @param leaseId The lease.
+   */
+  lease(callerId: string, leaseId: string): void {
+    if (this.#closed) return;
+    this.#write({ lease: { callerId, leaseId } });
   }
 
   /**
@@ -188,7 +210,20 @@ export class SettleJournal {
  * ```
  */
 export function pendingCharges(text: string): JournalCharge[] {
+  return readJournal(text).charges;
+}
+
+/** A journal's pending charges, and every lease it names (`callerId`, `leaseId`). */
+function readJournal(
+  text: string,
+): { charges: JournalCharge[]; leases: [string, string][] } {
   const charges = new Map<string, JournalCharge>();
+  const leases = new Map<string, [string, string]>();
+  const named = (callerId: unknown, leaseId: unknown) => {
+    if (typeof callerId === "string" && typeof leaseId === "string") {
+      leases.set(`${callerId}\n${leaseId}`, [callerId, leaseId]);
+    }
+  };
   for (const line of text.split("\n")) {
     if (line === "") continue;
     let parsed: JournalLine;
@@ -199,9 +234,13 @@ export function pendingCharges(text: string): JournalCharge[] {
     }
     if ("charge" in parsed && typeof parsed.charge?.chargeId === "string") {
       charges.set(parsed.charge.chargeId, parsed.charge);
+      named(parsed.charge.callerId, parsed.charge.leaseId);
     } else if ("done" in parsed) charges.delete(parsed.done);
+    else if ("lease" in parsed) {
+      named(parsed.lease?.callerId, parsed.lease?.leaseId);
+    }
   }
-  return [...charges.values()];
+  return { charges: [...charges.values()], leases: [...leases.values()] };
 }
 
 /** What {@linkcode replayJournals} did. */
@@ -266,7 +305,10 @@ export async function replayJournals(
     const path = join(dir, entry.name);
     if (path === options.own) continue;
     const stat = await Deno.stat(path).catch(() => undefined);
-    if (!stat?.mtime || now - stat.mtime.getTime() < deadAfterMs) continue;
+    if (!stat?.mtime) continue;
+    if (now - stat.mtime.getTime() < deadAfterMs && !ownerGone(entry.name)) {
+      continue;
+    }
     const taken = `${path}.replaying-${timeOrderedId(now)}`;
     try {
       await Deno.rename(path, taken);
@@ -274,24 +316,40 @@ export async function replayJournals(
       continue; // Another process took it.
     }
     result.journals++;
-    const charges = pendingCharges(await Deno.readTextFile(taken));
+    const { charges, leases } = readJournal(await Deno.readTextFile(taken));
     for (const charge of charges) {
       if (await commitCharge(kv, charge, options)) result.charged++;
       else result.alreadyCharged++;
     }
-    const leases = new Map<string, string>();
-    for (const charge of charges) {
-      if (charge.leaseId) {
-        leases.set(`${charge.callerId} ${charge.leaseId}`, charge.callerId);
-      }
-    }
-    for (const [both, callerId] of leases) {
-      const leaseId = both.slice(callerId.length + 1);
+    for (const [callerId, leaseId] of leases) {
       if (await returnLease(kv, callerId, leaseId)) result.leasesReturned++;
     }
     await Deno.remove(taken);
   }
   return result;
+}
+
+/**
+ * Whether a journal's owner is known to be gone: it ran on this host (the
+ * name says so) and no process has its id now (`/proc`, where there is one).
+ * Anything else is left to the heartbeat: a host without `/proc`, another
+ * host, or an id taken by a new process reads as alive.
+ */
+function ownerGone(name: string): boolean {
+  const match = /^journal-(.+)-(\d+)-[^-]+\.jsonl$/.exec(name);
+  if (!match || match[1] !== Deno.hostname()) return false;
+  if (Number(match[2]) === Deno.pid) return false;
+  try {
+    Deno.statSync("/proc/self");
+  } catch {
+    return false;
+  }
+  try {
+    Deno.statSync(`/proc/${match[2]}`);
+    return false;
+  } catch {
+    return true;
+  }
 }
 
 /**
