@@ -169,11 +169,12 @@ export interface Billing {
    * it (write-behind), and returns what will be available once this
    * process's queued work for the caller has committed. {@linkcode Billing.balance}
    * waits for queued settlements of the caller; {@linkcode Billing.flush}
-   * waits for all. A settlement that finally fails is logged and not
-   * charged: its hold goes back to the caller.
+   * waits for all. A settlement that fails is tried again with back-off
+   * until it commits; only a shutdown stops it, and then its charge stays in
+   * the journal (`journal.ts`) for the next process to replay.
    */
   settleSoon(settlement: Settlement): { availableMicros: number };
-  /** Resolves once every queued settlement has committed or finally failed, and unused credit keys went back. */
+  /** Resolves once every queued settlement has committed (or, a few seconds into a store outage, was left to the journal), and unused credit keys went back. */
   flush(): Promise<void>;
   /** Stores the trace (and its usage aggregates) of a call that never reserved (refused before forwarding), in its own commit. */
   storeUnreservedTrace(trace: TraceRecord): Promise<void>;
