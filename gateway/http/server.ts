@@ -11,9 +11,11 @@ import { createGateway } from "./app.ts";
 import { ConfigError, type GatewayConfig } from "../config.ts";
 import { type ResilientServer, serveResilient } from "../../_serve.ts";
 import { sweepExpiredLeases } from "../state/credits/sweep.ts";
-import { replayJournals, SettleJournal } from "../state/credits/journal.ts";
-import { createHash } from "node:crypto";
-import { dirname, join, resolve } from "node:path";
+import {
+  journalDirFor,
+  replayJournals,
+  SettleJournal,
+} from "../state/credits/journal.ts";
 import { sweepUsage } from "../state/usage_buckets.ts";
 import { closeStore, openStore } from "../state/store/mod.ts";
 import type { CatalogEntry } from "../state/catalog.ts";
@@ -87,7 +89,7 @@ export async function startGateway(
   const kv = opened.kv;
   const log = options.log ??
     ((record) => console.error(JSON.stringify(record)));
-  const journalDir = options.kv ? undefined : journalDirOf(config);
+  const journalDir = options.kv ? undefined : journalDirFor(config);
   const journal = journalDir ? await SettleJournal.open(journalDir) : undefined;
   const app = createGateway({
     config,
@@ -220,33 +222,4 @@ export async function startGateway(
       return closing;
     },
   };
-}
-
-/**
- * The settlement journal's directory for a configuration: a folder of the
- * base directory (`GATEWAY_JOURNAL_DIR`, else `journal` beside the KV file,
- * else `./data/journal` on PostgreSQL) named after the store, so a journal
- * is only ever replayed into the store its charges belong to. None for a KV
- * in memory, or `GATEWAY_JOURNAL_DIR=off`.
- */
-function journalDirOf(config: GatewayConfig): string | undefined {
-  if (config.journalDir === "off") return undefined;
-  let store: string;
-  if (config.store) {
-    // The database, never its password.
-    const url = new URL(config.store);
-    store = `postgres://${url.username}@${url.host}${url.pathname}`;
-  } else if (config.kvPath === ":memory:") {
-    // Gone with the process: nothing to replay a journal into.
-    return undefined;
-  } else if (/^https?:/.test(config.kvPath)) {
-    if (!config.journalDir) return undefined;
-    store = config.kvPath;
-  } else store = resolve(config.kvPath);
-  const base = config.journalDir ??
-    (config.store ? "./data/journal" : join(dirname(store), "journal"));
-  return join(
-    base,
-    createHash("sha256").update(store).digest("hex").slice(0, 16),
-  );
 }

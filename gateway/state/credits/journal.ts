@@ -24,7 +24,8 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { createHash } from "node:crypto";
+import { dirname, join, resolve } from "node:path";
 import { timeOrderedId } from "../../_ids.ts";
 import { commitWithRetry } from "../_kv_retry.ts";
 import { leaseKey, ledgerKey, unleasedKey } from "../kv_keys.ts";
@@ -417,4 +418,86 @@ function returnLease(
       .commit();
     return committed.ok ? true : null;
   });
+}
+
+/** Where a store is, as the configuration says it (`GatewayConfig`'s fields). */
+export interface JournalPlace {
+  /** The KV path (`GATEWAY_KV_PATH`). */
+  kvPath: string;
+  /** The PostgreSQL URL (`GATEWAY_STORE`), when the store is PostgreSQL. */
+  store?: string;
+  /** The journal's base directory (`GATEWAY_JOURNAL_DIR`); `off` for none. */
+  journalDir?: string;
+}
+
+/**
+ * The settlement journal's directory for a store: a folder of the base
+ * directory (`GATEWAY_JOURNAL_DIR`, else `journal` beside the KV file, else
+ * `./data/journal` on PostgreSQL) named after the store, so a journal is
+ * only ever replayed into the store its charges belong to. None for a KV in
+ * memory, or `GATEWAY_JOURNAL_DIR=off`.
+ *
+ * @param place The KV path, PostgreSQL URL and journal base directory.
+ * @returns The directory, or `undefined` for none.
+ *
+ * @example
+ * ```ts
+ * import { journalDirFor } from "./journal.ts";
+ *
+ * journalDirFor({ kvPath: ":memory:" }); // undefined
+ * journalDirFor({ kvPath: "/srv/data/gateway.kv" }); // "/srv/data/journal/" and 16 hex digits
+ * ```
+ */
+export function journalDirFor(place: JournalPlace): string | undefined {
+  if (place.journalDir === "off") return undefined;
+  let store: string;
+  if (place.store) {
+    // The database, never its password.
+    const url = new URL(place.store);
+    store = `postgres://${url.username}@${url.host}${url.pathname}`;
+  } else if (place.kvPath === ":memory:") {
+    // Gone with the process: nothing to replay a journal into.
+    return undefined;
+  } else if (/^https?:/.test(place.kvPath)) {
+    if (!place.journalDir) return undefined;
+    store = place.kvPath;
+  } else store = resolve(place.kvPath);
+  const base = place.journalDir ??
+    (place.store ? "./data/journal" : join(dirname(store), "journal"));
+  return join(
+    base,
+    createHash("sha256").update(store).digest("hex").slice(0, 16),
+  );
+}
+
+/**
+ * The journals in `dir` whose process still runs (on this host, or touched
+ * within {@linkcode JOURNAL_DEAD_AFTER_MS}): a gateway has the store open.
+ *
+ * @param dir The journal directory.
+ * @param now Epoch ms.
+ * @returns Their file names.
+ */
+export async function liveJournals(
+  dir: string,
+  now: number = Date.now(),
+): Promise<string[]> {
+  const live: string[] = [];
+  let entries: Deno.DirEntry[];
+  try {
+    entries = await Array.fromAsync(Deno.readDir(dir));
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return live;
+    throw error;
+  }
+  for (const entry of entries) {
+    if (!entry.isFile || !/^journal-.*\.jsonl$/.test(entry.name)) continue;
+    const stat = await Deno.stat(join(dir, entry.name)).catch(() => undefined);
+    if (!stat?.mtime) continue;
+    if (
+      now - stat.mtime.getTime() < JOURNAL_DEAD_AFTER_MS &&
+      !ownerGone(entry.name)
+    ) live.push(entry.name);
+  }
+  return live;
 }
