@@ -57,6 +57,8 @@ export interface GatewayOptions {
   log?: (record: Record<string, unknown>) => void;
   /** The settlement journal each charge is written to before it commits. */
   journal?: SettleJournal;
+  /** The clock of time-based state (leases, limit windows, key windows): the store's (`storeClock`); default this process's. */
+  now?: () => number;
 }
 
 /**
@@ -145,6 +147,7 @@ export function createGateway(options: GatewayOptions): GatewayApp {
       defaultCooldownMs: config.keyCooldownMs,
       // Keys' rpm/tpm hold across every process sharing this store.
       store: kv,
+      ...(options.now ? { now: options.now } : {}),
       onRefused: (provider, keyId, status, cooldownMs) =>
         log({
           level: "warn",
@@ -175,8 +178,9 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     usageAggregates: config.usageAggregates === "on",
     log,
     journal: options.journal,
+    ...(options.now ? { now: options.now } : {}),
   });
-  const limits = new LimitCounters(kv);
+  const limits = new LimitCounters(kv, options.now);
   const deps: CallDeps = {
     billing,
     limits,

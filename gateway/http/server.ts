@@ -17,7 +17,7 @@ import {
   SettleJournal,
 } from "../state/credits/journal.ts";
 import { sweepUsage } from "../state/usage_buckets.ts";
-import { closeStore, openStore } from "../state/store/mod.ts";
+import { closeStore, openStore, storeClock } from "../state/store/mod.ts";
 import type { CatalogEntry } from "../state/catalog.ts";
 
 /** How often each process releases reservations left open by a crashed one. */
@@ -91,12 +91,15 @@ export async function startGateway(
     ((record) => console.error(JSON.stringify(record)));
   const journalDir = options.kv ? undefined : journalDirFor(config);
   const journal = journalDir ? await SettleJournal.open(journalDir) : undefined;
+  // One clock for every host on PostgreSQL: the database's.
+  const now = storeClock(kv, () => Date.now() + config.clockOffsetMs);
   const app = createGateway({
     config,
     kv,
     catalog: options.catalog,
     log: options.log,
     journal,
+    now,
   });
   // Charges a dead process left in the journal: charged (once), its leases
   // given back, before this process serves, and again at every sweep.
@@ -124,10 +127,10 @@ export async function startGateway(
   await app.ready();
   const sweep = setInterval(() => {
     replay();
-    sweepExpiredLeases(kv, Date.now()).catch((error) =>
+    sweepExpiredLeases(kv, now()).catch((error) =>
       log({ level: "error", message: `Lease sweep failed: ${error}` })
     );
-    sweepUsage(kv, Date.now(), config.usageRetentionDays).catch((error) =>
+    sweepUsage(kv, now(), config.usageRetentionDays).catch((error) =>
       log({ level: "error", message: `Usage sweep failed: ${error}` })
     );
   }, SWEEP_INTERVAL_MS);
