@@ -7,9 +7,9 @@
  *
  * - a gateway killed with SIGKILL under load, on a KV file and on
  *   PostgreSQL: a new gateway replays the dead one's settlement journal;
- * - PostgreSQL stopped for 30 s under load and started again: the gateway
- *   answers from its leases meanwhile and commits every charge once the
- *   database is back.
+ * - PostgreSQL stopped for 30 s under load and started again, then killed
+ *   with SIGKILL and started again: the gateway answers from its leases
+ *   meanwhile and commits every charge once the database is back.
  */
 import assert from "node:assert/strict";
 import { createCaller, type NewCaller } from "../gateway/state/callers.ts";
@@ -23,7 +23,12 @@ import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
 import { openPostgresStore } from "../gateway/state/store/postgres.ts";
 import { delay, type GatewayProcess, spawnGateway } from "./_gateway_e2e.ts";
-import { POSTGRES_MISSING, reportSkip, startPostgres } from "./_postgres.ts";
+import {
+  POSTGRES_BIN,
+  POSTGRES_MISSING,
+  reportSkip,
+  startPostgres,
+} from "./_postgres.ts";
 
 reportSkip();
 
@@ -216,7 +221,7 @@ Deno.test("a gateway killed with SIGKILL under 100 concurrent callers loses no c
 
 Deno.test({
   name:
-    "on PostgreSQL, a gateway killed with SIGKILL and a 30 s database stop under 100 concurrent callers lose no charge",
+    "on PostgreSQL, a gateway killed with SIGKILL, a 30 s database stop and a database SIGKILL under 100 concurrent callers lose no charge",
   ignore: POSTGRES_MISSING !== undefined,
   async fn() {
     const dir = await Deno.makeTempDir();
@@ -224,6 +229,30 @@ Deno.test({
     await using sim = await startSimulator({ behaviour: { latencyMs: 30 } });
     try {
       const url = await pg.createDatabase("charges");
+      // The test server runs with synchronous_commit off (speed): a commit
+      // it acknowledged can then die with it on SIGKILL. A gateway's charges
+      // are as durable as the database makes its commits, so this database
+      // makes them durable, as a production one does.
+      const psql = await new Deno.Command(
+        `${POSTGRES_BIN}/psql`,
+        {
+          args: [
+            "-h",
+            "127.0.0.1",
+            "-p",
+            String(pg.port),
+            "-U",
+            "postgres",
+            "-d",
+            "charges",
+            "-c",
+            "ALTER DATABASE charges SET synchronous_commit = on",
+          ],
+          stdout: "null",
+          stderr: "piped",
+        },
+      ).output();
+      assert.ok(psql.success, new TextDecoder().decode(psql.stderr));
       const store = await openPostgresStore(url);
       const callers = await makeCallers(store);
       await store.end();
@@ -248,6 +277,11 @@ Deno.test({
       await delay(30_000);
       await pg.up();
       await delay(3_000);
+      // Then killed outright (SIGKILL: crash recovery) and started again.
+      await pg.crash();
+      await delay(1_000);
+      await pg.up();
+      await delay(3_000);
       stopLoad();
       const outage = await running;
       const { code, stderr } = await gateway.stop();
@@ -256,7 +290,7 @@ Deno.test({
         line.includes('"level":"error"')
       );
       console.log(
-        `30 s stop: ${outage.answered} answered, ${outage.fiveHundreds.length} 5xx (${
+        `30 s stop and SIGKILL: ${outage.answered} answered, ${outage.fiveHundreds.length} 5xx (${
           [...new Set(outage.fiveHundreds)].join(", ")
         })`,
       );
