@@ -99,7 +99,7 @@ export class KvBilling {
   readonly #commits: CommitContext;
   readonly #engine: GroupCommit<Job>;
   readonly #journal: SettleJournal | undefined;
-  /** When `flush()` began (epoch ms): failed settlements are tried a little longer, then left to the journal. */
+  /** When the `flush()` under way began (epoch ms): failed settlements are tried a little longer, then left to the journal. */
   #closingSince: number | undefined;
 
   constructor(kv: Deno.Kv, options: KvBillingSettings) {
@@ -196,16 +196,24 @@ export class KvBilling {
   }
 
   async flush(): Promise<void> {
-    this.#closingSince ??= this.#now();
-    await this.#idle();
-    const returns: Promise<void>[] = [];
-    for (const [callerId, lane] of this.#lanes) {
-      clearTimeout(lane.idleTimer);
-      lane.idleTimer = undefined;
-      if (freeMicros(lane) > 0) returns.push(this.#returnLease(callerId));
+    // While a flush waits, failing settlements get a few more seconds, then
+    // stay in the journal; once it is over they go on as before (a flush
+    // between two phases is no shutdown).
+    const first = this.#closingSince === undefined;
+    if (first) this.#closingSince = this.#now();
+    try {
+      await this.#idle();
+      const returns: Promise<void>[] = [];
+      for (const [callerId, lane] of this.#lanes) {
+        clearTimeout(lane.idleTimer);
+        lane.idleTimer = undefined;
+        if (freeMicros(lane) > 0) returns.push(this.#returnLease(callerId));
+      }
+      await Promise.all(returns);
+      await this.#idle();
+    } finally {
+      if (first) this.#closingSince = undefined;
     }
-    await Promise.all(returns);
-    await this.#idle();
   }
 
   storeUnreservedTrace(trace: TraceRecord): Promise<void> {

@@ -106,11 +106,11 @@ Deno.test("a settle whose commit was applied but whose answer was lost is found 
   assert.equal(balance, usdToMicros(1) - 100_000);
 });
 
-Deno.test("a settle is never abandoned: 5 failed rounds in a row (the store down), then it commits, charged once", async () => {
+Deno.test("a settle is never abandoned: 8 failed rounds in a row (the store down), then it commits, charged once", async () => {
   const { charges, balance, logs } = await settleOnce({
     code: "ECONNREFUSED",
     applied: false,
-    times: 5,
+    times: 8,
   });
   assert.equal(charges, 1, logs.join("\n"));
   assert.equal(balance, usdToMicros(1) - 100_000);
