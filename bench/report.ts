@@ -11,6 +11,7 @@ import { renderCost, renderCostSummary } from "./gateway/cost_report.ts";
 import type { GatewayBenchResults, Target } from "./gateway/run.ts";
 import type { McpBenchResults } from "./mcp/run.ts";
 import type { StreamsRow } from "./gateway/streams.ts";
+import type { LargeInputRow } from "./gateway/large_inputs.ts";
 import { ms } from "./_stats.ts";
 
 /** Facts about the machine and the run. */
@@ -49,6 +50,29 @@ export interface RunResults {
   stores?: StoreBenchResults;
   /** Issue 29's figures, cold and warm, against the relay (absent in runs before it was part of the bench). */
   cost?: CostResults;
+  /** Issue 35's large stream event and large body (absent in runs before it was part of the bench). */
+  largeInputs?: LargeInputRow[];
+}
+
+/** The large-input section: CPU per MiB (flat across sizes when the work is linear) and the worst `/health` meanwhile. */
+function renderLargeInputs(rows: readonly LargeInputRow[]): string[] {
+  return [
+    "### Large inputs",
+    "",
+    "One upstream stream event of each size, and chat bodies of many small messages from a caller with $0.000001 (`bench/gateway/large_inputs.ts`; the gateway in the bench process, a `/health` probe every 20 ms on its event loop). Linear work keeps CPU per MiB flat across sizes.",
+    "",
+    table(
+      ["input", "MiB", "status", "CPU ms per MiB", "worst /health, ms"],
+      rows.map((row) => [
+        row.kind === "event" ? "stream event" : "request body",
+        String(row.mib),
+        String(row.status),
+        row.cpuMsPerMib.toFixed(0),
+        row.worstHealthMs.toFixed(0),
+      ]),
+    ),
+    "",
+  ];
 }
 
 const LABELS: Record<Target, string> = {
@@ -628,6 +652,7 @@ export function renderReport(
     gatewaySection(run),
     streamsSection(run.streams ?? []),
     ...(run.stores ? renderStores(run.stores) : []),
+    ...(run.largeInputs ? renderLargeInputs(run.largeInputs) : []),
     "## MCP",
     "",
     mcpSection(run),

@@ -19,6 +19,7 @@ import { latencyChart, type Series, writeChart } from "./chart.ts";
 import { benchGateway, type Target } from "./gateway/run.ts";
 import { benchMcp } from "./mcp/run.ts";
 import { benchStreams } from "./gateway/streams.ts";
+import { benchLargeInputs } from "./gateway/large_inputs.ts";
 import { renderReport, type RunResults } from "./report.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
@@ -166,6 +167,8 @@ if (import.meta.main) {
       { calls: quick ? 400 : 4000, workDir },
       log,
     );
+    log("large inputs bench: one large stream event, one large body");
+    const largeInputs = await benchLargeInputs();
     const run: RunResults = {
       facts: {
         startedAt: new Date(started).toISOString(),
@@ -197,6 +200,7 @@ if (import.meta.main) {
       mcp,
       stores,
       cost: costResults,
+      largeInputs,
     };
     await Deno.writeTextFile(
       `${ROOT}bench/results/latest.json`,

@@ -51,6 +51,10 @@ const configSchema = z.object({
   ).optional(),
   adminToken: z.string().min(16, "must be at least 16 characters").optional(),
   maxBodyBytes: positiveInt.default(32 * 1024 * 1024),
+  maxCallerBodyBytes: positiveInt.default(64 * 1024 * 1024),
+  journalDir: z.string().min(1).optional(),
+  clockOffsetMs: z.coerce.number().int().min(-86_400_000).max(86_400_000)
+    .default(0),
   upstreamTimeoutMs: positiveInt.default(120_000),
   keyCooldownMs: positiveInt.default(60_000),
   callerCacheMs: z.coerce.number().int().min(0).max(1000).default(1000),
@@ -89,6 +93,22 @@ export interface GatewayConfig {
   adminToken?: string;
   /** Largest request body accepted, bytes (`GATEWAY_MAX_BODY_BYTES`, default 32 MiB). */
   maxBodyBytes: number;
+  /** Most bytes of request bodies one caller may have in flight in one process (`GATEWAY_MAX_CALLER_BODY_BYTES`, default 64 MiB); one body always gets in. */
+  maxCallerBodyBytes: number;
+  /**
+   * The settlement journal's directory (`GATEWAY_JOURNAL_DIR`): each answered
+   * call's charge is written there before it is committed, and charges a
+   * dead process left there are charged by the next one (`credits/journal.ts`).
+   * Default: `journal` beside a KV file, `./data/journal` on PostgreSQL;
+   * none for a KV in memory. `off` turns it off.
+   */
+  journalDir?: string;
+  /**
+   * Shifts this process's own clock, ms (`GATEWAY_CLOCK_OFFSET_MS`, default
+   * 0): for trying clock skew between hosts. On PostgreSQL time-based state
+   * keeps to the database's clock whatever this says.
+   */
+  clockOffsetMs: number;
   /** Time an upstream may take to answer, or between two stream events, ms (`GATEWAY_UPSTREAM_TIMEOUT_MS`). */
   upstreamTimeoutMs: number;
   /** Cool-down of a key after a 429 without `retry-after`, ms (`GATEWAY_KEY_COOLDOWN_MS`). */
@@ -183,6 +203,9 @@ export function parseConfig(sources: ConfigSources = {}): GatewayConfig {
   set("store", env.GATEWAY_STORE);
   set("adminToken", env.GATEWAY_ADMIN_TOKEN);
   set("maxBodyBytes", env.GATEWAY_MAX_BODY_BYTES);
+  set("maxCallerBodyBytes", env.GATEWAY_MAX_CALLER_BODY_BYTES);
+  set("journalDir", env.GATEWAY_JOURNAL_DIR);
+  set("clockOffsetMs", env.GATEWAY_CLOCK_OFFSET_MS);
   set("upstreamTimeoutMs", env.GATEWAY_UPSTREAM_TIMEOUT_MS);
   set("keyCooldownMs", env.GATEWAY_KEY_COOLDOWN_MS);
   set("drainTimeoutMs", env.GATEWAY_DRAIN_TIMEOUT_MS);

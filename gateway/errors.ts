@@ -157,10 +157,34 @@ export function streamErrorFrame(
   }\n\n`;
 }
 
+/** Error codes of a store that cannot be reached: the client's own (postgres.js, Node) and PostgreSQL's shutdown and start-up states. */
+const STORE_UNREACHABLE = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "CONNECT_TIMEOUT",
+  "57P01",
+  "57P02",
+  "57P03",
+]);
+
+/** Whether an error says the store cannot be reached now (a database down or restarting), not that the gateway has a bug. */
+function storeUnreachable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return (typeof code === "string" && STORE_UNREACHABLE.has(code)) ||
+    error instanceof Deno.errors.ConnectionRefused ||
+    error instanceof Deno.errors.ConnectionReset;
+}
+
 /**
- * Turns anything thrown into a {@linkcode GatewayError}. Anything else is a
- * bug: a 500 that names the request id for the operator's log and hides
- * what went wrong from the caller.
+ * Turns anything thrown into a {@linkcode GatewayError}. A store that
+ * cannot be reached (the database down or restarting) is a 503 with
+ * `retry-after: 1`. Anything else is a bug: a 500 that names the request id
+ * for the operator's log and hides what went wrong from the caller.
  *
  * @param error What was thrown.
  * @param requestId The request's id, quoted in the message of a 500.
@@ -181,6 +205,13 @@ export function toGatewayError(
   requestId?: string,
 ): GatewayError {
   if (error instanceof GatewayError) return error;
+  if (storeUnreachable(error)) {
+    return new GatewayError(
+      503,
+      "The gateway's store is unreachable; retry shortly",
+      { code: "store_unavailable", retryAfterSeconds: 1 },
+    );
+  }
   return new GatewayError(
     500,
     requestId

@@ -6,6 +6,7 @@ import {
   renderErrors,
   setRoute,
   streamErrorFrame,
+  toGatewayError,
 } from "./errors.ts";
 
 Deno.test("errorBody() writes each route's convention", () => {
@@ -73,4 +74,15 @@ Deno.test("renderErrors() turns a bug into a 500 naming the request id, and a Ga
   assert.equal(refused.status, 402);
   assert.equal((await refused.json()).error.type, "billing_error");
   assert.equal(logged.length, 1);
+});
+
+Deno.test("toGatewayError() answers a store that cannot be reached with a 503 and retry-after, not a 500", () => {
+  for (const code of ["CONNECTION_CLOSED", "ECONNREFUSED", "57P01"]) {
+    const thrown = Object.assign(new Error(`write ${code}`), { code });
+    const error = toGatewayError(thrown, "req_1");
+    assert.equal(error.status, 503, code);
+    assert.equal(error.code, "store_unavailable");
+    assert.equal(error.retryAfterSeconds, 1);
+  }
+  assert.equal(toGatewayError(new TypeError("x"), "req_1").status, 500);
 });

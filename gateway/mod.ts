@@ -60,6 +60,15 @@ export {
   usdToMicros,
 } from "./state/credits/money.ts";
 export { sweepExpiredLeases, type SweepResult } from "./state/credits/sweep.ts";
+export {
+  type JournalCharge,
+  journalDirFor,
+  type JournalPlace,
+  replayJournals,
+  type ReplayOptions,
+  type ReplayResult,
+  SettleJournal,
+} from "./state/credits/journal.ts";
 export { GatewayError } from "./errors.ts";
 export {
   type KeyPoolOptions,
@@ -92,6 +101,7 @@ export type {
 export type { CallAttempt, TraceRecord } from "./state/traces.ts";
 export type {
   AcquireResult,
+  KeyCooled,
   KeyHealth,
   KeyOutcome,
   KeyPool,

@@ -11,7 +11,10 @@
 import { join } from "node:path";
 import { freePort } from "./_ports.ts";
 
-const BIN = Deno.env.get("PG_BIN") ?? "/usr/lib/postgresql/15/bin";
+/** Where PostgreSQL's programs are (`PG_BIN`, default Debian's PostgreSQL 15). */
+export const POSTGRES_BIN: string = Deno.env.get("PG_BIN") ??
+  "/usr/lib/postgresql/15/bin";
+const BIN = POSTGRES_BIN;
 
 /** Why PostgreSQL tests cannot run here, or `undefined` when they can. */
 export const POSTGRES_MISSING: string | undefined = (() => {
@@ -48,7 +51,9 @@ export interface TestPostgres {
   createDatabase(name: string): Promise<string>;
   /** Stops the server (fast shutdown: connections cut), keeping its data. */
   down(): Promise<void>;
-  /** Starts it again on the same port and data after `down()`. */
+  /** Kills the server with SIGKILL, no shutdown at all (the next `up()` runs crash recovery). */
+  crash(): Promise<void>;
+  /** Starts it again on the same port and data after `down()` or `crash()`. */
   up(): Promise<void>;
   /** Stops the server and removes its directory. */
   stop(): Promise<void>;
@@ -164,6 +169,12 @@ export async function startPostgres(): Promise<TestPostgres> {
     await server.status;
     server = undefined;
   };
+  const crash = async () => {
+    if (!server) return;
+    server.kill("SIGKILL");
+    await server.status;
+    server = undefined;
+  };
   let stopped: Promise<void> | undefined;
   const stop = () =>
     stopped ??= (async () => {
@@ -186,8 +197,17 @@ export async function startPostgres(): Promise<TestPostgres> {
       return `postgres://postgres@127.0.0.1:${port}/${name}`;
     },
     down,
+    crash,
     async up(): Promise<void> {
-      server ??= await launch();
+      // After a crash the old server's backends take a moment to exit.
+      for (let attempt = 0; !server; attempt++) {
+        try {
+          server = await launch();
+        } catch (error) {
+          if (attempt >= 5) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 500));
+        }
+      }
     },
     stop,
     [Symbol.asyncDispose]: stop,

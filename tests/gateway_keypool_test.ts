@@ -5,6 +5,8 @@
  * only that call, and provider keys never leaking anywhere.
  */
 import assert from "node:assert/strict";
+import { createCaller } from "../gateway/state/callers.ts";
+import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { providerKeyId } from "../gateway/upstream/key_pool.ts";
 import { startHarness } from "./_gateway_harness.ts";
 import { assertRouteError, callBody, callPath } from "./_gateway_routes.ts";
@@ -150,23 +152,37 @@ Deno.test("a 403 about the request fails only that call, with the provider's rea
   );
 });
 
-Deno.test("a key that answers 403 to many different requests is cooled down like a 401", async () => {
-  await using h = await startHarness({ keysPerProvider: 2 });
-  const [dead, alive] = h.providerKeys.openrouter;
+Deno.test("a key that answers 403 to requests of several different callers is cooled down like a 401; one caller's 403s never refuse it", async () => {
+  await using h = await startHarness({ keysPerProvider: 1 });
+  const [dead] = h.providerKeys.openrouter;
   h.sim.setKeyBehaviour(dead, { status: 403, message: "Key disabled" });
   const body = callBody("chat", "z-ai/glm-4.5v", false);
-  let refused = 0;
-  for (let i = 0; i < 10; i++) {
-    const response = await h.post("/chat/completions", body);
-    if (response.status === 403) refused++;
-    else assert.equal(response.status, 200);
+  const callAs = async (key: string) => {
+    const response = await h.post("/chat/completions", body, {
+      authorization: `Bearer ${key}`,
+    });
     await response.body?.cancel();
+    return response.status;
+  };
+  const refusedKeys = () =>
+    h.logs.filter((record) =>
+      record.provider === "openrouter" && record.status === 403
+    );
+  // One caller, however many requests: each 403 fails its own call only.
+  for (let i = 0; i < 8; i++) assert.equal(await callAs(h.caller.key), 403);
+  assert.deepEqual(refusedKeys(), [], "one caller never refuses a key");
+  // Two more callers meet the 403: three different callers, the key's fault.
+  for (const name of ["second", "third"]) {
+    const other = await createCaller(h.kv, {
+      name,
+      creditsMicros: usdToMicros(10),
+    });
+    await callAs(other.key);
   }
-  // Until the third different request, each 403 fails its call; then the
-  // key is blamed, and every later call goes to the other key.
-  assert.equal(refused, 2);
-  const last = h.sim.requests.slice(-5).map((request) => request.key);
-  assert.deepEqual(last, Array(5).fill(alive));
+  assert.equal(refusedKeys().length, 1, "refused once three callers met it");
+  const sent = h.sim.requests.length;
+  assert.notEqual(await callAs(h.caller.key), 200);
+  assert.equal(h.sim.requests.length, sent, "a refused key is not sent to");
 });
 
 Deno.test("with every key cooling down the caller gets 429 with retry-after = the cool-down, and a call after it succeeds", async () => {

@@ -19,7 +19,8 @@ import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
 import { openPostgresStore } from "../gateway/state/store/postgres.ts";
 import { listTraces } from "../gateway/state/traces.ts";
-import { ledgerSum, postJson, spawnGateway } from "./_gateway_e2e.ts";
+import { delay, ledgerSum, postJson, spawnGateway } from "./_gateway_e2e.ts";
+import { unleasedKey } from "../gateway/state/kv_keys.ts";
 import { POSTGRES_MISSING, reportSkip, startPostgres } from "./_postgres.ts";
 
 reportSkip();
@@ -89,7 +90,7 @@ Deno.test({
       assert.equal(copied.code, 0, copied.err);
       assert.match(
         copied.out,
-        /^Copied \d+ records .* 2 callers' balances equal/,
+        /^Copied \d+ records .* 2 callers' ledgers and balances equal/,
       );
 
       const store = await openPostgresStore(url);
@@ -152,6 +153,78 @@ Deno.test({
       assert.match(again.err, /not empty: refusing to overwrite/);
     } finally {
       kv.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "store copy is refused while a gateway has the KV open, replays a killed gateway's journal into the copy, and refuses a source whose ledger and balance disagree",
+  ignore: POSTGRES_MISSING !== undefined,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    await using pg = await startPostgres();
+    await using sim = await startSimulator();
+    const kvPath = join(dir, "gateway.kv");
+    try {
+      let caller;
+      {
+        using kv = await Deno.openKv(kvPath);
+        caller = await createCaller(kv, {
+          name: "busy",
+          creditsMicros: usdToMicros(1),
+        });
+      }
+      const gateway = await spawnGateway({
+        ...sim.env(),
+        GATEWAY_KV_PATH: kvPath,
+        OPENAI_API_KEYS: "sk-copy-busy-0123456789abcdef",
+      });
+      let answered = 0;
+      for (let i = 0; i < 5; i++) {
+        const response = await postJson(
+          `${gateway.url}/v1/chat/completions`,
+          caller.key,
+          { model: "gpt-4o-mini", messages: HELLO, max_tokens: 16 },
+        );
+        assert.equal(response.status, 200);
+        answered += Math.round(
+          Number(response.headers.get("x-gateway-cost")) * 1e6,
+        );
+        await response.body?.cancel();
+      }
+      const busy = await copy(kvPath, await pg.createDatabase("busy"));
+      assert.equal(busy.code, 1);
+      assert.match(busy.err, /A gateway has this KV open/);
+
+      // Killed: its journal is dead, replayed into the source, then copied.
+      gateway.child.kill("SIGKILL");
+      await gateway.child.status;
+      await delay(100);
+      const url = await pg.createDatabase("after_kill");
+      const copied = await copy(kvPath, url);
+      assert.equal(copied.code, 0, copied.err);
+      const store = await openPostgresStore(url);
+      try {
+        const ledger = await listLedger(store, caller.id);
+        assert.equal(ledgerSum(ledger), usdToMicros(1) - answered);
+        assert.equal(await readBalance(store, caller.id), ledgerSum(ledger));
+        assert.deepEqual(await listLeases(store, caller.id), []);
+      } finally {
+        await store.end();
+      }
+
+      // Money that does not add up in the source is not copied.
+      {
+        using kv = await Deno.openKv(kvPath);
+        const unleased = await kv.get<number>(unleasedKey(caller.id));
+        await kv.set(unleasedKey(caller.id), (unleased.value ?? 0) + 1);
+      }
+      const bad = await copy(kvPath, await pg.createDatabase("bad"));
+      assert.equal(bad.code, 1);
+      assert.match(bad.err, /does not add up/);
+    } finally {
       await Deno.remove(dir, { recursive: true });
     }
   },

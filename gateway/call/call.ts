@@ -364,6 +364,7 @@ class Call implements AsyncDisposable {
           estimatedTokens: inputTokens + parsed.choices * input.maxOutputTokens,
           signal: request.signal,
           requestId: request.requestId,
+          callerId: request.caller.id,
           keysTried: this.keysTried,
           // Continued state is served by the key that holds it or not at
           // all; the wait for it is bounded by the upstream's answer time.

@@ -21,6 +21,7 @@ import type { Caller } from "../state/callers.ts";
 import type { RouteName } from "../conventions.ts";
 import { sendUpstream } from "../upstream/send.ts";
 import { upstreamFailure } from "../upstream/rules.ts";
+import { scrubAnswer } from "../upstream/scrub.ts";
 
 /** One count-tokens request. */
 export interface CountTokensRequest {
@@ -103,10 +104,16 @@ export async function countTokens(
     estimatedTokens: 0,
     signal: request.signal,
     requestId: request.requestId,
+    callerId: caller.id,
+    // Counting has rate limits of its own (Anthropic: "token counting and
+    // message creation have separate and independent rate limits"): its 429
+    // says nothing of the key's room for calls (another key is tried, none
+    // cools), and may ask for an hour.
+    ownRateLimits: true,
   });
   let text: string;
   try {
-    text = await upstream.response.text();
+    text = scrubAnswer(await upstream.response.text(), upstream.key);
   } catch (error) {
     throw upstreamFailure(entry.provider, error, upstream.signal);
   } finally {

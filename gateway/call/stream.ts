@@ -16,6 +16,7 @@ import { createParser } from "eventsource-parser";
 import { GatewayError, streamErrorFrame } from "../errors.ts";
 import { deadlines, upstreamTimeout } from "../upstream/deadlines.ts";
 import { outputTextTokens } from "./estimate.ts";
+import { boundedFeed } from "./sse_feed.ts";
 import { scrubKey, scrubsKey } from "../upstream/scrub.ts";
 import type { Exchange } from "../upstream/providers/provider.ts";
 import { parseJson } from "../upstream/providers/provider.ts";
@@ -197,8 +198,11 @@ export function relayStream(options: RelayOptions): Relay {
   let firstEventAt: number | undefined;
   let pending = "";
   let relayedOutput = 0;
+  // Whole lines only reach the parser, and an event has a bound.
+  const lines = boundedFeed((text) => parser.feed(text), provider);
   const parser = createParser({
     onEvent(event) {
+      lines.eventEnded(event.data.length);
       // Every provider's events carry JSON (OpenAI's closing [DONE] aside);
       // anything else is garbage, never relayed: the stream ends in an error.
       const data = event.data === "[DONE]" ? event.data : parseJson(event.data);
@@ -226,7 +230,7 @@ export function relayStream(options: RelayOptions): Relay {
     const text = decoder.decode(bytes, { stream: true });
     const carriedIn = carried;
     carried = bytes.length > 0 && bytes[bytes.length - 1] >= 0x80;
-    parser.feed(text);
+    lines.feed(text);
     return { text, whole: !carriedIn && !carried };
   };
   /**
@@ -299,7 +303,8 @@ export function relayStream(options: RelayOptions): Relay {
           const { value, done } = await readChunk(options.idleTimeoutMs);
           if (done) {
             deadlines.forget(watched);
-            parser.feed(decoder.decode());
+            lines.feed(decoder.decode());
+            lines.flush();
             pending += relay.end();
             if (pending) controller.enqueue(frames(pending));
             // Ended before the caller sees the close, so the call's owner
@@ -320,6 +325,12 @@ export function relayStream(options: RelayOptions): Relay {
         deadlines.forget(watched);
         if (finished) return;
         const error = readFailure(thrown, upstream.key, upstream.abort.signal);
+        // Nothing more is read: an event past its bound (or garbage) must
+        // not keep the upstream request open.
+        upstream.abort.abort(
+          new DOMException("The stream was cut off", "AbortError"),
+        );
+        reads.cancel();
         const cut = error.status === 502
           ? new GatewayError(
             502,

@@ -152,3 +152,53 @@ Deno.test("relayStream() never rewrites streamed words or tool ids with a key to
     assert.equal(new TextDecoder().decode(out), text);
   }
 });
+
+Deno.test("relayStream() ends a stream whose event passes the bound with the convention's error event, billed what was relayed", async () => {
+  const call: CallInput = {
+    route: "chat",
+    entry: { id: "m", upstream: "m", provider: "openai" } as CatalogEntry,
+    body: { messages: [] },
+    stream: true,
+    maxOutputTokens: 100,
+    query: {},
+    headers: new Headers(),
+  };
+  const encoder = new TextEncoder();
+  const piece = encoder.encode("a".repeat(64 * 1024));
+  let sent = 0;
+  const abort = new AbortController();
+  const upstreamBody = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(encoder.encode(chunk("hello there, caller ")));
+      controller.enqueue(
+        encoder.encode('data: {"choices":[{"delta":{"content":"'),
+      );
+    },
+    pull(controller) {
+      // Endless: only the bound ends it.
+      sent += piece.length;
+      controller.enqueue(piece);
+    },
+  });
+  const { response, ended } = relayStream({
+    route: "chat",
+    exchange: chatPassthrough(call),
+    upstream: {
+      response: new Response(upstreamBody),
+      key: { provider: "openai", keyId: "k1", secret: SECRET },
+      abort,
+    },
+    idleTimeoutMs: 5_000,
+    inputEstimate: 10,
+  });
+  const text = await response.text();
+  const end = await ended;
+  assert.equal(end.status, 502);
+  assert.match(end.error ?? "", /larger than 8388608 characters/);
+  assert.match(text, /hello there, caller/);
+  assert.match(text, /"error":\{/);
+  assert.ok(end.usage.outputTokens > 0, "billed the output relayed");
+  assert.equal(end.usage.inputTokens, 10);
+  assert.ok(abort.signal.aborted, "the upstream request is cancelled");
+  assert.ok(sent < 10 * 1024 * 1024, `read ${sent} bytes`);
+});

@@ -6,7 +6,9 @@
  * for this run).
  *
  * The KV is `:memory:` unless `GATEWAY_KV_PATH` is set, so a demo leaves
- * nothing behind.
+ * nothing behind. It listens on 127.0.0.1 unless `HOST` says otherwise
+ * (`HOST=0.0.0.0` for every interface): it prints an admin token, and the
+ * admin API and console answer whoever can reach the port.
  *
  * @module
  */
@@ -41,7 +43,8 @@ export interface Demo {
  * Starts the provider simulator and the gateway in front of it, in this
  * process, with a KV in memory (unless `GATEWAY_KV_PATH` is set), a caller
  * holding $5 of demo credits, and the admin API and console on
- * (`GATEWAY_ADMIN_TOKEN`, or a random token made for this run).
+ * (`GATEWAY_ADMIN_TOKEN`, or a random token made for this run), listening
+ * on 127.0.0.1 unless `HOST` is set.
  *
  * @param options `quiet`: keep the gateway's request log off stderr; `port`:
  * where it listens (default `PORT` or 8080; 0 picks a free one).
@@ -56,6 +59,9 @@ export async function startDemo(
   });
   const env: Record<string, string | undefined> = {
     GATEWAY_KV_PATH: ":memory:",
+    // Loopback unless the operator asks for more: the demo prints its
+    // admin token, and the gateway's own default is every interface.
+    HOST: "127.0.0.1",
     ...Deno.env.toObject(),
     ...sim.env(),
     ...(options.port !== undefined && { PORT: String(options.port) }),

@@ -6,6 +6,7 @@
  * @module
  */
 import { copyKvToPostgres } from "../state/store/copy.ts";
+import { journalDirFor } from "../state/credits/journal.ts";
 import { describePostgresUrl } from "../state/store/mod.ts";
 import { openPostgresStore } from "../state/store/postgres.ts";
 
@@ -59,11 +60,17 @@ export async function main(args: readonly string[]): Promise<number> {
     return 1;
   }
   try {
-    const report = await copyKvToPostgres(kv, target, { force });
+    const report = await copyKvToPostgres(kv, target, {
+      force,
+      journalDir: journalDirFor({
+        kvPath: from,
+        journalDir: Deno.env.get("GATEWAY_JOURNAL_DIR") || undefined,
+      }),
+    });
     console.log(
       `Copied ${report.records} records from ${from} to PostgreSQL ${
         describePostgresUrl(to)
-      }: ${report.callers} callers' balances equal on both sides${
+      }: ${report.callers} callers' ledgers and balances equal on both sides${
         report.leasesFolded > 0
           ? `, ${report.leasesFolded} leases (${report.leasedMicros} micro-USD) returned to their callers' credits`
           : ""

@@ -12,6 +12,8 @@
 import { uuidV7 } from "../_ids.ts";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import type { SettleJournal } from "../state/credits/journal.ts";
+import { BodyBudget, bodyGuard } from "./body_guard.ts";
 import { createAdminRoutes } from "./admin.ts";
 import { consolePages } from "./console/pages.ts";
 import { callerAuth } from "./auth.ts";
@@ -54,6 +56,10 @@ export interface GatewayOptions {
   keyPool?: KeyPool;
   /** Where structured log records go; defaults to one JSON line each on stderr. */
   log?: (record: Record<string, unknown>) => void;
+  /** The settlement journal each charge is written to before it commits. */
+  journal?: SettleJournal;
+  /** The clock of time-based state (leases, limit windows, key windows): the store's (`storeClock`); default this process's. */
+  now?: () => number;
 }
 
 /**
@@ -142,6 +148,7 @@ export function createGateway(options: GatewayOptions): GatewayApp {
       defaultCooldownMs: config.keyCooldownMs,
       // Keys' rpm/tpm hold across every process sharing this store.
       store: kv,
+      ...(options.now ? { now: options.now } : {}),
       onRefused: (provider, keyId, status, cooldownMs) =>
         log({
           level: "warn",
@@ -151,6 +158,14 @@ export function createGateway(options: GatewayOptions): GatewayApp {
           keyId,
           status,
           cooldownMs,
+        }),
+      // Any caller can earn a 429: the log names who cooled which key, for
+      // how long (bounded by the pool), so one who keeps doing it is found.
+      onCooled: (cooled) =>
+        log({
+          level: "warn",
+          message: "A 429 cooled a provider key",
+          ...cooled,
         }),
     },
   );
@@ -163,8 +178,10 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     traceRetentionMs: config.traceRetentionDays * 86_400_000,
     usageAggregates: config.usageAggregates === "on",
     log,
+    journal: options.journal,
+    ...(options.now ? { now: options.now } : {}),
   });
-  const limits = new LimitCounters(kv);
+  const limits = new LimitCounters(kv, options.now);
   const deps: CallDeps = {
     billing,
     limits,
@@ -217,6 +234,14 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     },
   });
 
+  // Before a body is read: an expired key, no credit for a large body, and
+  // too many bytes of bodies in flight for one caller are refused.
+  const preBody = bodyGuard({
+    billing,
+    budget: new BodyBudget(config.maxCallerBodyBytes),
+    maxBodyBytes: config.maxBodyBytes,
+  });
+
   const api = new Hono<GatewayEnv>();
   // First, so every error on a route's paths speaks its convention.
   scopeRoutes(api);
@@ -231,7 +256,10 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   api.route("/", statusRoutes(metrics, config.adminToken));
   api.route("/", modelRoutes(catalog, config.providers));
   api.route("/", callerRoutes(kv, billing, authenticate));
-  api.route("/", callRoutes(deps, { authenticate, bodySizeLimit }));
+  api.route(
+    "/",
+    callRoutes(deps, { authenticate, preBody, bodySizeLimit }),
+  );
   api.route(
     "/admin",
     createAdminRoutes({

@@ -28,6 +28,8 @@ const PLAIN_CALL_ROUTES: readonly RouteName[] = [
 export interface CallGuards {
   /** Authenticates the caller from the headers (sets `c.get("caller")`). */
   authenticate: MiddlewareHandler<CallerEnv>;
+  /** Refuses, before the body is read, what the headers and the balance can refuse, and bounds each caller's bytes in flight (`body_guard.ts`). */
+  preBody: MiddlewareHandler<CallerEnv>;
   /** Refuses a body over the configured size. */
   bodySizeLimit: MiddlewareHandler;
 }
@@ -43,7 +45,7 @@ export function callRoutes(
   deps: CallDeps,
   guards: CallGuards,
 ): Hono<GatewayEnv> {
-  const { authenticate, bodySizeLimit } = guards;
+  const { authenticate, preBody, bodySizeLimit } = guards;
   const api = new Hono<GatewayEnv>();
   const run =
     (route: RouteName, extra: Partial<CallRequest> = {}) =>
@@ -63,13 +65,20 @@ export function callRoutes(
     };
   for (const route of PLAIN_CALL_ROUTES) {
     for (const path of ROUTE_CONVENTIONS[route].callPaths) {
-      api.post(path, authenticate, bodySizeLimit, (c) => run(route)(c));
+      api.post(
+        path,
+        authenticate,
+        preBody,
+        bodySizeLimit,
+        (c) => run(route)(c),
+      );
     }
   }
   // A Responses conversation, pinned to the key that created it.
   api.post(
     "/conversations",
     authenticate,
+    preBody,
     bodySizeLimit,
     async (c) =>
       createConversation(deps, {
@@ -79,23 +88,29 @@ export function callRoutes(
         requestId: c.get("requestId"),
       }),
   );
-  api.post("/messages/count_tokens", authenticate, bodySizeLimit, async (c) => {
-    const body = jsonObject(await c.req.text());
-    if (typeof body.model !== "string" || body.model === "") {
-      throw new GatewayError(400, 'Invalid "model": expected a model id', {
-        param: "model",
+  api.post(
+    "/messages/count_tokens",
+    authenticate,
+    preBody,
+    bodySizeLimit,
+    async (c) => {
+      const body = jsonObject(await c.req.text());
+      if (typeof body.model !== "string" || body.model === "") {
+        throw new GatewayError(400, 'Invalid "model": expected a model id', {
+          param: "model",
+        });
+      }
+      return countTokens(deps, {
+        route: "messages",
+        model: body.model,
+        body,
+        headers: c.req.raw.headers,
+        caller: c.get("caller"),
+        signal: c.req.raw.signal,
+        requestId: c.get("requestId"),
       });
-    }
-    return countTokens(deps, {
-      route: "messages",
-      model: body.model,
-      body,
-      headers: c.req.raw.headers,
-      caller: c.get("caller"),
-      signal: c.req.raw.signal,
-      requestId: c.get("requestId"),
-    });
-  });
+    },
+  );
   // The model and the method (`generateContent`, `streamGenerateContent`,
   // `countTokens`) are in the path: `{base}/{apiVersion}/models/{model}:{method}`.
   const geminiCall = async (c: Context<GatewayEnv>) => {
@@ -129,7 +144,7 @@ export function callRoutes(
     })(c);
   };
   for (const path of ROUTE_CONVENTIONS.gemini.callPaths) {
-    api.post(path, authenticate, bodySizeLimit, geminiCall);
+    api.post(path, authenticate, preBody, bodySizeLimit, geminiCall);
   }
   return api;
 }

@@ -11,8 +11,13 @@ import { createGateway } from "./app.ts";
 import { ConfigError, type GatewayConfig } from "../config.ts";
 import { type ResilientServer, serveResilient } from "../../_serve.ts";
 import { sweepExpiredLeases } from "../state/credits/sweep.ts";
+import {
+  journalDirFor,
+  replayJournals,
+  SettleJournal,
+} from "../state/credits/journal.ts";
 import { sweepUsage } from "../state/usage_buckets.ts";
-import { closeStore, openStore } from "../state/store/mod.ts";
+import { closeStore, openStore, storeClock } from "../state/store/mod.ts";
 import type { CatalogEntry } from "../state/catalog.ts";
 
 /** How often each process releases reservations left open by a crashed one. */
@@ -82,21 +87,50 @@ export async function startGateway(
     ? { kv: options.kv, description: "a store passed in" }
     : await openStore(config);
   const kv = opened.kv;
+  const log = options.log ??
+    ((record) => console.error(JSON.stringify(record)));
+  const journalDir = options.kv ? undefined : journalDirFor(config);
+  const journal = journalDir ? await SettleJournal.open(journalDir) : undefined;
+  // One clock for every host on PostgreSQL: the database's.
+  const now = storeClock(kv, () => Date.now() + config.clockOffsetMs);
   const app = createGateway({
     config,
     kv,
     catalog: options.catalog,
     log: options.log,
+    journal,
+    now,
   });
-  const log = options.log ??
-    ((record) => console.error(JSON.stringify(record)));
+  // Charges a dead process left in the journal: charged (once), its leases
+  // given back, before this process serves, and again at every sweep.
+  const replay = async () => {
+    if (!journalDir) return;
+    try {
+      const replayed = await replayJournals(kv, journalDir, {
+        own: journal?.path,
+        traceRetentionMs: config.traceRetentionDays * 86_400_000,
+        usageAggregates: config.usageAggregates === "on",
+      });
+      if (replayed.journals > 0) {
+        log({
+          level: "warn",
+          message: "Replayed the settlement journals of dead processes",
+          ...replayed,
+        });
+      }
+    } catch (error) {
+      log({ level: "error", message: `Journal replay failed: ${error}` });
+    }
+  };
+  await replay();
   // Limited provider keys' first shared slices, so the first calls find one.
   await app.ready();
   const sweep = setInterval(() => {
-    sweepExpiredLeases(kv, Date.now()).catch((error) =>
+    replay();
+    sweepExpiredLeases(kv, now()).catch((error) =>
       log({ level: "error", message: `Lease sweep failed: ${error}` })
     );
-    sweepUsage(kv, Date.now(), config.usageRetentionDays).catch((error) =>
+    sweepUsage(kv, now(), config.usageRetentionDays).catch((error) =>
       log({ level: "error", message: `Usage sweep failed: ${error}` })
     );
   }, SWEEP_INTERVAL_MS);
@@ -119,6 +153,7 @@ export async function startGateway(
     }, app.fetch);
   } catch (error) {
     clearInterval(sweep);
+    journal?.close();
     if (!options.kv) await closeStore(kv);
     if (error instanceof Deno.errors.AddrInUse) {
       throw new ConfigError(
@@ -150,6 +185,7 @@ export async function startGateway(
     } catch (error) {
       await server.shutdown();
       clearInterval(sweep);
+      journal?.close();
       if (!options.kv) await closeStore(kv);
       throw new ConfigError(
         `GATEWAY_METRICS_ADDR ${config.metricsAddr} cannot be served: ${
@@ -182,6 +218,8 @@ export async function startGateway(
         clearTimeout(timer);
         // Answered calls may still have their charge queued (write-behind).
         await app.flush();
+        // What did not commit stays in the journal for the next process.
+        journal?.close();
         if (!options.kv) await closeStore(kv);
       })();
       return closing;

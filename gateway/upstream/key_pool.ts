@@ -7,8 +7,11 @@
  * - `answered`: the key is healthy again (its refusals and 403s forgotten),
  *   and its minute is corrected from the estimate to the tokens used;
  * - `rateLimited` (a 429): the key cools down for the provider's
- *   `retry-after`, else the pool's default;
- * - `refused` (401, or 403s from several different requests: `refusalBlame`
+ *   `retry-after`, else the pool's default, and never longer than
+ *   `maxCallerCooldownMs` (a minute): any caller can earn a 429, so what one
+ *   request can do to a key for everyone is bounded, and each cool-down is
+ *   reported with the caller and request that met it (`onCooled`);
+ * - `refused` (401, or 403s from several different callers: `refusalBlame`
  *   in `key_refusals.ts`): the key cools down for a time that doubles with
  *   each refusal in a row (`refusedCooldownMs`); when that ends, one call
  *   at a time probes it, and the probe's answer makes it healthy again;
@@ -47,7 +50,11 @@ export interface ProviderKeys {
 export interface KeyPoolOptions {
   /** Cool-down after a 429 without `retry-after`, ms. */
   defaultCooldownMs: number;
-  /** The first cool-down of a key the provider refused (401, or 403s across different requests), ms; it doubles with each refusal in a row. Default 60 s. */
+  /** The longest a 429 cools a key, ms, whatever its `retry-after`: one caller's request can take a key out of service for everyone no longer than this. Default 60 s, the window of the providers' per-minute limits. */
+  maxCallerCooldownMs?: number;
+  /** Called when a 429 cools a key, with the caller and request that met it, so a caller who keeps cooling keys is named in the log. */
+  onCooled?: (cooled: KeyCooled) => void;
+  /** The first cool-down of a key the provider refused (401, or 403s across different callers), ms; it doubles with each refusal in a row. Default 60 s. */
   refusedCooldownMs?: number;
   /** The longest cool-down of a refused key, ms. Default 1 hour. */
   maxRefusedCooldownMs?: number;
@@ -77,7 +84,7 @@ interface KeyState {
   refusals: number;
   /** A refused key's cool-down ended and one call is probing it. */
   probing: boolean;
-  /** Requests that got a 403 on this key since its last success. */
+  /** Callers whose requests got a 403 on this key since its last success. */
   forbidden: Set<string>;
   inFlight: number;
 }
@@ -288,17 +295,26 @@ export class MemoryKeyPool implements KeyPool {
         }
         return false;
       case "rateLimited": {
-        const cooldown = outcome.retryAfterMs ??
-          this.#options.defaultCooldownMs;
+        const cooldown = Math.min(
+          outcome.retryAfterMs ?? this.#options.defaultCooldownMs,
+          this.#options.maxCallerCooldownMs ?? 60_000,
+        );
         state.coolUntil = Math.max(state.coolUntil, this.#now() + cooldown);
         this.#health?.report(key.keyId, {
           coolUntil: state.coolUntil,
           reason: "rateLimited",
         });
+        this.#options.onCooled?.({
+          provider: key.provider,
+          keyId: key.keyId,
+          cooldownMs: cooldown,
+          callerId: outcome.callerId,
+          requestId: outcome.requestId,
+        });
         return false;
       }
       case "refused": {
-        if (outcome.status !== 401) state.forbidden.add(outcome.requestId);
+        if (outcome.status !== 401) state.forbidden.add(outcome.callerId);
         if (refusalBlame(outcome.status, state.forbidden.size) === "request") {
           return false;
         }
@@ -430,7 +446,7 @@ export interface KeyHealth {
  * - `answered`: the provider took the key (a 2xx, whatever the body then
  *   held); `tokens` is what the call really used, for the key's TPM;
  * - `rateLimited`: a 429; the key cools down for `retryAfterMs` (or the
- *   pool's default);
+ *   pool's default), bounded, in the name of the caller and request;
  * - `refused`: a 401 or 403; the pool decides whether the key or the request
  *   is to blame;
  * - `failed`: nothing is known of the key (a 5xx, another 4xx, no answer, a
@@ -438,9 +454,28 @@ export interface KeyHealth {
  */
 export type KeyOutcome =
   | { kind: "answered"; tokens: number }
-  | { kind: "rateLimited"; retryAfterMs?: number }
-  | { kind: "refused"; status: number; requestId: string }
+  | {
+    kind: "rateLimited";
+    retryAfterMs?: number;
+    callerId: string;
+    requestId: string;
+  }
+  | { kind: "refused"; status: number; requestId: string; callerId: string }
   | { kind: "failed" };
+
+/** A key a 429 cooled down, and who met the 429. */
+export interface KeyCooled {
+  /** The provider. */
+  provider: ProviderName;
+  /** The key's id (never the key). */
+  keyId: string;
+  /** How long the key cools down, ms (bounded by `maxCallerCooldownMs`). */
+  cooldownMs: number;
+  /** The caller whose request met the 429. */
+  callerId: string;
+  /** The gateway request that met it. */
+  requestId: string;
+}
 
 /** A provider's pool of keys, with per-key RPM/TPM limits and cool-downs. */
 export interface KeyPool {

@@ -2,7 +2,10 @@ import assert from "node:assert/strict";
 import { MemoryKeyPool, providerKeyId } from "./key_pool.ts";
 import { refusalBlame, refusedCooldownMs } from "./key_refusals.ts";
 import { MIN_SCRUBBED_KEY_LENGTH, scrubKey } from "./scrub.ts";
-import type { KeyOutcome, ProviderKey } from "./key_pool.ts";
+import type { KeyCooled, KeyOutcome, ProviderKey } from "./key_pool.ts";
+
+/** The caller and request a test's outcomes come from. */
+const FROM = { requestId: "req_test", callerId: "ck_test" };
 
 function clock(start = 1_700_000_000_000) {
   let now = start;
@@ -84,14 +87,14 @@ Deno.test("release() of a 429 cools a key down for its retry-after", () => {
     now: t.now,
   });
   const first = keyOf(pool.acquire("anthropic", 1));
-  pool.release(first, { kind: "rateLimited", retryAfterMs: 5_000 });
+  pool.release(first, { kind: "rateLimited", retryAfterMs: 5_000, ...FROM });
   for (let i = 0; i < 5; i++) {
     const key = keyOf(pool.acquire("anthropic", 1));
     assert.notEqual(key.keyId, first.keyId);
     pool.release(key, { kind: "answered", tokens: 1 });
   }
   const second = keyOf(pool.acquire("anthropic", 1));
-  pool.release(second, { kind: "rateLimited" });
+  pool.release(second, { kind: "rateLimited", ...FROM });
   const none = pool.acquire("anthropic", 1);
   assert.deepEqual(none, { ok: false, retryAfterMs: 5_000 });
   t.advance(5_000);
@@ -111,7 +114,12 @@ Deno.test("release() of a 401 cools the key down for a time that doubles, then l
   });
   const dead = keyOf(pool.acquire("gemini", 1));
   assert.equal(
-    pool.release(dead, { kind: "refused", status: 401, requestId: "req_1" }),
+    pool.release(dead, {
+      kind: "refused",
+      status: 401,
+      requestId: "req_1",
+      callerId: "ck_1",
+    }),
     true,
   );
   assert.deepEqual(refused, [`${dead.keyId} 401 10000`]);
@@ -136,7 +144,12 @@ Deno.test("release() of a 401 cools the key down for a time that doubles, then l
   const third = keyOf(pool.acquire("gemini", 1));
   assert.notEqual(third.keyId, dead.keyId, "one probe at a time");
   // Still refused: the cool-down doubles, up to the maximum.
-  pool.release(probe, { kind: "refused", status: 401, requestId: "req_2" });
+  pool.release(probe, {
+    kind: "refused",
+    status: 401,
+    requestId: "req_2",
+    callerId: "ck_2",
+  });
   assert.equal(health().coolUntil, 10_001 + 20_000);
   // Third refusal in a row: 40 s, held to the 30 s maximum.
   pool.release(keys.find((k) => k !== probe)!, {
@@ -148,7 +161,12 @@ Deno.test("release() of a 401 cools the key down for a time that doubles, then l
   const other = keys.find((k) => k !== probe)!.keyId;
   const again = keyOf(pool.acquire("gemini", 1, new Set([other])));
   assert.equal(again.keyId, dead.keyId);
-  pool.release(again, { kind: "refused", status: 401, requestId: "req_3" });
+  pool.release(again, {
+    kind: "refused",
+    status: 401,
+    requestId: "req_3",
+    callerId: "ck_3",
+  });
   assert.equal(health().coolUntil, 30_002 + 30_000);
   assert.deepEqual(refused.map((line) => line.split(" ")[2]), [
     "10000",
@@ -168,6 +186,7 @@ Deno.test("release() of an answer makes a probed key healthy again", () => {
     kind: "refused",
     status: 401,
     requestId: "req_1",
+    callerId: "req_1",
   });
   assert.equal(pool.acquire("xai", 1).ok, false);
   now = 5_001;
@@ -180,47 +199,62 @@ Deno.test("release() of an answer makes a probed key healthy again", () => {
     kind: "refused",
     status: 401,
     requestId: "req_2",
+    callerId: "req_2",
   });
   assert.equal(pool.health()[0].coolUntil, 5_001 + 5_000);
 });
 
-Deno.test("release() of a refusal blames a 403 on the request until 403s come from several different requests", () => {
+Deno.test("release() of a refusal blames a 403 on the request until 403s come from several different callers", () => {
   const pool = new MemoryKeyPool({ openrouter: { keys: ["a"] } }, {
     defaultCooldownMs: 1000,
   });
   const take = () => keyOf(pool.acquire("openrouter", 1));
-  // One flagged request, tried again and again: never the key's fault.
-  for (let i = 0; i < 5; i++) {
-    assert.equal(
-      pool.release(take(), {
-        kind: "refused",
-        status: 403,
-        requestId: "req_flagged",
-      }),
-      false,
-    );
+  const forbidden = (callerId: string, requestId: string) =>
+    pool.release(take(), { kind: "refused", status: 403, requestId, callerId });
+  // One caller's flagged requests, as many as it likes: never the key's fault.
+  for (let i = 0; i < 10; i++) {
+    assert.equal(forbidden("ck_attacker", `req_${i}`), false);
   }
   assert.equal(pool.health()[0].state, "healthy");
   // An answer in between clears the count.
-  assert.equal(
-    pool.release(take(), { kind: "refused", status: 403, requestId: "req_a" }),
-    false,
-  );
+  assert.equal(forbidden("ck_a", "req_a"), false);
   pool.release(take(), { kind: "answered", tokens: 0 });
-  assert.equal(
-    pool.release(take(), { kind: "refused", status: 403, requestId: "req_b" }),
-    false,
-  );
-  assert.equal(
-    pool.release(take(), { kind: "refused", status: 403, requestId: "req_c" }),
-    false,
-  );
-  // Different requests all refused on this key: now it is the key.
-  assert.equal(
-    pool.release(take(), { kind: "refused", status: 403, requestId: "req_d" }),
-    true,
-  );
+  assert.equal(forbidden("ck_b", "req_b"), false);
+  assert.equal(forbidden("ck_c", "req_c"), false);
+  assert.equal(forbidden("ck_c", "req_c2"), false);
+  // Different callers all refused on this key: now it is the key.
+  assert.equal(forbidden("ck_d", "req_d"), true);
   assert.equal(pool.health()[0].state, "refused");
+});
+
+Deno.test("release() of a 429 cools a key no longer than the caller bound, whatever its retry-after, and names the caller", () => {
+  const t = clock();
+  const cooled: KeyCooled[] = [];
+  const pool = new MemoryKeyPool({ anthropic: { keys: ["a"] } }, {
+    defaultCooldownMs: 30_000,
+    maxCallerCooldownMs: 60_000,
+    onCooled: (event) => cooled.push(event),
+    now: t.now,
+  });
+  pool.release(keyOf(pool.acquire("anthropic", 1)), {
+    kind: "rateLimited",
+    retryAfterMs: 3_600_000,
+    requestId: "req_big",
+    callerId: "ck_attacker",
+  });
+  assert.deepEqual(pool.acquire("anthropic", 1), {
+    ok: false,
+    retryAfterMs: 60_000,
+  });
+  assert.deepEqual(cooled, [{
+    provider: "anthropic",
+    keyId: providerKeyId("anthropic", "a"),
+    cooldownMs: 60_000,
+    callerId: "ck_attacker",
+    requestId: "req_big",
+  }]);
+  t.advance(60_000);
+  assert.ok(pool.acquire("anthropic", 1).ok, "usable again after the bound");
 });
 
 Deno.test("acquire() skips excluded keys and reports no key at all as -1", () => {
@@ -249,7 +283,7 @@ Deno.test("release() gives each loan back once: a second release changes nothing
   assert.deepEqual(pool.health().map((k) => k.inFlight), [1, 1]);
   pool.release(first, { kind: "answered", tokens: 1 });
   pool.release(first, { kind: "answered", tokens: 1 });
-  pool.release(first, { kind: "rateLimited", retryAfterMs: 60_000 });
+  pool.release(first, { kind: "rateLimited", retryAfterMs: 60_000, ...FROM });
   // The other key's call is still counted, and the first key is not cooling.
   assert.deepEqual(pool.health().map((k) => k.inFlight), [0, 1]);
   assert.equal(pool.health()[0].state, "healthy");
@@ -260,8 +294,8 @@ Deno.test("release() gives each loan back once: a second release changes nothing
 Deno.test("release() offers a probed key again after its probe, whatever the probe's outcome", () => {
   const outcomes: KeyOutcome[] = [
     { kind: "failed" },
-    { kind: "rateLimited", retryAfterMs: 1_000 },
-    { kind: "refused", status: 403, requestId: "req_probe" },
+    { kind: "rateLimited", retryAfterMs: 1_000, ...FROM },
+    { kind: "refused", status: 403, ...FROM },
     { kind: "answered", tokens: 3 },
   ];
   for (const outcome of outcomes) {
@@ -275,6 +309,7 @@ Deno.test("release() offers a probed key again after its probe, whatever the pro
       kind: "refused",
       status: 401,
       requestId: "req_1",
+      callerId: "req_1",
     });
     now = 5_001;
     const probe = keyOf(pool.acquire("xai", 1));
@@ -287,7 +322,7 @@ Deno.test("release() offers a probed key again after its probe, whatever the pro
   }
 });
 
-Deno.test("refusalBlame() blames a 401 on the key, and a 403 on the request until several requests got one", () => {
+Deno.test("refusalBlame() blames a 401 on the key, and a 403 on the request until several callers got one", () => {
   assert.equal(refusalBlame(401, 0), "key");
   assert.equal(refusalBlame(403, 1), "request");
   assert.equal(refusalBlame(403, 2), "request");

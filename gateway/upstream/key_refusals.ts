@@ -6,18 +6,18 @@
  * @module
  */
 
-/** How many different requests must get a 403 on one key before the key, not the requests, is blamed. */
-export const FORBIDDEN_REQUESTS_TO_REFUSE = 3;
+/** How many different callers' requests must get a 403 on one key before the key, not the requests, is blamed. */
+export const FORBIDDEN_CALLERS_TO_REFUSE = 3;
 
 /**
  * Whom a provider's refusal is about. A 401 is about the key. A 403 may be
  * about the request (moderation, a model or beta the account lacks): it is
- * the key's only once 403s came from {@linkcode FORBIDDEN_REQUESTS_TO_REFUSE}
- * different requests since the key last answered, so one caller's request
- * can never take a key out of service for everyone.
+ * the key's only once 403s came from {@linkcode FORBIDDEN_CALLERS_TO_REFUSE}
+ * different callers since the key last answered, so no one caller, however
+ * many requests it sends, can take a key out of service for everyone.
  *
  * @param status The upstream status, 401 or 403.
- * @param forbiddenRequests Different requests refused with a 403 on the key since it last answered, this one included.
+ * @param forbiddenCallers Different callers refused with a 403 on the key since it last answered, this one included.
  * @returns `"key"` (cool the key down, try another) or `"request"` (fail the call, leave the key alone).
  *
  * @example
@@ -30,10 +30,10 @@ export const FORBIDDEN_REQUESTS_TO_REFUSE = 3;
  */
 export function refusalBlame(
   status: number,
-  forbiddenRequests: number,
+  forbiddenCallers: number,
 ): "key" | "request" {
   if (status === 401) return "key";
-  return forbiddenRequests >= FORBIDDEN_REQUESTS_TO_REFUSE ? "key" : "request";
+  return forbiddenCallers >= FORBIDDEN_CALLERS_TO_REFUSE ? "key" : "request";
 }
 
 /**

@@ -37,14 +37,71 @@ export const MAX_RETRY_AFTER_MS = 3_600_000;
  * - `transient`: a 5xx or no connection; one more key, then the call fails
  *   (and may fall back to another model);
  * - `fail`: anything else (another 4xx, a timeout, the caller gone); the
- *   call fails with `status`.
+ *   call fails with `status`;
+ * - `requestRefused`: a 429 or 403 the provider worded as being about the
+ *   request (its size, its content, a feature): the call fails with
+ *   `status` and the key goes back untouched ({@linkcode aboutTheRequest});
+ * - `skipKey`: a 429 of an endpoint with limits of its own (token
+ *   counting): another key is tried, and this one goes back untouched, its
+ *   room for calls unknown to the 429.
  */
 export type UpstreamRule =
   | { action: "serve" }
   | { action: "cool"; retryAfterMs?: number }
   | { action: "refusal"; status: number }
   | { action: "transient" }
-  | { action: "fail"; status: number };
+  | { action: "fail"; status: number }
+  | { action: "requestRefused"; status: number }
+  | { action: "skipKey"; retryAfterMs?: number };
+
+/** What says a 429 or 403 is about the request rather than the key. */
+export interface RequestBlame {
+  /** The provider's wordings of an answer about the request (`Provider.requestRefusals`). */
+  requestRefusals?: readonly RegExp[];
+  /** The endpoint has rate limits of its own (token counting): its 429 says nothing of the key's limits for calls. */
+  ownRateLimits?: boolean;
+}
+
+/**
+ * Turns a 429 or 403 that is about the request into `requestRefused` (the
+ * provider's message matches one of its wordings of such an answer: OpenAI's
+ * 429 "Request too large", OpenRouter's moderation 403), and a 429 from an
+ * endpoint with limits of its own into `skipKey`. Any other rule is
+ * returned as it is: a 401 is always the key's.
+ *
+ * @param rule The rule of the answer's status.
+ * @param message The provider's message, its key scrubbed.
+ * @param blame The provider's wordings, and whether the endpoint has its own limits.
+ * @returns The rule, `requestRefused` when the answer is about the request.
+ *
+ * @example
+ * ```ts
+ * import { aboutTheRequest } from "./rules.ts";
+ *
+ * aboutTheRequest({ action: "cool" }, "Request too large for gpt-4o", {
+ *   requestRefusals: [/^Request too large/],
+ * }); // { action: "requestRefused", status: 429 }
+ * ```
+ */
+export function aboutTheRequest(
+  rule: UpstreamRule,
+  message: string,
+  blame: RequestBlame,
+): UpstreamRule {
+  const status = rule.action === "cool"
+    ? 429
+    : rule.action === "refusal" && rule.status === 403
+    ? 403
+    : undefined;
+  if (status === undefined) return rule;
+  if (blame.requestRefusals?.some((wording) => wording.test(message))) {
+    return { action: "requestRefused", status };
+  }
+  if (rule.action === "cool" && blame.ownRateLimits) {
+    return { ...rule, action: "skipKey" };
+  }
+  return rule;
+}
 
 /**
  * The rule for an upstream answer, from its status and headers.
@@ -93,22 +150,34 @@ export function ruleOfThrown(signal: AbortSignal): UpstreamRule {
   };
 }
 
+/** Who sent the request an attempt was for: the pool weighs and names the evidence by it. */
+export interface Sender {
+  /** The gateway request. */
+  requestId: string;
+  /** The caller's id (a 403 counts once per caller; a cool-down names it). */
+  callerId: string;
+}
+
 /**
  * How a key goes back to the pool after an attempt that did not serve.
  *
  * @param rule The attempt's rule.
- * @param requestId The gateway request (a 403 counts once per request).
+ * @param sender The request and caller the attempt was for.
  * @returns The key's outcome.
  */
 export function keyOutcomeOf(
   rule: UpstreamRule,
-  requestId: string,
+  sender: Sender,
 ): KeyOutcome {
   switch (rule.action) {
     case "cool":
-      return { kind: "rateLimited", retryAfterMs: rule.retryAfterMs };
+      return {
+        kind: "rateLimited",
+        retryAfterMs: rule.retryAfterMs,
+        ...sender,
+      };
     case "refusal":
-      return { kind: "refused", status: rule.status, requestId };
+      return { kind: "refused", status: rule.status, ...sender };
     case "serve":
       // Not given back here: the answer is handed over with its key.
       return { kind: "answered", tokens: 0 };
@@ -135,12 +204,14 @@ export function nextMove(
     case "serve":
       return "serve";
     case "cool":
+    case "skipKey":
       return "nextKey";
     case "refusal":
       return keyBlamed ? "nextKey" : "fail";
     case "transient":
       return transientRetries < TRANSIENT_RETRIES ? "nextKey" : "fail";
     case "fail":
+    case "requestRefused":
       return "fail";
   }
 }
@@ -217,6 +288,10 @@ export function answerError(
       return new GatewayError(429, message, { code: "upstream_rate_limited" });
     case "refusal":
       // Thrown when the request is to blame (a key blamed is tried no more).
+      return new GatewayError(status, message, { code: "upstream_refused" });
+    case "skipKey":
+      return new GatewayError(429, message, { code: "upstream_rate_limited" });
+    case "requestRefused":
       return new GatewayError(status, message, { code: "upstream_refused" });
     case "transient":
       return new GatewayError(

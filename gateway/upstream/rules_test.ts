@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import {
+  aboutTheRequest,
+  answerError,
   keyOutcomeOf,
   MAX_RETRY_AFTER_MS,
   nextMove,
@@ -10,6 +12,7 @@ import {
 } from "./rules.ts";
 
 const NONE = new Headers();
+const SENDER = { requestId: "r", callerId: "ck_1" };
 
 Deno.test("ruleOfAnswer() serves a 2xx, cools on a 429, leaves 401/403 to the pool, retries a 5xx, fails other 4xx", () => {
   assert.deepEqual(ruleOfAnswer(200, NONE), { action: "serve" });
@@ -57,22 +60,86 @@ Deno.test("ruleOfThrown() fails a timeout (504) and a caller gone (499), and tre
   });
 });
 
-Deno.test("keyOutcomeOf() gives a key back by what its attempt met", () => {
-  assert.deepEqual(keyOutcomeOf({ action: "cool", retryAfterMs: 5 }, "r"), {
+Deno.test("keyOutcomeOf() gives a key back by what its attempt met, naming the caller", () => {
+  const sender = SENDER;
+  assert.deepEqual(keyOutcomeOf({ action: "cool", retryAfterMs: 5 }, sender), {
     kind: "rateLimited",
     retryAfterMs: 5,
+    requestId: "r",
+    callerId: "ck_1",
   });
-  assert.deepEqual(keyOutcomeOf({ action: "refusal", status: 403 }, "r"), {
+  assert.deepEqual(keyOutcomeOf({ action: "refusal", status: 403 }, sender), {
     kind: "refused",
     status: 403,
     requestId: "r",
+    callerId: "ck_1",
   });
-  assert.deepEqual(keyOutcomeOf({ action: "transient" }, "r"), {
+  assert.deepEqual(keyOutcomeOf({ action: "transient" }, sender), {
     kind: "failed",
   });
-  assert.deepEqual(keyOutcomeOf({ action: "fail", status: 504 }, "r"), {
+  assert.deepEqual(keyOutcomeOf({ action: "fail", status: 504 }, sender), {
     kind: "failed",
   });
+  assert.deepEqual(
+    keyOutcomeOf({ action: "requestRefused", status: 429 }, sender),
+    { kind: "failed" },
+  );
+});
+
+Deno.test("aboutTheRequest() blames the request for a worded 429 or 403 and for an own-limits 429, never for a 401", () => {
+  const openaiWording = { requestRefusals: [/^Request too large\b/i] };
+  assert.deepEqual(
+    aboutTheRequest(
+      { action: "cool", retryAfterMs: 3_600_000 },
+      "Request too large for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, Requested 90000.",
+      openaiWording,
+    ),
+    { action: "requestRefused", status: 429 },
+  );
+  assert.deepEqual(
+    aboutTheRequest(
+      { action: "refusal", status: 403 },
+      "Your chosen model requires moderation and your input was flagged",
+      { requestRefusals: [/\binput was flagged\b/i] },
+    ),
+    { action: "requestRefused", status: 403 },
+  );
+  assert.deepEqual(
+    aboutTheRequest(
+      { action: "cool", retryAfterMs: 3_600_000 },
+      "Too many counting requests",
+      { ownRateLimits: true },
+    ),
+    { action: "skipKey", retryAfterMs: 3_600_000 },
+  );
+  // A 429 of the key's own limits, a 401 and a 403 in other words stay as they are.
+  assert.deepEqual(
+    aboutTheRequest({ action: "cool" }, "Rate limit reached", openaiWording),
+    { action: "cool" },
+  );
+  assert.deepEqual(
+    aboutTheRequest(
+      { action: "refusal", status: 401 },
+      "Request too large",
+      openaiWording,
+    ),
+    { action: "refusal", status: 401 },
+  );
+  assert.equal(
+    nextMove({ action: "requestRefused", status: 429 }, false, 0),
+    "fail",
+  );
+  assert.equal(nextMove({ action: "skipKey" }, false, 0), "nextKey");
+  assert.deepEqual(keyOutcomeOf({ action: "skipKey" }, SENDER), {
+    kind: "failed",
+  });
+  const error = answerError(
+    "anthropic",
+    { action: "requestRefused", status: 403 },
+    403,
+    "flagged",
+  );
+  assert.equal(error.status, 403);
 });
 
 Deno.test("nextMove() rotates on a 429 and a refusal about the key, retries a transient failure once, and fails otherwise", () => {

@@ -1,6 +1,7 @@
 /**
  * Keeping a provider key out of what the gateway relays or writes down: a
- * provider may quote the key it was sent, in an error or a stream event.
+ * provider may quote the key it was sent, in an error, an answer's body or
+ * a stream event.
  *
  * @module
  */
@@ -53,4 +54,40 @@ export function scrubKey(text: string, key: ProviderKey): string {
  */
 export function scrubsKey(key: ProviderKey): boolean {
   return key.secret.length >= MIN_SCRUBBED_KEY_LENGTH;
+}
+
+/**
+ * A JSON answer's text with the key scrubbed, however the JSON spells it:
+ * as {@linkcode scrubKey} does, and, when the text holds an escape that can
+ * spell a key's characters (`\uXXXX`, `\/`), once more on the text written
+ * out again without them, so `"sk\u002dproj..."` cannot carry the key past
+ * the scrub. Text that is not JSON is scrubbed as it is.
+ *
+ * @param text A provider's answer.
+ * @param key The key the request was sent with.
+ * @returns The text, with no spelling of the secret left.
+ *
+ * @example
+ * ```ts
+ * import { scrubAnswer } from "./scrub.ts";
+ *
+ * const key = {
+ *   provider: "openai" as const,
+ *   keyId: "openai:1a2b3c4d",
+ *   secret: "sk-proj-0123456789abcdefghij",
+ * };
+ * scrubAnswer('{"echo":"sk\\u002dproj-0123456789abcdefghij"}', key); // '{"echo":"[key openai:1a2b3c4d]"}'
+ * ```
+ */
+export function scrubAnswer(text: string, key: ProviderKey): string {
+  if (!scrubsKey(key)) return text;
+  const scrubbed = scrubKey(text, key);
+  if (!scrubbed.includes("\\u") && !scrubbed.includes("\\/")) return scrubbed;
+  let decoded: string;
+  try {
+    decoded = JSON.stringify(JSON.parse(scrubbed));
+  } catch {
+    return scrubbed;
+  }
+  return decoded.includes(key.secret) ? scrubKey(decoded, key) : scrubbed;
 }

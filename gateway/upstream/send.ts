@@ -12,11 +12,12 @@
  */
 import { deadlines, upstreamTimeout } from "./deadlines.ts";
 import { GatewayError } from "../errors.ts";
-import { scrubKey } from "./scrub.ts";
+import { scrubAnswer, scrubKey } from "./scrub.ts";
 import type { Exchange, Provider } from "./providers/provider.ts";
 import { parseJson } from "./providers/provider.ts";
 import type { KeyPool, ProviderKey } from "./key_pool.ts";
 import {
+  aboutTheRequest,
   answerError,
   keyOutcomeOf,
   nextMove,
@@ -46,8 +47,11 @@ export interface UpstreamSettings {
 
 /** One request to send upstream. */
 export interface UpstreamRequest {
-  /** The provider: its auth headers and error messages. */
-  provider: Pick<Provider<ProviderName>, "name" | "headers" | "errorMessage">;
+  /** The provider: its auth headers, error messages and wordings of a refusal about the request. */
+  provider: Pick<
+    Provider<ProviderName>,
+    "name" | "headers" | "errorMessage" | "requestRefusals"
+  >;
   /** The path after the provider's base URL. */
   path: string;
   /** The JSON body. */
@@ -58,8 +62,12 @@ export interface UpstreamRequest {
   estimatedTokens: number;
   /** Aborted when the caller goes away. */
   signal: AbortSignal;
-  /** The gateway request id (a 403 is counted once per request). */
+  /** The gateway request id, named with any cool-down the request causes. */
   requestId: string;
+  /** The caller (a 403 is counted once per caller; a cool-down names it). */
+  callerId: string;
+  /** The endpoint has rate limits of its own (token counting): its 429 fails the request and cools no key for calls. */
+  ownRateLimits?: boolean;
   /** Where the sender lists the id of each key it tries, for the call's trace. */
   keysTried?: string[];
   /**
@@ -216,8 +224,12 @@ export async function sendUpstream(
         const text = await response.text().catch(() => "");
         // Providers may quote the key they were sent; it never goes further.
         const message = scrubKey(provider.errorMessage(text), key);
+        rule = aboutTheRequest(rule, message, {
+          requestRefusals: provider.requestRefusals,
+          ownRateLimits: request.ownRateLimits,
+        });
         error = answerError(provider.name, rule, response.status, message);
-        if (rule.action === "cool") {
+        if (rule.action === "cool" || rule.action === "skipKey") {
           met.soonestCooledMs = Math.min(
             met.soonestCooledMs,
             rule.retryAfterMs ?? settings.keyCooldownMs,
@@ -230,7 +242,10 @@ export async function sendUpstream(
       }
       const keyBlamed = keyPool.release(
         key,
-        keyOutcomeOf(rule, request.requestId),
+        keyOutcomeOf(rule, {
+          requestId: request.requestId,
+          callerId: request.callerId,
+        }),
       );
       const move = nextMove(rule, keyBlamed, transientRetries);
       if (move === "fail") throw error;
@@ -320,7 +335,9 @@ export async function readAnswer(
 ): Promise<{ body?: unknown; usage: Usage; text: string; stateId?: string }> {
   let text: string;
   try {
-    text = await upstream.response.text();
+    // A provider may quote the key in its answer: it goes no further, to
+    // the caller or the trace.
+    text = scrubAnswer(await upstream.response.text(), upstream.key);
   } catch (error) {
     throw upstreamFailure(upstream.key.provider, error, upstream.signal);
   } finally {

@@ -75,6 +75,7 @@ function requestOf(extra: Partial<UpstreamRequest> = {}): UpstreamRequest {
     estimatedTokens: 10,
     signal: new AbortController().signal,
     requestId: "req-1",
+    callerId: "ck-1",
     ...extra,
   };
 }
@@ -154,6 +155,53 @@ Deno.test("sendUpstream() moves to the next key after a 429, which cools the fir
   assert.equal(health[keysTried[0]].inFlight, 0);
   assert.equal(health[keysTried[1]].inFlight, 1);
   settings.keyPool.release(answer.key, { kind: "answered", tokens: 15 });
+});
+
+Deno.test('sendUpstream() fails OpenAI\'s 429 "Request too large" for that request alone: no key cools, no other key is tried', async () => {
+  await using upstream = loopbackUpstream(() =>
+    Response.json({
+      error: {
+        message:
+          "Request too large for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, Requested 900000. The input or output tokens must be reduced in order to run successfully.",
+        type: "tokens",
+        code: "rate_limit_exceeded",
+      },
+    }, { status: 429, headers: { "retry-after": "3600" } })
+  );
+  const settings = settingsFor(upstream.base, [KEY_A, KEY_B]);
+  const error = await sendUpstream(settings, requestOf()).then(
+    () => undefined,
+    (thrown) => thrown,
+  );
+  assert.ok(error instanceof GatewayError);
+  assert.equal(error.status, 429);
+  assert.match(error.message, /^Request too large/);
+  assert.equal(upstream.seen.length, 1, "one attempt, no rotation");
+  for (const key of settings.keyPool.health()) {
+    assert.equal(key.state, "healthy", key.keyId);
+    assert.equal(key.inFlight, 0);
+  }
+});
+
+Deno.test("sendUpstream() lets a token-counting 429 with an hour's retry-after cool no key for calls", async () => {
+  await using upstream = loopbackUpstream(() =>
+    Response.json({ error: { message: "Counting rate limit" } }, {
+      status: 429,
+      headers: { "retry-after": "3600" },
+    })
+  );
+  const settings = settingsFor(upstream.base, [KEY_A]);
+  const error = await sendUpstream(
+    settings,
+    requestOf({ ownRateLimits: true }),
+  ).then(() => undefined, (thrown) => thrown);
+  assert.ok(error instanceof GatewayError);
+  assert.equal(error.status, 429);
+  assert.equal(error.retryAfterSeconds, 3600);
+  assert.equal(settings.keyPool.health()[0].state, "healthy");
+  const next = settings.keyPool.acquire("openai", 1);
+  assert.ok(next.ok, "the key still serves calls");
+  settings.keyPool.release(next.key, { kind: "failed" });
 });
 
 Deno.test("sendUpstream() retries a 5xx on one more key only, then fails with a 502 naming the provider", async () => {
@@ -251,3 +299,29 @@ Deno.test("readAnswer() fails a 2xx whose body is not JSON with a 502", async ()
 });
 
 const NO_TOKENS = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0 };
+
+Deno.test("readAnswer() scrubs the key from a 2xx body that quotes it, plainly or JSON-escaped", async () => {
+  const escaped = KEY_A.replaceAll("-", "\\u002d");
+  await using upstream = loopbackUpstream(() =>
+    new Response(
+      JSON.stringify({
+        ...ANSWER,
+        choices: [{
+          ...ANSWER.choices[0],
+          message: { role: "assistant", content: `your key is ${KEY_A}` },
+        }],
+      }).replace('"chatcmpl-1"', `"${escaped}"`),
+      { headers: { "content-type": "application/json" } },
+    )
+  );
+  const settings = settingsFor(upstream.base, [KEY_A]);
+  const answer = await sendUpstream(settings, requestOf());
+  const { text } = await readAnswer(
+    { response: (json) => ({ body: json, usage: NO_TOKENS }) },
+    answer,
+  );
+  assert.ok(!text.includes(KEY_A), text);
+  assert.ok(!JSON.stringify(JSON.parse(text)).includes(KEY_A), text);
+  assert.match(text, /your key is \[key openai:[0-9a-f]{8}\]/);
+  settings.keyPool.release(answer.key, { kind: "answered", tokens: 0 });
+});

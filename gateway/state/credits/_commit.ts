@@ -11,7 +11,7 @@ import { commitWithRetry, isBusy } from "../_kv_retry.ts";
 import { leaseKey, ledgerKey, unleasedKey } from "../kv_keys.ts";
 import { addTraceWrites } from "../traces.ts";
 import { UsageSums } from "../usage_buckets.ts";
-import type { Reservation, ReserveResult } from "./reservation.ts";
+import type { Reservation, ReserveResult, Settlement } from "./reservation.ts";
 import {
   availableMicros,
   type HeldLease,
@@ -56,6 +56,8 @@ export interface CommitContext {
   closeReservation(id: string): void;
   /** Told how long each commit took, seconds. */
   onCommit?: (seconds: number) => void;
+  /** Told of each lease this process created, once its commit succeeded (the journal names it, for a replay to give it back). */
+  onLease?: (callerId: string, leaseId: string) => void;
 }
 
 /**
@@ -177,6 +179,9 @@ async function attemptBatch(
     versionstamp = committed.versionstamp;
   }
 
+  if (next && next.id !== lease?.record.id) {
+    context.onLease?.(callerId, next.id);
+  }
   // Committed: the lane follows, synchronously, so `#available` never
   // counts a committed settle twice.
   lane.lease = next ? { record: next, versionstamp } : undefined;
@@ -219,32 +224,65 @@ function addSettleWrites(
   sums: UsageSums | undefined,
 ): void {
   const { settlement, open } = job;
-  const { usage, trace, costMicros } = settlement;
+  const { trace, costMicros } = settlement;
   if (outcome.kind !== "settle") return;
   // A failed call that cost nothing moved no money: its trace records it,
   // and the ledger keeps to charges.
-  if (costMicros > 0 || trace.status < 400) {
-    const entry: LedgerEntry = {
-      id: monotonicId(time),
-      callerId: open.callerId,
-      kind: "charge",
-      amountMicros: -costMicros,
+  if (chargesLedger(settlement)) {
+    const entry = chargeEntry(
+      settlement,
+      open.callerId,
+      settlement.chargeId ?? monotonicId(time),
       time,
-      requestId: trace.requestId,
-      traceId: trace.traceId,
-      reservationId: open.id,
-      model: trace.model,
-      route: trace.route,
-      provider: trace.provider,
-      inputTokens: usage.inputTokens,
-      outputTokens: usage.outputTokens,
-      cachedTokens: usage.cachedInputTokens,
-    };
+    );
     op.set(ledgerKey(open.callerId, entry.id), entry);
   }
   const record = { ...trace, callerId: open.callerId, costMicros };
   addTraceWrites(op, record, { retentionMs: context.traceRetentionMs });
   sums?.add(record);
+}
+
+/**
+ * Whether a settlement writes a ledger entry: a failed call that cost
+ * nothing moved no money (its trace records it; the ledger keeps to charges).
+ */
+export function chargesLedger(
+  settlement: Pick<Settlement, "costMicros" | "trace">,
+): boolean {
+  return settlement.costMicros > 0 || settlement.trace.status < 400;
+}
+
+/**
+ * The ledger entry of a settlement's charge. Its id is the settlement's
+ * `chargeId` (given once, before the answer went out, and journaled), so a
+ * charge committed twice (a retry after a commit whose outcome was lost, a
+ * journal replayed) is one key, found before it is written again.
+ */
+export function chargeEntry(
+  settlement: Pick<Settlement, "costMicros" | "usage" | "trace"> & {
+    reservation: Pick<Reservation, "id">;
+  },
+  callerId: string,
+  id: string,
+  time: number,
+): LedgerEntry {
+  const { usage, trace } = settlement;
+  return {
+    id,
+    callerId,
+    kind: "charge",
+    amountMicros: -settlement.costMicros,
+    time,
+    requestId: trace.requestId,
+    traceId: trace.traceId,
+    reservationId: settlement.reservation.id,
+    model: trace.model,
+    route: trace.route,
+    provider: trace.provider,
+    inputTokens: usage.inputTokens,
+    outputTokens: usage.outputTokens,
+    cachedTokens: usage.cachedInputTokens,
+  };
 }
 
 function laneOperation(job: Job, leaseId: string | undefined): LaneOperation {

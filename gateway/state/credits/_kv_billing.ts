@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { retry } from "../../../_retry.ts";
+import { monotonicId } from "../../_ids.ts";
 import { commitWithRetry } from "../_kv_retry.ts";
 import {
   addTraceWrites,
@@ -18,10 +18,13 @@ import { UsageSums } from "../usage_buckets.ts";
 import type { TraceRecord } from "../traces.ts";
 import { GroupCommit } from "../store/group_commit.ts";
 import {
+  chargesLedger,
   type CommitContext,
   CommitOutcomeUnknownError,
   runBatch,
 } from "./_commit.ts";
+import type { SettleJournal } from "./journal.ts";
+import { ledgerKey } from "../kv_keys.ts";
 import {
   availableMicros,
   freeMicros,
@@ -43,8 +46,21 @@ import { assertMicros } from "./money.ts";
 import type { Reservation, ReserveResult, Settlement } from "./reservation.ts";
 import { OpenReservations } from "./_reservations.ts";
 
-/** Rounds a write-behind settlement gets before it is logged and dropped. */
-const SETTLE_SOON_ROUNDS = 3;
+/** The first wait before a failed settlement is tried again, ms; it doubles each round. */
+const SETTLE_RETRY_MIN_MS = 50;
+
+/** The longest wait between two rounds of a failed settlement, ms. */
+const SETTLE_RETRY_MAX_MS = 5_000;
+
+/**
+ * How long a failed settlement is still tried once `flush()` began, ms:
+ * past it, it stays in the journal (replayed by the next process) and the
+ * shutdown goes on.
+ */
+const CLOSING_RETRY_MS = 5_000;
+
+/** How many rounds of a failing settlement pass between two log lines about it. */
+const LOG_EVERY_ROUNDS = 20;
 
 // A lease takes ahead at most a quarter of the unleased credits: near the end
 // of a small balance shared by a few processes, every lease takes exactly
@@ -64,6 +80,7 @@ export interface KvBillingSettings {
   now: () => number;
   log: (record: Record<string, unknown>) => void;
   onCommit?: (seconds: number) => void;
+  journal?: SettleJournal;
 }
 
 /** `Billing` over Deno KV (see `billing.ts`, which creates it). */
@@ -81,6 +98,9 @@ export class KvBilling {
   readonly #behind = new Set<Promise<void>>();
   readonly #commits: CommitContext;
   readonly #engine: GroupCommit<Job>;
+  readonly #journal: SettleJournal | undefined;
+  /** When the `flush()` under way began (epoch ms): failed settlements are tried a little longer, then left to the journal. */
+  #closingSince: number | undefined;
 
   constructor(kv: Deno.Kv, options: KvBillingSettings) {
     this.#kv = kv;
@@ -94,6 +114,7 @@ export class KvBilling {
     this.#usageAggregates = options.usageAggregates !== false;
     this.#now = options.now;
     this.#log = options.log;
+    this.#journal = options.journal;
     this.#commits = {
       kv,
       sizing: this.#sizing,
@@ -106,6 +127,7 @@ export class KvBilling {
         this.#openReservation(callerId, leaseId, amountMicros),
       closeReservation: (id) => this.#reservations.close(id),
       onCommit: options.onCommit,
+      onLease: (callerId, leaseId) => options.journal?.lease(callerId, leaseId),
     };
     this.#engine = new GroupCommit<Job>({
       takeBatch,
@@ -144,16 +166,22 @@ export class KvBilling {
     charge: Settlement,
   ): Promise<{ availableMicros: number }> {
     assertMicros("cost", charge.costMicros);
-    const settlement = withChargedTokens(charge);
+    const settlement = this.#charged(charge);
     const open = this.#claim(settlement);
+    this.#journalCharge(settlement, open);
     const outcome = await this.#submitSettle(settlement, open);
-    if (!outcome.ok) this.#abandon(open, settlement);
-    return unwrap(outcome);
+    if (outcome.ok) {
+      this.#committed(settlement);
+      return outcome.value;
+    }
+    // Never dropped: it goes on behind, from the journal's record.
+    this.#behindSettle(settlement, open, outcome.error);
+    return { availableMicros: availableMicros(this.#lane(open.callerId)) };
   }
 
   settleSoon(charge: Settlement): { availableMicros: number } {
     assertMicros("cost", charge.costMicros);
-    const settlement = withChargedTokens(charge);
+    const settlement = this.#charged(charge);
     const lane = this.#lane(settlement.reservation.callerId);
     let open: OpenReservation;
     try {
@@ -162,22 +190,30 @@ export class KvBilling {
       this.#logLostSettle(settlement, error);
       return { availableMicros: availableMicros(lane) };
     }
-    const done = this.#settleBehind(settlement, open);
-    this.#behind.add(done);
-    done.finally(() => this.#behind.delete(done));
+    this.#journalCharge(settlement, open);
+    this.#behindSettle(settlement, open);
     return { availableMicros: availableMicros(lane) };
   }
 
   async flush(): Promise<void> {
-    await this.#idle();
-    const returns: Promise<void>[] = [];
-    for (const [callerId, lane] of this.#lanes) {
-      clearTimeout(lane.idleTimer);
-      lane.idleTimer = undefined;
-      if (freeMicros(lane) > 0) returns.push(this.#returnLease(callerId));
+    // While a flush waits, failing settlements get a few more seconds, then
+    // stay in the journal; once it is over they go on as before (a flush
+    // between two phases is no shutdown).
+    const first = this.#closingSince === undefined;
+    if (first) this.#closingSince = this.#now();
+    try {
+      await this.#idle();
+      const returns: Promise<void>[] = [];
+      for (const [callerId, lane] of this.#lanes) {
+        clearTimeout(lane.idleTimer);
+        lane.idleTimer = undefined;
+        if (freeMicros(lane) > 0) returns.push(this.#returnLease(callerId));
+      }
+      await Promise.all(returns);
+      await this.#idle();
+    } finally {
+      if (first) this.#closingSince = undefined;
     }
-    await Promise.all(returns);
-    await this.#idle();
   }
 
   storeUnreservedTrace(trace: TraceRecord): Promise<void> {
@@ -339,37 +375,123 @@ export class KvBilling {
   }
 
   #logLostSettle(settlement: Settlement, error: unknown): void {
+    const journaled = this.#journal !== undefined && chargesLedger(settlement);
     this.#log({
       level: "error",
-      message: error instanceof CommitOutcomeUnknownError
-        ? `Settling reservation "${settlement.reservation.id}" may or may not have committed; it is not tried again, so it is charged at most once: ${error.cause}`
-        : `Settling reservation "${settlement.reservation.id}" failed; it is not charged: ${error}`,
+      message: journaled
+        ? `Settling reservation "${settlement.reservation.id}" did not commit before shutdown; its charge stays in the journal ${
+          this.#journal!.path
+        }, which the next gateway replays: ${error}`
+        : `Settling reservation "${settlement.reservation.id}" failed and there is no journal; it is not charged: ${error}`,
       requestId: settlement.trace.requestId,
       callerId: settlement.reservation.callerId,
     });
   }
 
+  /** The settlement with its charge's id and the token classes its trace records. */
+  #charged(charge: Settlement): Settlement {
+    const settlement = withChargedTokens(charge);
+    settlement.chargeId ??= monotonicId(this.#now());
+    return settlement;
+  }
+
+  /** Writes the charge down before it is queued: the journal keeps it if the store never takes it. */
+  #journalCharge(settlement: Settlement, open: OpenReservation): void {
+    if (!this.#journal || !chargesLedger(settlement)) return;
+    this.#journal.record({
+      chargeId: settlement.chargeId!,
+      callerId: open.callerId,
+      reservationId: open.id,
+      ...(open.leaseId ? { leaseId: open.leaseId } : {}),
+      costMicros: settlement.costMicros,
+      usage: settlement.usage,
+      trace: settlement.trace,
+      time: this.#now(),
+    });
+  }
+
+  #committed(settlement: Settlement): void {
+    this.#journal?.done(settlement.chargeId!);
+  }
+
+  /** Runs {@linkcode KvBilling.#settleBehind}, kept track of until it ends. */
+  #behindSettle(
+    settlement: Settlement,
+    open: OpenReservation,
+    firstError?: unknown,
+  ): void {
+    const done = this.#settleBehind(settlement, open, firstError);
+    this.#behind.add(done);
+    done.finally(() => this.#behind.delete(done));
+  }
+
+  /**
+   * Commits a settlement, however long the store takes to come back: each
+   * failed round waits twice as long as the last (up to
+   * {@linkcode SETTLE_RETRY_MAX_MS}, jittered) and goes again. A round whose
+   * commit may have been applied (`CommitOutcomeUnknownError`) looks its
+   * ledger entry up first, so the charge is never made twice. Only a
+   * shutdown stops it, {@linkcode CLOSING_RETRY_MS} after `flush()` began:
+   * the charge then stays in the journal for the next process to replay.
+   */
   async #settleBehind(
     settlement: Settlement,
     open: OpenReservation,
+    firstError?: unknown,
   ): Promise<void> {
-    let failed: { error: unknown; final: boolean } | undefined;
+    let error = firstError;
+    let delayMs = SETTLE_RETRY_MIN_MS;
+    for (let round = 0;; round++) {
+      if (error !== undefined) {
+        if (
+          this.#closingSince !== undefined &&
+          this.#now() - this.#closingSince > CLOSING_RETRY_MS
+        ) {
+          this.#abandon(open, settlement);
+          this.#logLostSettle(settlement, error);
+          return;
+        }
+        if (round % LOG_EVERY_ROUNDS === 1) {
+          this.#log({
+            level: "warn",
+            message:
+              `Settling reservation "${settlement.reservation.id}" failed; it is tried again: ${error}`,
+            requestId: settlement.trace.requestId,
+            callerId: open.callerId,
+          });
+        }
+        await sleep(delayMs * (0.5 + Math.random() / 2));
+        delayMs = Math.min(delayMs * 2, SETTLE_RETRY_MAX_MS);
+        if (
+          error instanceof CommitOutcomeUnknownError &&
+          await this.#inLedger(settlement, open.callerId)
+        ) {
+          // Applied after all: the hold leaves the lane, the lease is
+          // read again at the next commit.
+          this.#abandon(open, settlement);
+          this.#committed(settlement);
+          return;
+        }
+      }
+      const outcome = await this.#submitSettle(settlement, open);
+      if (outcome.ok) {
+        this.#committed(settlement);
+        return;
+      }
+      error = outcome.error;
+    }
+  }
+
+  /** Whether the settlement's ledger entry is in the store; `false` when it cannot be read now. */
+  async #inLedger(settlement: Settlement, callerId: string): Promise<boolean> {
+    if (!chargesLedger(settlement)) return false;
     try {
-      // Each round queues the settle again at once: the commit it joins
-      // already retried its conflicts with a backoff.
-      await retry(async () => {
-        const outcome = await this.#submitSettle(settlement, open);
-        if (outcome.ok) return;
-        failed = outcome;
-        throw outcome.error;
-      }, {
-        maxAttempts: SETTLE_SOON_ROUNDS,
-        minTimeout: 0,
-        isRetriable: () => !failed?.final,
-      });
-    } catch (error) {
-      this.#abandon(open, settlement);
-      this.#logLostSettle(settlement, failed ? failed.error : error);
+      const entry = await this.#kv.get(
+        ledgerKey(callerId, settlement.chargeId!),
+      );
+      return entry.versionstamp !== null;
+    } catch {
+      return false;
     }
   }
 
@@ -402,4 +524,9 @@ function withChargedTokens(settlement: Settlement): Settlement {
     charged: chargedTokens(settlement.usage),
   };
   return { ...settlement, trace };
+}
+
+/** Resolves after `ms`. */
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }

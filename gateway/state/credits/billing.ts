@@ -45,6 +45,7 @@
 import type { TraceRecord } from "../traces.ts";
 import type { ReserveResult, Settlement } from "./reservation.ts";
 import { KvBilling } from "./_kv_billing.ts";
+import type { SettleJournal } from "./journal.ts";
 
 /** Options of {@linkcode createBilling}. */
 export interface BillingOptions {
@@ -64,6 +65,8 @@ export interface BillingOptions {
   log?: (record: Record<string, unknown>) => void;
   /** Told how long each commit took, seconds (for metrics). */
   onCommit?: (seconds: number) => void;
+  /** Where each charge is written down before it is queued (`journal.ts`): a charge the store never took is replayed from it. */
+  journal?: SettleJournal;
 }
 
 /**
@@ -148,6 +151,7 @@ export function createBilling(
     now: options.now ?? Date.now,
     log: options.log ?? ((record) => console.error(JSON.stringify(record))),
     onCommit: options.onCommit,
+    journal: options.journal,
   });
 }
 
@@ -165,11 +169,12 @@ export interface Billing {
    * it (write-behind), and returns what will be available once this
    * process's queued work for the caller has committed. {@linkcode Billing.balance}
    * waits for queued settlements of the caller; {@linkcode Billing.flush}
-   * waits for all. A settlement that finally fails is logged and not
-   * charged: its hold goes back to the caller.
+   * waits for all. A settlement that fails is tried again with back-off
+   * until it commits; only a shutdown stops it, and then its charge stays in
+   * the journal (`journal.ts`) for the next process to replay.
    */
   settleSoon(settlement: Settlement): { availableMicros: number };
-  /** Resolves once every queued settlement has committed or finally failed, and unused credit keys went back. */
+  /** Resolves once every queued settlement has committed (or, a few seconds into a store outage, was left to the journal), and unused credit keys went back. */
   flush(): Promise<void>;
   /** Stores the trace (and its usage aggregates) of a call that never reserved (refused before forwarding), in its own commit. */
   storeUnreservedTrace(trace: TraceRecord): Promise<void>;

@@ -36,4 +36,6 @@ export interface Settlement {
   usage: Usage;
   /** The call's trace record. */
   trace: TraceRecord;
+  /** The id of the charge's ledger entry: given by the billing once, before the charge is queued (and journaled), so a charge committed again is found, never doubled. */
+  chargeId?: string;
 }

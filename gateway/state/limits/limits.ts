@@ -135,13 +135,7 @@ export function checkStaticLimits(
   now: number,
 ): void {
   if (!limits) return;
-  if (limits.expiresAt !== undefined && Date.parse(limits.expiresAt) <= now) {
-    throw new GatewayError(
-      401,
-      `This key expired at ${limits.expiresAt}; ask the operator for a new one`,
-      { code: "key_expired" },
-    );
-  }
+  checkKeyExpiry(limits, now);
   if (limits.models !== undefined && !limits.models.includes(model)) {
     throw new GatewayError(
       403,
@@ -149,6 +143,35 @@ export function checkStaticLimits(
         limits.models.join(", ")
       }`,
       { code: "model_not_allowed", param: "model" },
+    );
+  }
+}
+
+/**
+ * Refuses a key past its `expiresAt`: the part of
+ * {@linkcode checkStaticLimits} that needs no body, checked before one is
+ * read.
+ *
+ * @example
+ * ```ts
+ * import { checkKeyExpiry } from "./limits.ts";
+ *
+ * checkKeyExpiry({ expiresAt: "2999-01-01T00:00:00Z" }, Date.now()); // allowed
+ * ```
+ *
+ * @param limits The caller's limits.
+ * @param now Epoch ms.
+ * @throws {GatewayError} A 401 once the key expired.
+ */
+export function checkKeyExpiry(
+  limits: CallerLimits | undefined,
+  now: number,
+): void {
+  if (limits?.expiresAt !== undefined && Date.parse(limits.expiresAt) <= now) {
+    throw new GatewayError(
+      401,
+      `This key expired at ${limits.expiresAt}; ask the operator for a new one`,
+      { code: "key_expired" },
     );
   }
 }

@@ -1,6 +1,11 @@
 /**
  * Moving an installation from a Deno KV file to PostgreSQL: every record,
- * with the money exact. Run it with every gateway on the KV file stopped.
+ * with the money exact. Run it with every gateway on the KV file stopped: a
+ * live settlement journal beside the file refuses the copy, a crashed
+ * gateway's journal is replayed into the source first, and each caller's
+ * ledger is checked against their balance on both sides, and the source's
+ * money before the copy against after it (a source that moved is no
+ * snapshot, and the copy fails).
  *
  * Leases are not copied as leases: a lease is money a running process held,
  * and no process holds it after the move, so its amount goes back into the
@@ -15,7 +20,13 @@
 import { readBalance } from "../credits/ledger.ts";
 import { listCallers } from "../callers.ts";
 import { DEFAULT_TRACE_RETENTION_MS } from "../traces.ts";
-import { leasesPrefix, tableOf, unleasedKey } from "../kv_keys.ts";
+import {
+  leasesPrefix,
+  ledgerPrefix,
+  tableOf,
+  unleasedKey,
+} from "../kv_keys.ts";
+import { liveJournals, replayJournals } from "../credits/journal.ts";
 import type { LeaseRecord } from "../credits/ledger.ts";
 import type { PostgresKv } from "./postgres.ts";
 
@@ -37,6 +48,48 @@ export interface CopyOptions {
   force?: boolean;
   /** The clock, epoch ms. */
   now?: number;
+  /** The source's settlement journal directory (`journalDirFor`): a live journal refuses the copy, a dead one's charges are replayed into the source first. */
+  journalDir?: string;
+}
+
+/** One caller's money as a side holds it: for checking the ledger against the balance, and the source against itself. */
+interface Money {
+  /** Ledger entries. */
+  entries: number;
+  /** Their sum, micro-USD. */
+  ledger: number;
+  /** The balance: unleased credits plus leases, micro-USD. */
+  balance: number;
+}
+
+/** A caller's ledger and balance on one side. */
+async function moneyOf(kv: Deno.Kv, callerId: string): Promise<Money> {
+  let entries = 0;
+  let ledger = 0;
+  for await (
+    const entry of kv.list<{ amountMicros: number }>({
+      prefix: ledgerPrefix(callerId),
+    })
+  ) {
+    entries++;
+    ledger += entry.value.amountMicros;
+  }
+  return { entries, ledger, balance: await readBalance(kv, callerId) };
+}
+
+/** Every caller's money on the source, checked ledger against balance. */
+async function sourceMoney(kv: Deno.Kv): Promise<Map<string, Money>> {
+  const money = new Map<string, Money>();
+  for (const caller of await listCallers(kv)) {
+    const side = await moneyOf(kv, caller.id);
+    if (side.ledger !== side.balance) {
+      throw new Error(
+        `Caller "${caller.id}" has a ledger summing to ${side.ledger} micro-USD but a balance of ${side.balance} in the source: refusing to copy money that does not add up`,
+      );
+    }
+    money.set(caller.id, side);
+  }
+  return money;
 }
 
 /** Writes per commit. */
@@ -65,6 +118,20 @@ export async function copyKvToPostgres(
       "The target PostgreSQL store is not empty: refusing to overwrite it (copy into a new database)",
     );
   }
+  if (options.journalDir) {
+    const live = await liveJournals(options.journalDir, now);
+    if (live.length > 0) {
+      throw new Error(
+        `A gateway has this KV open (its settlement journal ${
+          live[0]
+        } is live in ${options.journalDir}): stop every gateway first`,
+      );
+    }
+    // Charges a crashed gateway answered but never committed belong in the copy.
+    await replayJournals(kv, options.journalDir, { now });
+  }
+  // Before and after: a source that moved during the copy is no snapshot.
+  const before = await sourceMoney(kv);
   const folded = new Map<string, number>();
   let leasesFolded = 0;
   let leasedMicros = 0;
@@ -123,19 +190,30 @@ export async function copyKvToPostgres(
   }
   await flush();
 
-  const callers = await listCallers(kv);
-  for (const caller of callers) {
-    const [before, after] = await Promise.all([
-      readBalance(kv, caller.id),
-      readBalance(target, caller.id),
-    ]);
-    if (before !== after) {
+  const after = await sourceMoney(kv);
+  for (const [callerId, money] of after) {
+    const was = before.get(callerId);
+    if (
+      !was || was.entries !== money.entries || was.ledger !== money.ledger ||
+      was.balance !== money.balance
+    ) {
       throw new Error(
-        `Caller "${caller.id}" has a balance of "${before}" micro-USD in KV but "${after}" in PostgreSQL after the copy`,
+        `Caller "${callerId}"'s money moved in the source during the copy (a gateway is still writing to it): the copy is not a snapshot; stop every gateway and copy again into a new database`,
       );
     }
   }
-  return { records, callers: callers.length, leasesFolded, leasedMicros };
+  for (const [callerId, money] of before) {
+    const copied = await moneyOf(target, callerId);
+    if (
+      copied.entries !== money.entries || copied.ledger !== money.ledger ||
+      copied.balance !== money.balance || copied.ledger !== copied.balance
+    ) {
+      throw new Error(
+        `Caller "${callerId}" has ${money.entries} ledger entries summing to ${money.ledger} micro-USD and a balance of ${money.balance} in KV, but ${copied.entries} entries summing to ${copied.ledger} and a balance of ${copied.balance} in PostgreSQL after the copy`,
+      );
+    }
+  }
+  return { records, callers: before.size, leasesFolded, leasedMicros };
 }
 
 /** When a KV record expires, as its writer sets it; `undefined` for never. */

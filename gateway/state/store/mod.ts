@@ -39,13 +39,19 @@ export interface OpenedStore {
  * @throws {ConfigError} When the PostgreSQL store cannot be opened (one line, without credentials).
  */
 export async function openStore(
-  settings: { store?: string; kvPath: string },
+  settings: { store?: string; kvPath: string; clockOffsetMs?: number },
 ): Promise<OpenedStore> {
   if (settings.store) {
     const description = `PostgreSQL ${describePostgresUrl(settings.store)}`;
     try {
       const { openPostgresStore } = await import("./postgres.ts");
-      return { kv: await openPostgresStore(settings.store), description };
+      const offset = settings.clockOffsetMs ?? 0;
+      return {
+        kv: await openPostgresStore(settings.store, {
+          now: () => Date.now() + offset,
+        }),
+        description,
+      };
     } catch (error) {
       // One line at start-up, never the URL's password.
       throw new ConfigError(
@@ -103,4 +109,32 @@ function describeUrl(url: string): string {
  */
 export function describePostgresUrl(url: string): string {
   return describeUrl(url.replace(/^postgres(ql)?:/, "http:"));
+}
+
+/**
+ * The clock a store's time-based state keeps to: PostgreSQL's own (every
+ * host agrees on it), else this process's.
+ *
+ * @param kv The store.
+ * @param localNow This process's clock, for a KV store.
+ * @returns The clock, epoch ms.
+ *
+ * @example
+ * ```ts
+ * import { storeClock } from "./mod.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * storeClock(kv)() > 0; // true: this process's clock
+ * kv.close();
+ * ```
+ */
+export function storeClock(
+  kv: Deno.Kv,
+  localNow: () => number = Date.now,
+): () => number {
+  const now = (kv as { now?: unknown; clockMs?: unknown }).now;
+  return typeof now === "function" &&
+      typeof (kv as { clockMs?: unknown }).clockMs === "function"
+    ? now as () => number
+    : localNow;
 }

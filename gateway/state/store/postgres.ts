@@ -65,27 +65,8 @@ const TRANSIENT_ATTEMPTS = 5;
 export interface PostgresStoreOptions {
   /** Most connections this process opens (default 10). */
   maxConnections?: number;
-  /** Clock, epoch ms (expiry); default: the database's clock (see {@linkcode databaseClock}); tests replace it. */
+  /** This process's own clock, epoch ms; the store keeps to the database's by an offset measured from it (tests shift or replace it). */
   now?: () => number;
-}
-
-/**
- * The database's clock as seen from this process: the local clock plus the
- * offset to PostgreSQL's `clock_timestamp()`, measured at open (the middle
- * of the round trip). Every process on the store then sets and reads expiry
- * (pins, cool-downs, minute windows) on one clock, whatever its own host's
- * clock says; the error is half a round trip.
- *
- * @param sql The open client.
- * @returns The clock, epoch ms.
- */
-async function databaseClock(sql: postgres.Sql): Promise<() => number> {
-  const sent = Date.now();
-  const [row] = await sql<{ ms: string }[]>`
-    SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint::text AS ms`;
-  const received = Date.now();
-  const offset = Number(row.ms) - (sent + received) / 2;
-  return () => Math.round(Date.now() + offset);
 }
 
 function isTransient(error: unknown): boolean {
@@ -102,19 +83,28 @@ export class PostgresKv implements Deno.Kv {
   readonly #sql: postgres.Sql;
   readonly #sweep: ReturnType<typeof setInterval>;
   #ended?: Promise<void>;
-  /** The clock, epoch ms. */
+  /** The database's clock less this process's, ms, as last measured. */
+  #offsetMs = 0;
+  /**
+   * The clock every gateway on this store keeps its time-based state by
+   * (record expiry here; leases, limit windows and sweeps in the gateway):
+   * the database server's, read as this process's clock plus the offset
+   * measured at open and again every minute, so hosts whose own clocks
+   * disagree agree on it (within a round trip).
+   */
   readonly now: () => number;
 
   /**
    * Wraps an open client; use {@linkcode openPostgresStore}.
    *
    * @param sql The client.
-   * @param now The clock.
+   * @param localNow This process's own clock.
    */
-  constructor(sql: postgres.Sql, now: () => number) {
+  constructor(sql: postgres.Sql, localNow: () => number) {
     this.#sql = sql;
-    this.now = now;
+    this.now = () => localNow() + this.#offsetMs;
     this.#sweep = setInterval(() => {
+      this.syncClock(localNow).catch(() => {});
       this.deleteExpired().catch(() => {});
     }, EXPIRY_SWEEP_MS);
     Deno.unrefTimer(this.#sweep);
@@ -343,6 +333,34 @@ export class PostgresKv implements Deno.Kv {
   }
 
   /**
+   * The database server's clock, epoch ms: the one clock every gateway on
+   * this store keeps its time-based state by (`clock.ts`).
+   *
+   * @returns Epoch ms, as PostgreSQL's `clock_timestamp()` reads now.
+   */
+  async clockMs(): Promise<number> {
+    const [row] = await this.#sql<{ ms: number }[]>`
+      SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms`;
+    return Number(row.ms);
+  }
+
+  /**
+   * Measures the database's clock against this process's, taking the
+   * midpoint of the round trip; {@linkcode PostgresKv.now} follows it.
+   *
+   * @param localNow This process's own clock.
+   * @returns The offset, ms.
+   */
+  async syncClock(localNow: () => number): Promise<number> {
+    const sent = localNow();
+    const database = await this.clockMs();
+    const received = localNow();
+    // Whole ms: times are stored as bigint.
+    this.#offsetMs = Math.round(database - (sent + received) / 2);
+    return this.#offsetMs;
+  }
+
+  /**
    * Whether the store holds no state at all (for `store copy`).
    *
    * @returns `true` when empty.
@@ -399,14 +417,13 @@ export async function openPostgresStore(
     await sql.end({ timeout: 1 });
     throw error;
   }
-  let now = options.now;
-  if (!now) {
-    try {
-      now = await databaseClock(sql);
-    } catch (error) {
-      await sql.end({ timeout: 1 });
-      throw error;
-    }
+  const localNow = options.now ?? Date.now;
+  const store = new PostgresKv(sql, localNow);
+  try {
+    await store.syncClock(localNow);
+  } catch (error) {
+    await sql.end({ timeout: 1 });
+    throw error;
   }
-  return new PostgresKv(sql, now);
+  return store;
 }

@@ -391,4 +391,9 @@ export const openai: Provider<"openai"> = {
       ? responsesPassthrough(call)
       : chatPassthrough(call),
   errorMessage: nestedErrorMessage,
+  // A request bigger than the key's tokens-per-minute limit is answered 429
+  // "Request too large for <model> ... on tokens per min (TPM): Limit L,
+  // Requested R" (https://platform.openai.com/docs/guides/rate-limits): no
+  // wait helps it, and the key's room for other requests is untouched.
+  requestRefusals: [/^Request too large\b/i],
 };

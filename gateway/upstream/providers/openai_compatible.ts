@@ -28,6 +28,8 @@ export interface OpenAICompatibleOptions<Name extends string> {
   headers?: Readonly<Record<string, string>>;
   /** The provider reports reasoning tokens beside `completion_tokens`, not inside them (xAI). */
   reasoningOutsideCompletion?: boolean;
+  /** Wordings of a 429 or 403 about the request, not the key (`Provider.requestRefusals`). */
+  requestRefusals?: readonly RegExp[];
 }
 
 /**
@@ -69,5 +71,8 @@ export function openAICompatible<const Name extends string>(
     }),
     exchange: (call) => chatPassthrough(call, usageOptions),
     errorMessage: nestedErrorMessage,
+    ...(options.requestRefusals
+      ? { requestRefusals: options.requestRefusals }
+      : {}),
   };
 }

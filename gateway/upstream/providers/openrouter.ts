@@ -26,4 +26,8 @@ export const openrouter: Provider<"openrouter"> = openAICompatible({
     "http-referer": "https://jsr.io/@org/mcpkit",
     "x-title": "mcpkit gateway",
   },
+  // "403: Your chosen model requires moderation and your input was flagged"
+  // (https://openrouter.ai/docs/api/reference/errors-and-debugging): the
+  // caller's input, not the key.
+  requestRefusals: [/\binput was flagged\b/i],
 });

@@ -143,6 +143,14 @@ export interface Provider<Name extends string = string> {
   exchange(call: CallInput): Exchange;
   /** The human message inside one of the provider's error bodies. */
   errorMessage(body: string): string;
+  /**
+   * Wordings of a 429 or 403 message (as `errorMessage` reads it) that are
+   * about the request, not the key: its size, its content, a feature the
+   * account lacks. Such an answer fails the call and leaves the key alone,
+   * so no caller can cool or refuse a key for the others with it. Each
+   * comes from the provider's documentation.
+   */
+  readonly requestRefusals?: readonly RegExp[];
   /** The upstream request that counts a call's input tokens, where the provider has one (not charged). */
   countTokens?(call: CallInput): {
     path: string;
