@@ -15,6 +15,7 @@ import { GatewayError } from "../errors.ts";
 import { formatUsd } from "../state/credits/money.ts";
 import { parseJson } from "../upstream/providers/provider.ts";
 import { sendUpstream } from "../upstream/send.ts";
+import { scrubAnswer } from "../upstream/scrub.ts";
 import { upstreamFailure } from "../upstream/rules.ts";
 
 /** The provider whose Responses API keeps conversations. */
@@ -74,10 +75,12 @@ export async function createConversation(
     estimatedTokens: 0,
     signal: request.signal,
     requestId: request.requestId,
+    callerId: caller.id,
   });
   let text: string;
   try {
-    text = await upstream.response.text();
+    // A provider may quote the key in its answer: it goes no further.
+    text = scrubAnswer(await upstream.response.text(), upstream.key);
   } catch (error) {
     throw upstreamFailure(provider.name, error, upstream.signal);
   } finally {

@@ -48,6 +48,7 @@ function pinnedRequest(pinWaitMs: number): UpstreamRequest {
     estimatedTokens: 10,
     signal: new AbortController().signal,
     requestId: "req-pin",
+    callerId: "caller-pin",
     pinnedKeyId: PINNED,
     pinWaitMs,
   };
