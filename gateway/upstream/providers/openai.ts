@@ -40,6 +40,21 @@ export interface ChatUsageOptions {
   cacheWriteTtl?: CacheTtl;
 }
 
+/**
+ * The chat body field a provider reads as the call's output limit, sent
+ * when the caller sets none: OpenAI's current `max_completion_tokens`
+ * (`max_tokens` is deprecated there and refused by reasoning models), or
+ * the older `max_tokens` most compatible APIs read.
+ */
+export type OutputLimitField = "max_tokens" | "max_completion_tokens";
+
+/** How a chat-convention provider is passed a call. */
+export interface ChatPassthroughOptions
+  extends Omit<ChatUsageOptions, "cacheWriteTtl"> {
+  /** The field sent as the output limit when the caller sets none; default `max_tokens`. */
+  outputLimitField?: OutputLimitField;
+}
+
 /** A chat-convention `usage` object as it arrives, with the counts some providers add. */
 interface ChatWireUsage {
   prompt_tokens?: unknown;
@@ -103,12 +118,14 @@ function usageObject(value: unknown): unknown {
 
 /**
  * The chat-completions exchange shared by every OpenAI-convention provider:
- * the model id is swapped for the upstream id, and streams always ask for
+ * the model id is swapped for the upstream id, the output limit is the
+ * caller's capped by the catalog's (the catalog's, in the provider's own
+ * field, when the caller sets none), and streams always ask for
  * usage (it is what the caller is billed by); the usage-only final chunk is
  * passed on only to callers who asked for it.
  *
  * @param call The call.
- * @param options How the provider reports its token classes.
+ * @param options How the provider reports its token classes, and its output limit's field.
  * @returns The exchange.
  *
  * @example
@@ -130,20 +147,29 @@ function usageObject(value: unknown): unknown {
  */
 export function chatPassthrough(
   call: CallInput,
-  options: Omit<ChatUsageOptions, "cacheWriteTtl"> = {},
+  options: ChatPassthroughOptions = {},
 ): Exchange {
+  const { outputLimitField = "max_tokens", ...readOptions } = options;
   const body: Record<string, unknown> = {
     ...call.body,
     model: call.entry.upstream,
   };
-  // A limit above the catalog's is capped to it: the output the hold covers.
+  // A limit above the catalog's is capped to it, and a call without one
+  // gets the catalog's: the provider's own maximum is not what the hold covers.
+  let limited = false;
   for (const field of ["max_tokens", "max_completion_tokens"]) {
     const limit = body[field];
-    if (typeof limit === "number" && limit > call.entry.maxOutputTokens) {
+    if (typeof limit !== "number") continue;
+    limited = true;
+    if (limit > call.entry.maxOutputTokens) {
       body[field] = call.entry.maxOutputTokens;
     }
   }
-  const usageOptions = { ...options, cacheWriteTtl: unsplitCacheTtl(body) };
+  if (!limited) body[outputLimitField] = call.maxOutputTokens;
+  const usageOptions = {
+    ...readOptions,
+    cacheWriteTtl: unsplitCacheTtl(body),
+  };
   const callerOptions = call.body.stream_options as
     | { include_usage?: boolean }
     | undefined;
@@ -304,9 +330,9 @@ function responsesPassthrough(call: CallInput): Exchange {
     body: {
       ...call.body,
       model: call.entry.upstream,
-      // A limit above the catalog's is capped to it: the output the hold covers.
-      ...(typeof call.body.max_output_tokens === "number" &&
-        { max_output_tokens: call.maxOutputTokens }),
+      // The caller's limit capped by the catalog's, or the catalog's when
+      // the caller sets none: the output the hold covers.
+      max_output_tokens: call.maxOutputTokens,
     },
     response(upstream) {
       const { id, usage } = upstream as {
@@ -389,6 +415,6 @@ export const openai: Provider<"openai"> = {
   exchange: (call) =>
     call.route === "responses"
       ? responsesPassthrough(call)
-      : chatPassthrough(call),
+      : chatPassthrough(call, { outputLimitField: "max_completion_tokens" }),
   errorMessage: nestedErrorMessage,
 };

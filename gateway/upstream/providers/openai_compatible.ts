@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { chatPassthrough } from "./openai.ts";
+import { chatPassthrough, type OutputLimitField } from "./openai.ts";
 import {
   type ImageRule,
   nestedErrorMessage,
@@ -28,6 +28,8 @@ export interface OpenAICompatibleOptions<Name extends string> {
   headers?: Readonly<Record<string, string>>;
   /** The provider reports reasoning tokens beside `completion_tokens`, not inside them (xAI). */
   reasoningOutsideCompletion?: boolean;
+  /** The field its chat API reads as the output limit, sent when the caller sets none; default `max_tokens`. */
+  outputLimitField?: OutputLimitField;
 }
 
 /**
@@ -54,8 +56,9 @@ export function openAICompatible<const Name extends string>(
   options: OpenAICompatibleOptions<Name>,
 ): Provider<Name> {
   const fixedHeaders = { ...options.headers };
-  const usageOptions = {
+  const passOptions = {
     reasoningOutsideCompletion: options.reasoningOutsideCompletion === true,
+    outputLimitField: options.outputLimitField ?? "max_tokens",
   };
   return {
     name: options.name,
@@ -67,7 +70,7 @@ export function openAICompatible<const Name extends string>(
       ...fixedHeaders,
       authorization: `Bearer ${secret}`,
     }),
-    exchange: (call) => chatPassthrough(call, usageOptions),
+    exchange: (call) => chatPassthrough(call, passOptions),
     errorMessage: nestedErrorMessage,
   };
 }
