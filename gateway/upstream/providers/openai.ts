@@ -17,7 +17,12 @@ import {
   usageFromChat,
 } from "../translate/chat_response_types.ts";
 import type { Usage } from "../usage.ts";
-import { coveringTotal, normalUsage, tokenCount } from "../usage.ts";
+import {
+  coveringTotal,
+  normalUsage,
+  reportedCost,
+  tokenCount,
+} from "../usage.ts";
 import { type CacheTtl, unsplitCacheTtl } from "./anthropic.ts";
 import {
   type CallInput,
@@ -38,6 +43,8 @@ export interface ChatUsageOptions {
   reasoningOutsideCompletion?: boolean;
   /** The lifetime of cache writes (OpenRouter's `cache_write_tokens`, for Anthropic models) ({@linkcode unsplitCacheTtl}); default `5m`. */
   cacheWriteTtl?: CacheTtl;
+  /** The provider reports what the call cost in `usage.cost`, USD (OpenRouter): charged where it is above the catalog's price. */
+  reportsCost?: boolean;
 }
 
 /**
@@ -65,14 +72,16 @@ interface ChatWireUsage {
     cache_write_tokens?: unknown;
   } | null;
   completion_tokens_details?: { reasoning_tokens?: unknown } | null;
+  cost?: unknown;
 }
 
 /**
  * Reads chat-convention usage (a completion's, or a stream's chunks folded)
  * for billing: cache reads at the cached price, OpenRouter's cache writes at
  * the cache-write price of `cacheWriteTtl`, reasoning as output (added to
- * `completion_tokens` where the provider reports it beside them), and any
- * part of `total_tokens` beyond prompt and output as output.
+ * `completion_tokens` where the provider reports it beside them), any
+ * part of `total_tokens` beyond prompt and output as output, and, where the
+ * provider reports one, its own `cost`.
  *
  * @example xAI: reasoning beside completion_tokens
  * ```ts
@@ -100,7 +109,7 @@ export function chatUsageOf(
     "usage.prompt_tokens_details.cache_write_tokens",
   );
   const oneHour = options.cacheWriteTtl === "1h";
-  return coveringTotal(
+  const tokens = coveringTotal(
     normalUsage({
       ...read,
       cacheWriteTokens: oneHour ? 0 : written,
@@ -108,6 +117,10 @@ export function chatUsageOf(
     }),
     tokenCount(usage?.total_tokens, "usage.total_tokens"),
   );
+  const cost = options.reportsCost
+    ? reportedCost(usage?.cost, "usage.cost")
+    : undefined;
+  return cost === undefined ? tokens : { ...tokens, reportedCostUsd: cost };
 }
 
 function usageObject(value: unknown): unknown {
@@ -313,6 +326,23 @@ export function usageFromResponses(
   );
 }
 
+/**
+ * Usage with the web searches a response ran: one per `web_search_call`
+ * item of its output, each billed per call beside the tokens.
+ */
+function withWebSearches(usage: Usage, output: unknown, seen = 0): Usage {
+  const listed = Array.isArray(output)
+    ? output.filter(isWebSearchCall).length
+    : 0;
+  const searches = Math.max(listed, seen);
+  return searches > 0 ? { ...usage, webSearches: searches } : usage;
+}
+
+function isWebSearchCall(item: unknown): boolean {
+  return typeof item === "object" && item !== null &&
+    (item as { type?: unknown }).type === "web_search_call";
+}
+
 /** Usage in a Responses stream: the `response` an event carries (the terminal event's). */
 const RESPONSES_STREAM_USAGE: StreamUsageFormat = {
   countsIn: (_event, data) =>
@@ -335,13 +365,14 @@ function responsesPassthrough(call: CallInput): Exchange {
       max_output_tokens: call.maxOutputTokens,
     },
     response(upstream) {
-      const { id, usage } = upstream as {
+      const { id, usage, output } = upstream as {
         id?: unknown;
         usage?: ResponsesUsage;
+        output?: unknown;
       };
       return {
         body: upstream,
-        usage: usageFromResponses(usage),
+        usage: withWebSearches(usageFromResponses(usage), output),
         ...(typeof id === "string" && { stateId: id }),
       };
     },
@@ -349,23 +380,43 @@ function responsesPassthrough(call: CallInput): Exchange {
   };
 }
 
+/** The most announced web searches a stream keeps ids of: a bound on memory a hostile upstream cannot push further. */
+const MAX_COUNTED_SEARCHES = 10_000;
+
 class ResponsesRelay implements StreamRelay {
   failure?: string;
   stateId?: string;
   #complete = false;
   readonly #usage = new StreamUsage(RESPONSES_STREAM_USAGE);
+  /** The output of the terminal event's response: its web searches are billed. */
+  #output: unknown;
+  /** The web searches the stream announced, by item id: billed if the caller leaves before the end. */
+  readonly #searches = new Set<string>();
 
   get usage(): Usage {
-    return this.#usage.usage;
+    return withWebSearches(
+      this.#usage.usage,
+      this.#output,
+      this.#searches.size,
+    );
   }
 
   event(event: SseEvent, parsed: unknown): string {
     const { data } = event;
     this.#usage.event(event, parsed);
     const body = parsed as {
-      response?: { id?: unknown; error?: { message?: string } };
+      response?: {
+        id?: unknown;
+        error?: { message?: string };
+        output?: unknown;
+      };
       message?: string;
+      item?: { id?: unknown };
     };
+    if (
+      isWebSearchCall(body?.item) && typeof body.item?.id === "string" &&
+      this.#searches.size < MAX_COUNTED_SEARCHES
+    ) this.#searches.add(body.item.id);
     // The first event (response.created) names the answer's id.
     if (this.stateId === undefined && typeof body?.response?.id === "string") {
       this.stateId = body.response.id;
@@ -377,6 +428,7 @@ class ResponsesRelay implements StreamRelay {
       event.event === "response.failed"
     ) {
       this.#complete = true;
+      this.#output = body?.response?.output;
       if (event.event === "response.failed") {
         this.failure = body?.response?.error?.message ?? "The response failed";
       }

@@ -28,6 +28,8 @@ export interface OpenAICompatibleOptions<Name extends string> {
   headers?: Readonly<Record<string, string>>;
   /** The provider reports reasoning tokens beside `completion_tokens`, not inside them (xAI). */
   reasoningOutsideCompletion?: boolean;
+  /** It reports what a call cost in `usage.cost`, USD (OpenRouter): the caller is charged at least that. */
+  reportsCost?: boolean;
   /** The field its chat API reads as the output limit, sent when the caller sets none; default `max_tokens`. */
   outputLimitField?: OutputLimitField;
 }
@@ -59,6 +61,7 @@ export function openAICompatible<const Name extends string>(
   const passOptions = {
     reasoningOutsideCompletion: options.reasoningOutsideCompletion === true,
     outputLimitField: options.outputLimitField ?? "max_tokens",
+    reportsCost: options.reportsCost === true,
   };
   return {
     name: options.name,

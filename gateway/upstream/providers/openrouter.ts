@@ -26,4 +26,7 @@ export const openrouter: Provider<"openrouter"> = openAICompatible({
     "http-referer": "https://jsr.io/@org/mcpkit",
     "x-title": "mcpkit gateway",
   },
+  // OpenRouter's usage accounting reports what it billed in `usage.cost`
+  // (plugins, web results, provider surcharges): never charged less.
+  reportsCost: true,
 });
