@@ -34,7 +34,7 @@ import type { CatalogEntry } from "../state/catalog.ts";
 import type { CallAttempt, TraceRecord } from "../state/traces.ts";
 import type { Usage } from "../upstream/usage.ts";
 import { formatUsd } from "../state/credits/money.ts";
-import { estimateInputTokens } from "./estimate.ts";
+import { estimateInputTokens, namesStoredContext } from "./estimate.ts";
 import { heldCacheWrite, holdFor, reserveHold } from "./hold.ts";
 import {
   type BillableFeatures,
@@ -167,6 +167,7 @@ class Call implements AsyncDisposable {
         parsed,
         features,
         heldCacheWrite(parsed.body),
+        namesStoredContext(parsed.body),
       ),
     );
     // The caller's counted limits take the call's share after the credits,

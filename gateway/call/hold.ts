@@ -64,6 +64,7 @@ export function heldCacheWrite(body: unknown): HeldCacheWrite {
  * @param parsed The caller's output limit, answers asked for and predicted tokens.
  * @param features What the call asks for beyond tokens (a tier, web searches).
  * @param cacheWrite The dearest cache write the body asks for: the input is held at its price.
+ * @param storedContext The body names stored context of unknown size (`namesStoredContext`): on a model whose context window the catalog gives, the input is held at the window less the output.
  * @returns The amount to hold and the candidate it is for.
  * @throws {GatewayError} A 500 for a model whose price the money maths cannot hold.
  */
@@ -73,19 +74,22 @@ export function holdFor(
   parsed: Pick<ParsedCall, "maxOutputTokens" | "choices" | "predictedTokens">,
   features: BillableFeatures = { webSearches: 0 },
   cacheWrite: HeldCacheWrite = "none",
+  storedContext = false,
 ): { amount: number; entry: CatalogEntry } {
   let hold = { amount: -1, entry: candidates[0] };
-  const input = Math.ceil(inputTokens);
   for (const entry of candidates) {
+    const limit = outputLimit(entry, parsed.maxOutputTokens);
+    // Stored context can fill the window, whatever the body shows of it.
+    const input = storedContext && entry.contextWindow !== undefined
+      ? Math.max(Math.ceil(inputTokens), entry.contextWindow - limit)
+      : Math.ceil(inputTokens);
     let amount: number;
     try {
       amount = chargeMicros(
         {
           inputTokens: input,
           outputTokens: Math.ceil(
-            parsed.choices *
-              (parsed.predictedTokens +
-                outputLimit(entry, parsed.maxOutputTokens)),
+            parsed.choices * (parsed.predictedTokens + limit),
           ),
           cachedInputTokens: 0,
           ...(cacheWrite === "5m" && { cacheWriteTokens: input }),
