@@ -113,6 +113,8 @@ class Call implements AsyncDisposable {
   #answerText?: string;
   /** What the call asks for beyond tokens, priced on the model that serves it. */
   #features: BillableFeatures = { webSearches: 0 };
+  /** The input tokens the hold was estimated for, once the call is held. */
+  #inputEstimate?: number;
 
   constructor(readonly deps: CallDeps, readonly request: CallRequest) {}
 
@@ -154,6 +156,7 @@ class Call implements AsyncDisposable {
     // What the caller is told about the end of the model it asked for.
     const notice = lifecycleHeaders(deps.model(parsed.model) ?? candidates[0]);
     const inputTokens = estimateInputTokens(parsed.body, candidates);
+    this.#inputEstimate = inputTokens;
     const outputTokens = parsed.choices * (parsed.predictedTokens + Math.max(
       ...candidates.map((entry) => outputLimit(entry, parsed.maxOutputTokens)),
     ));
@@ -274,7 +277,35 @@ class Call implements AsyncDisposable {
     if (this.#relayed || this.#closed) return;
     const error = this.#failure ??
       toGatewayError(new Error("The call ended without an answer"));
-    await this.close(failedEnding(error));
+    await this.close(this.#sentEnding(error) ?? failedEnding(error));
+  }
+
+  /**
+   * The ending of a call that failed after its request went to the provider
+   * without an answer read: the provider timed out, or the caller left while
+   * it worked. The provider bills the prompt it read whether or not anyone
+   * reads the answer, so the call is charged its hold's input estimate on
+   * the model it was sent to (marked estimated in the trace); `undefined`
+   * for any other failure.
+   */
+  #sentEnding(error: GatewayError): Ending | undefined {
+    const entry = this.entry;
+    if (
+      !entry || this.#inputEstimate === undefined ||
+      !SENT_WITHOUT_ANSWER.has(error.code)
+    ) return undefined;
+    const usage: Usage = {
+      inputTokens: this.#inputEstimate,
+      outputTokens: 0,
+      cachedInputTokens: 0,
+    };
+    this.estimated = ["input"];
+    return {
+      usage,
+      cost: chargeMicros(usage, entry.pricing, this.#features.tier),
+      status: error.status,
+      error: error.message,
+    };
   }
 
   /**
@@ -493,6 +524,13 @@ function tracedError(message: string): string {
     ? message
     : `${message.slice(0, MAX_TRACE_ERROR_CHARS)}...`;
 }
+
+/**
+ * The codes of the failures of a request the provider was sent but whose
+ * answer was not read (`upstreamFailure` in `../upstream/rules.ts`): a
+ * timeout, or the caller gone.
+ */
+const SENT_WITHOUT_ANSWER = new Set(["upstream_timeout", "client_closed"]);
 
 /** Failures another provider may not share: no free key, the provider down, slow or unreachable. */
 function worthFallingBack(error: GatewayError): boolean {
