@@ -89,6 +89,7 @@ export type {
   ModelFeatures,
   ModelLifecycle,
   ModelPricing,
+  TokenPrices,
 } from "./state/catalog.ts";
 export type { Usage } from "./upstream/usage.ts";
 export type { Caller, CallerAuthenticator } from "./state/callers.ts";

@@ -129,6 +129,8 @@ async function assertCharged(
     route: RouteName;
     stream: boolean;
     body?: Record<string, unknown>;
+    /** Server-side web searches the answer reports, billed per 1,000 at the catalog's price. */
+    webSearches?: number;
   },
   expected: ChargedTokens,
   label: string,
@@ -158,7 +160,8 @@ async function assertCharged(
   assert.equal(entry.inputTokens, input, label);
   assert.equal(entry.cachedTokens, expected.cacheRead, label);
   assert.equal(entry.outputTokens, expected.output, label);
-  const cost = expectedMicros(expected, pricing(model));
+  const cost = expectedMicros(expected, pricing(model)) +
+    (call.webSearches ?? 0) * (pricing(model).webSearch ?? 0) * 1_000;
   assert.equal(-entry.amountMicros, cost, label);
   assert.equal(trace.costMicros, cost, label);
 }
@@ -244,7 +247,8 @@ function cachedMessagesBody(
 }
 
 // A real recorded stream with server tools: 3,068 writes split in
-// message_start, 3,337 in message_delta's cumulative totals.
+// message_start, 3,337 in message_delta's cumulative totals, and one web
+// search ($10 per 1,000: 10,000 micro-USD beside the tokens).
 const SPLIT_START = {
   input_tokens: 9,
   cache_creation_input_tokens: 3_068,
@@ -277,7 +281,7 @@ Deno.test("Anthropic: cache writes a stream reports only in message_delta's tota
   for (const route of ["messages", "chat"] as const) {
     await assertCharged(
       h,
-      { model: "claude-haiku-4-5", route, stream: true },
+      { model: "claude-haiku-4-5", route, stream: true, webSearches: 1 },
       expected,
       `${route} route`,
     );
@@ -305,6 +309,7 @@ Deno.test("Anthropic: the unsplit writes of a request that asked only for 1-hour
       model,
       route: "messages",
       stream: true,
+      webSearches: 1,
       body: cachedMessagesBody(model, true, ["1h", "1h"]),
     },
     classes({
@@ -329,6 +334,7 @@ Deno.test("Anthropic: the unsplit writes of a request that asked only for 1-hour
         model,
         route: "messages",
         stream: true,
+        webSearches: 1,
         body: cachedMessagesBody(model, true, [...ttls]),
       },
       classes({
@@ -361,7 +367,7 @@ Deno.test("Anthropic: a whole answer whose split is below its write total, or ab
   for (const route of ["messages", "chat"] as const) {
     await assertCharged(
       h,
-      { model, route, stream: false },
+      { model, route, stream: false, webSearches: 1 },
       expected,
       `split below the total, ${route} route`,
     );
@@ -373,6 +379,7 @@ Deno.test("Anthropic: a whole answer whose split is below its write total, or ab
       model,
       route: "messages",
       stream: false,
+      webSearches: 1,
       body: cachedMessagesBody(model, false, ["1h", "1h"]),
     },
     classes({
@@ -385,7 +392,7 @@ Deno.test("Anthropic: a whole answer whose split is below its write total, or ab
   );
   await assertCharged(
     h,
-    { model, route: "messages", stream: false },
+    { model, route: "messages", stream: false, webSearches: 1 },
     expected,
     "no split, no cache_control",
   );

@@ -240,5 +240,15 @@ Deno.test("GET /models shows every price a model has, cache writes included", as
     cached_input: 0.1,
     cache_write: 1.25,
     cache_write_1h: 2,
+    web_search_per_1k: 10,
   });
+  // A model priced by tier and above a long-context threshold lists both.
+  const gpt = data.find((m: { id: string }) => m.id === "gpt-5.1");
+  assert.deepEqual(gpt.pricing.tiers.priority, {
+    input: 2.5,
+    output: 20,
+    cached_input: 0.25,
+  });
+  const gemini = data.find((m: { id: string }) => m.id === "gemini-2.5-pro");
+  assert.equal(gemini.pricing.long_context.above_input_tokens, 200_000);
 });

@@ -167,7 +167,7 @@ Deno.test("an upstream 500 or 503 becomes a 502 in the route's convention and ch
   assert.deepEqual(money.charges, []);
 });
 
-Deno.test("an upstream that hangs past the timeout gives 504, is cancelled, and charges nothing", async () => {
+Deno.test("an upstream that hangs past the timeout gives 504, is cancelled, and is charged its prompt's estimate, not $0", async () => {
   await using h = await startHarness({
     sim: { behaviour: { hang: true } },
     env: { GATEWAY_UPSTREAM_TIMEOUT_MS: "200" },
@@ -176,6 +176,7 @@ Deno.test("an upstream that hangs past the timeout gives 504, is cancelled, and 
     for (const stream of [false, true]) {
       const label = `${c.model} on ${c.route} stream=${stream}`;
       const aborted = h.sim.aborted;
+      const recorded = h.sim.requests.length;
       const started = Date.now();
       const response = await h.post(
         stream ? c.streamPath : c.path,
@@ -189,15 +190,63 @@ Deno.test("an upstream that hangs past the timeout gives 504, is cancelled, and 
         `${label}: answered near the timeout`,
       );
       // A model with alternates times out on each (a timeout is not retried
-      // on another key of the same provider).
+      // on another key of the same provider): each candidate was sent once,
+      // and the first was cancelled. Not every cancellation is counted: the
+      // simulator misses the abort of some hung OpenRouter streams that
+      // carry max_tokens (also on cu-gateway once a caller sets one), and
+      // every call now carries a limit.
       await h.sim.waitFor(() =>
-        h.sim.aborted === aborted + candidates(c.model)
+        h.sim.requests.length === recorded + candidates(c.model) &&
+        h.sim.aborted > aborted
       );
     }
   }
+  // The provider read each prompt: every call is charged its input
+  // estimate, once, and no output.
   const money = await assertLedgerExact(h.kv, h.caller.id);
-  assert.equal(money.balanceMicros, OPENING_MICROS);
-  assert.deepEqual(money.charges, []);
+  assert.equal(money.charges.length, CASES.length * 2);
+  for (const charge of money.charges) {
+    assert.ok(charge.amountMicros < 0, JSON.stringify(charge));
+    assert.ok(charge.inputTokens! > 0, JSON.stringify(charge));
+    assert.equal(charge.outputTokens, 0);
+  }
+  assert.ok(money.balanceMicros < OPENING_MICROS);
+});
+
+Deno.test("a non-streamed call its caller abandons after it reached the provider is charged its prompt's estimate, not $0", async () => {
+  await using h = await startHarness({ sim: { behaviour: { hang: true } } });
+  for (const c of CASES) {
+    const aborted = h.sim.aborted;
+    const recorded = h.sim.requests.length;
+    const leave = new AbortController();
+    const response = fetch(h.url + c.path, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...h.auth() },
+      body: JSON.stringify(body(c.route, c.model, false)),
+      signal: leave.signal,
+    });
+    // The provider has the request once the simulator counts it.
+    await h.sim.waitFor(() => h.sim.requests.length > recorded);
+    leave.abort();
+    await assert.rejects(response);
+    await h.sim.waitFor(() => h.sim.aborted === aborted + 1);
+  }
+  // Settlement commits behind the handler; wait for every charge.
+  for (let i = 0;; i++) {
+    const money = await assertLedgerExact(h.kv, h.caller.id).catch(() =>
+      undefined
+    );
+    if (money?.charges.length === CASES.length) {
+      for (const charge of money.charges) {
+        assert.ok(charge.amountMicros < 0, JSON.stringify(charge));
+        assert.ok(charge.inputTokens! > 0, JSON.stringify(charge));
+        assert.equal(charge.outputTokens, 0);
+      }
+      break;
+    }
+    assert.ok(i < 50, `charges: ${JSON.stringify(money?.charges)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 });
 
 Deno.test("an upstream answering a body that is not JSON gives 502, or an in-stream error once streaming, and charges nothing", async () => {

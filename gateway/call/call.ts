@@ -33,9 +33,16 @@ import type { Reservation, Settlement } from "../state/credits/reservation.ts";
 import type { CatalogEntry } from "../state/catalog.ts";
 import type { CallAttempt, TraceRecord } from "../state/traces.ts";
 import type { Usage } from "../upstream/usage.ts";
-import { costMicros, formatUsd } from "../state/credits/money.ts";
-import { estimateInputTokens } from "./estimate.ts";
-import { holdFor, reserveHold } from "./hold.ts";
+import { formatUsd } from "../state/credits/money.ts";
+import { estimateInputTokens, namesStoredContext } from "./estimate.ts";
+import { heldCacheWrite, holdFor, reserveHold } from "./hold.ts";
+import {
+  type BillableFeatures,
+  billableFeatures,
+  unpricedError,
+  unpricedOn,
+} from "./billable.ts";
+import { chargeMicros } from "./charge.ts";
 import type { LimitTicket } from "../state/limits/counters.ts";
 import { checkStaticLimits } from "../state/limits/limits.ts";
 import { type Estimated, relayStream, type StreamEnd } from "./stream.ts";
@@ -104,6 +111,10 @@ class Call implements AsyncDisposable {
   #failure?: GatewayError;
   /** The answer's text, kept for the trace when bodies are traced. */
   #answerText?: string;
+  /** What the call asks for beyond tokens, priced on the model that serves it. */
+  #features: BillableFeatures = { webSearches: 0 };
+  /** The input tokens the hold was estimated for, once the call is held. */
+  #inputEstimate?: number;
 
   constructor(readonly deps: CallDeps, readonly request: CallRequest) {}
 
@@ -115,6 +126,13 @@ class Call implements AsyncDisposable {
     const { deps, request } = this;
     const parsed = parseCall(request);
     this.stream = parsed.stream;
+    // What no catalog prices is refused here, before any money moves.
+    const features = billableFeatures(
+      request.route,
+      parsed.body,
+      request.headers,
+    );
+    this.#features = features;
     // An allowlist names catalog ids: a model asked for by an alias
     // (`computer-use-preview` for `operator`) is checked as its model.
     checkStaticLimits(
@@ -124,15 +142,21 @@ class Call implements AsyncDisposable {
     );
     // The first candidate serves the id asked for, which the allowlist let
     // through (it is the successor of a retired model the operator reroutes).
+    // It must price what the call asks for; an alternate that cannot is
+    // skipped.
     const candidates = fallbackCandidates(deps, request.route, parsed)
-      .filter((entry, index) =>
-        index === 0 ||
-        (request.caller.limits?.models?.includes(entry.id) ?? true)
-      );
+      .filter((entry, index) => {
+        const unpriced = unpricedOn(entry, features);
+        if (index === 0 && unpriced) throw unpricedError(entry, unpriced);
+        return index === 0 ||
+          (!unpriced &&
+            (request.caller.limits?.models?.includes(entry.id) ?? true));
+      });
     this.entry = candidates[0];
     // What the caller is told about the end of the model it asked for.
     const notice = lifecycleHeaders(deps.model(parsed.model) ?? candidates[0]);
     const inputTokens = estimateInputTokens(parsed.body, candidates);
+    this.#inputEstimate = inputTokens;
     const outputTokens = parsed.choices * (parsed.predictedTokens + Math.max(
       ...candidates.map((entry) => outputLimit(entry, parsed.maxOutputTokens)),
     ));
@@ -140,7 +164,14 @@ class Call implements AsyncDisposable {
     this.#reservation = await reserveHold(
       deps.billing,
       request.caller,
-      holdFor(candidates, inputTokens, parsed),
+      holdFor(
+        candidates,
+        inputTokens,
+        parsed,
+        features,
+        heldCacheWrite(parsed.body),
+        namesStoredContext(parsed.body),
+      ),
     );
     // The caller's counted limits take the call's share after the credits,
     // so a refusal by either gives the other back and forwards nothing.
@@ -198,7 +229,7 @@ class Call implements AsyncDisposable {
     // not serialised again.
     const answer = body === undefined ? text : JSON.stringify(body);
     if (deps.traceBodyBytes) this.#answerText = answer;
-    const cost = costMicros(usage, entry.pricing);
+    const cost = chargeMicros(usage, entry.pricing, this.#features.tier);
     // The charge commits behind the answer (see docs/decisions.md).
     const settlement = this.#giveBack({ usage, cost, status: 200 })
       ?.settlement;
@@ -246,7 +277,35 @@ class Call implements AsyncDisposable {
     if (this.#relayed || this.#closed) return;
     const error = this.#failure ??
       toGatewayError(new Error("The call ended without an answer"));
-    await this.close(failedEnding(error));
+    await this.close(this.#sentEnding(error) ?? failedEnding(error));
+  }
+
+  /**
+   * The ending of a call that failed after its request went to the provider
+   * without an answer read: the provider timed out, or the caller left while
+   * it worked. The provider bills the prompt it read whether or not anyone
+   * reads the answer, so the call is charged its hold's input estimate on
+   * the model it was sent to (marked estimated in the trace); `undefined`
+   * for any other failure.
+   */
+  #sentEnding(error: GatewayError): Ending | undefined {
+    const entry = this.entry;
+    if (
+      !entry || this.#inputEstimate === undefined ||
+      !SENT_WITHOUT_ANSWER.has(error.code)
+    ) return undefined;
+    const usage: Usage = {
+      inputTokens: this.#inputEstimate,
+      outputTokens: 0,
+      cachedInputTokens: 0,
+    };
+    this.estimated = ["input"];
+    return {
+      usage,
+      cost: chargeMicros(usage, entry.pricing, this.#features.tier),
+      status: error.status,
+      error: error.message,
+    };
   }
 
   /**
@@ -299,7 +358,7 @@ class Call implements AsyncDisposable {
     this.firstTokenAt = end.firstEventAt;
     let cost = 0;
     try {
-      cost = costMicros(end.usage, this.entry!.pricing);
+      cost = chargeMicros(end.usage, this.entry!.pricing, this.#features.tier);
     } catch (thrown) {
       // The call still gives back what it holds; the log says why it was not charged.
       this.deps.log({
@@ -466,6 +525,13 @@ function tracedError(message: string): string {
     ? message
     : `${message.slice(0, MAX_TRACE_ERROR_CHARS)}...`;
 }
+
+/**
+ * The codes of the failures of a request the provider was sent but whose
+ * answer was not read (`upstreamFailure` in `../upstream/rules.ts`): a
+ * timeout, or the caller gone.
+ */
+const SENT_WITHOUT_ANSWER = new Set(["upstream_timeout", "client_closed"]);
 
 /** Failures another provider may not share: no free key, the provider down, slow or unreachable. */
 function worthFallingBack(error: GatewayError): boolean {

@@ -42,9 +42,12 @@
  * - Other media inline (audio, Office files, undecodable data): the larger
  *   of `MEDIA_TOKENS` and the decoded size as text.
  * - Context the body only points at (Responses `previous_response_id`,
- *   Gemini `cachedContent`, documents and files by URL or file id, Gemini
- *   `fileData` of a non-image type): a fixed
- *   {@linkcode REFERENCED_CONTEXT_TOKENS} each.
+ *   `conversation`, a stored `prompt` by id and `item_reference` input
+ *   items, Gemini `cachedContent`, documents and files by URL or file id,
+ *   Gemini `fileData` of a non-image type): a fixed
+ *   {@linkcode REFERENCED_CONTEXT_TOKENS} each; on a model whose context
+ *   window the catalog gives, the hold covers the whole window instead
+ *   ({@linkcode namesStoredContext}, `hold.ts`).
  *
  * The media rules are in `estimate_media.ts`.
  *
@@ -63,9 +66,48 @@ const EVERY_MODEL: readonly ImageTarget[] = [
 /** Body fields that point at context the provider bills as input. */
 const REFERENCE_KEYS = new Set([
   "previous_response_id",
+  "conversation",
   "cachedContent",
   "cached_content",
 ]);
+
+/**
+ * Whether a body names stored context of a size the gateway cannot see: a
+ * Responses `previous_response_id`, `conversation`, stored `prompt` or
+ * `item_reference` input, or Gemini's `cachedContent`. Such a call is held
+ * at its model's whole context window where the catalog gives it.
+ *
+ * @example
+ * ```ts
+ * import { namesStoredContext } from "./estimate.ts";
+ *
+ * namesStoredContext({ model: "gpt-5.1", conversation: "conv_1", input: "hi" }); // true
+ * namesStoredContext({ model: "gpt-5.1", input: [{ type: "item_reference", id: "msg_1" }] }); // true
+ * namesStoredContext({ model: "gpt-5.1", input: "hi" }); // false
+ * ```
+ *
+ * @param body The caller's parsed body.
+ * @returns Whether it names stored context.
+ */
+export function namesStoredContext(body: Record<string, unknown>): boolean {
+  for (const key of REFERENCE_KEYS) {
+    if (body[key]) return true;
+  }
+  if (isStoredPrompt(body.prompt)) return true;
+  return Array.isArray(body.input) && body.input.some(isItemReference);
+}
+
+/** A Responses `prompt` that names a stored prompt template by id. */
+function isStoredPrompt(value: unknown): boolean {
+  return typeof value === "object" && value !== null &&
+    typeof (value as { id?: unknown }).id === "string";
+}
+
+/** A Responses input item that stands for a stored item by id. */
+function isItemReference(value: unknown): boolean {
+  return typeof value === "object" && value !== null &&
+    (value as { type?: unknown }).type === "item_reference";
+}
 
 /**
  * Tokens a piece of text may bill: a third per ASCII character, a half per
@@ -166,6 +208,7 @@ export function estimateInputTokens(
     } else if (typeof value === "object" && value !== null) {
       const record = value as Record<string, unknown>;
       tokens += media.part(record);
+      if (isItemReference(record)) tokens += REFERENCED_CONTEXT_TOKENS;
       const priced = media.pricedKey(record);
       syntax += 2;
       for (const key of Object.keys(record)) {
@@ -173,7 +216,10 @@ export function estimateInputTokens(
         tokens += heldTextTokens(key);
         syntax += 4;
         if (key === priced) continue;
-        if (REFERENCE_KEYS.has(key) && item) {
+        if (
+          (REFERENCE_KEYS.has(key) && item) ||
+          (key === "prompt" && isStoredPrompt(item))
+        ) {
           tokens += REFERENCED_CONTEXT_TOKENS;
         }
         pending.push(item);

@@ -9,12 +9,51 @@ import type { Billing } from "../state/credits/billing.ts";
 import type { Reservation } from "../state/credits/reservation.ts";
 import type { Caller } from "../state/callers.ts";
 import type { CatalogEntry } from "../state/catalog.ts";
-import {
-  formatUsd,
-  MAX_BALANCE_MICROS,
-  maxCostMicros,
-} from "../state/credits/money.ts";
+import { formatUsd, MAX_BALANCE_MICROS } from "../state/credits/money.ts";
 import { outputLimit, type ParsedCall } from "./input.ts";
+import type { BillableFeatures } from "./billable.ts";
+import { chargeMicros } from "./charge.ts";
+
+/**
+ * The dearest cache write a request asks for: `1h` when any `cache_control`
+ * in it asks for a 1-hour lifetime, `5m` for any other, `none` without one.
+ * The hold prices its input as all written at that price, the most it can
+ * be billed.
+ */
+export type HeldCacheWrite = "none" | "5m" | "1h";
+
+/**
+ * The dearest cache write a body asks for (see {@linkcode HeldCacheWrite}).
+ *
+ * @example
+ * ```ts
+ * import { heldCacheWrite } from "./hold.ts";
+ *
+ * heldCacheWrite({ system: [{ type: "text", text: "…", cache_control: { type: "ephemeral", ttl: "1h" } }] }); // "1h"
+ * heldCacheWrite({ messages: [] }); // "none"
+ * ```
+ *
+ * @param body The caller's parsed body.
+ * @returns The write to hold for.
+ */
+export function heldCacheWrite(body: unknown): HeldCacheWrite {
+  let held: HeldCacheWrite = "none";
+  // A stack, not recursion: a hostile body may nest deep.
+  const pending: unknown[] = [body];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (Array.isArray(value)) pending.push(...value);
+    else if (typeof value === "object" && value !== null) {
+      const control = (value as { cache_control?: unknown }).cache_control;
+      if (typeof control === "object" && control !== null) {
+        if ((control as { ttl?: unknown }).ttl === "1h") return "1h";
+        held = "5m";
+      }
+      pending.push(...Object.values(value));
+    }
+  }
+  return held;
+}
 
 /**
  * The most a call may cost on any of its candidates, micro-USD, with the
@@ -23,6 +62,9 @@ import { outputLimit, type ParsedCall } from "./input.ts";
  * @param candidates The models that may serve the call.
  * @param inputTokens The input tokens estimated.
  * @param parsed The caller's output limit, answers asked for and predicted tokens.
+ * @param features What the call asks for beyond tokens (a tier, web searches).
+ * @param cacheWrite The dearest cache write the body asks for: the input is held at its price.
+ * @param storedContext The body names stored context of unknown size (`namesStoredContext`): on a model whose context window the catalog gives, the input is held at the window less the output.
  * @returns The amount to hold and the candidate it is for.
  * @throws {GatewayError} A 500 for a model whose price the money maths cannot hold.
  */
@@ -30,16 +72,32 @@ export function holdFor(
   candidates: readonly CatalogEntry[],
   inputTokens: number,
   parsed: Pick<ParsedCall, "maxOutputTokens" | "choices" | "predictedTokens">,
+  features: BillableFeatures = { webSearches: 0 },
+  cacheWrite: HeldCacheWrite = "none",
+  storedContext = false,
 ): { amount: number; entry: CatalogEntry } {
   let hold = { amount: -1, entry: candidates[0] };
   for (const entry of candidates) {
+    const limit = outputLimit(entry, parsed.maxOutputTokens);
+    // Stored context can fill the window, whatever the body shows of it.
+    const input = storedContext && entry.contextWindow !== undefined
+      ? Math.max(Math.ceil(inputTokens), entry.contextWindow - limit)
+      : Math.ceil(inputTokens);
     let amount: number;
     try {
-      amount = maxCostMicros(
+      amount = chargeMicros(
+        {
+          inputTokens: input,
+          outputTokens: Math.ceil(
+            parsed.choices * (parsed.predictedTokens + limit),
+          ),
+          cachedInputTokens: 0,
+          ...(cacheWrite === "5m" && { cacheWriteTokens: input }),
+          ...(cacheWrite === "1h" && { cacheWrite1hTokens: input }),
+          webSearches: features.webSearches,
+        },
         entry.pricing,
-        inputTokens,
-        parsed.choices *
-          (parsed.predictedTokens + outputLimit(entry, parsed.maxOutputTokens)),
+        features.tier,
       );
     } catch (error) {
       throw priceOutOfRange(entry, String(error));

@@ -99,7 +99,8 @@ export function jsonObject(text: string): Record<string, unknown> {
  * @throws {GatewayError} A 400 naming the first invalid field.
  */
 export function parseCall(request: CallRequest): ParsedCall {
-  const json = jsonObject(request.bodyText);
+  const read = jsonObject(request.bodyText);
+  const json = request.route === "gemini" ? geminiSpelling(read) : read;
   const parsed = routeSchemas[request.route].safeParse(json);
   if (!parsed.success) {
     const { param, message } = firstIssue(parsed.error);
@@ -159,6 +160,55 @@ export function parseCall(request: CallRequest): ParsedCall {
         predictedTokens: 0,
       };
   }
+}
+
+/**
+ * A Gemini body with its generation config in one spelling. Google's JSON
+ * reading accepts a proto field by its lowerCamel name or its own
+ * (`generation_config.candidate_count`); the hold reads `candidateCount`,
+ * so the snake_case spellings are renamed before anything reads them, and a
+ * field given in both is refused rather than guessed.
+ */
+function geminiSpelling(
+  body: Record<string, unknown>,
+): Record<string, unknown> {
+  const { generation_config: snake, ...rest } = body;
+  if (snake === undefined) return renamedConfig(body);
+  if (rest.generationConfig !== undefined) {
+    throw bothSpellings("generationConfig", "generation_config");
+  }
+  return renamedConfig({ ...rest, generationConfig: snake });
+}
+
+/** The body with its `generationConfig` keys in lowerCamel (`max_output_tokens` → `maxOutputTokens`). */
+function renamedConfig(
+  body: Record<string, unknown>,
+): Record<string, unknown> {
+  const config = body.generationConfig;
+  if (typeof config !== "object" || config === null || Array.isArray(config)) {
+    return body;
+  }
+  const renamed = new Map<string, unknown>();
+  for (const [key, value] of Object.entries(config)) {
+    const camel = key.replace(/_([a-z])/g, (_, letter) => letter.toUpperCase());
+    if (renamed.has(camel)) {
+      throw bothSpellings(
+        `generationConfig.${camel}`,
+        `generationConfig.${key}`,
+      );
+    }
+    renamed.set(camel, value);
+  }
+  return { ...body, generationConfig: Object.fromEntries(renamed) };
+}
+
+/** The 400 for a field a body names in two spellings. */
+function bothSpellings(camel: string, snake: string): GatewayError {
+  return new GatewayError(
+    400,
+    `Invalid "${snake}": the body also sets "${camel}"; send one spelling`,
+    { code: "invalid_request", param: snake },
+  );
 }
 
 /** The larger of two optional output limits; `undefined` when neither is set. */

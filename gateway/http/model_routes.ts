@@ -6,7 +6,11 @@
  */
 import { Hono } from "hono";
 import { modelPathOf } from "./_path.ts";
-import { type Catalog, lifecycleInfo } from "../state/catalog.ts";
+import {
+  type Catalog,
+  lifecycleInfo,
+  type TokenPrices,
+} from "../state/catalog.ts";
 import type { GatewayConfig } from "../config.ts";
 import { GatewayError } from "../errors.ts";
 import type {
@@ -60,6 +64,23 @@ export function modelRoutes(
         cached_input: m.pricing.cachedInput,
         cache_write: m.pricing.cacheWrite,
         cache_write_1h: m.pricing.cacheWrite1h,
+        // What is billed beyond tokens, where the catalog prices it; a call
+        // asking for something not listed here is refused with a 400.
+        ...(m.pricing.webSearch !== undefined &&
+          { web_search_per_1k: m.pricing.webSearch }),
+        ...(m.pricing.tiers && {
+          tiers: Object.fromEntries(
+            Object.entries(m.pricing.tiers).map((
+              [tier, prices],
+            ) => [tier, tokenPricesInfo(prices)]),
+          ),
+        }),
+        ...(m.pricing.longContext && {
+          long_context: {
+            above_input_tokens: m.pricing.longContext.aboveInputTokens,
+            ...tokenPricesInfo(m.pricing.longContext),
+          },
+        }),
       },
       // Its deprecation and retirement dates and successor, when it has an end.
       ...(m.lifecycle ? { lifecycle: lifecycleInfo(m, Date.now()) } : {}),
@@ -112,5 +133,18 @@ function featuresInfo(features: ModelFeatures): Record<string, boolean> {
       { forced_tool_choice: forcedToolChoice }),
     ...(thinkingBetweenTools !== undefined &&
       { thinking_between_tools: thinkingBetweenTools }),
+  };
+}
+
+/** One rate's token prices as `GET /models` lists them, in snake_case. */
+function tokenPricesInfo(prices: TokenPrices): Record<string, number> {
+  return {
+    input: prices.input,
+    output: prices.output,
+    ...(prices.cachedInput !== undefined &&
+      { cached_input: prices.cachedInput }),
+    ...(prices.cacheWrite !== undefined && { cache_write: prices.cacheWrite }),
+    ...(prices.cacheWrite1h !== undefined &&
+      { cache_write_1h: prices.cacheWrite1h }),
   };
 }

@@ -85,6 +85,15 @@ const lifecycleSchema = z.strictObject({
   }
 });
 
+/** Token prices of one rate (a tier, the long-context rate). */
+const tokenPrices = z.strictObject({
+  input: price,
+  output: price,
+  cachedInput: price.optional(),
+  cacheWrite: price.optional(),
+  cacheWrite1h: price.optional(),
+});
+
 const entrySchema = z.object({
   id: modelId,
   provider: z.enum(PROVIDER_NAMES),
@@ -97,6 +106,14 @@ const entrySchema = z.object({
     cachedInput: price.optional(),
     cacheWrite: price.optional(),
     cacheWrite1h: price.optional(),
+    webSearch: price.optional(),
+    tiers: z.strictObject({
+      priority: tokenPrices.optional(),
+      flex: tokenPrices.optional(),
+    }).optional(),
+    longContext: tokenPrices.extend({
+      aboveInputTokens: z.number().int().positive(),
+    }).optional(),
   }),
   maxOutputTokens: z.number().int().positive().max(MAX_OUTPUT_TOKENS),
   alternates: z.array(modelId).max(MAX_ALTERNATES).optional(),
@@ -447,6 +464,34 @@ export interface ModelPricing {
   /** USD per million input tokens written to a 5-minute cache (Anthropic: 1.25× input); absent: the input price. */
   cacheWrite?: number;
   /** USD per million input tokens written to a 1-hour cache (Anthropic: 2× input); absent: the 5-minute price. */
+  cacheWrite1h?: number;
+  /** USD per 1,000 server-side web searches; absent: a call asking for web search is refused. */
+  webSearch?: number;
+  /** Token prices of the `service_tier`s a caller may ask for beside the standard one; a tier absent here is refused. */
+  tiers?: {
+    /** `service_tier: "priority"`. */
+    priority?: TokenPrices;
+    /** `service_tier: "flex"`. */
+    flex?: TokenPrices;
+  };
+  /** The rate of a call whose input is above `aboveInputTokens` (the whole call is billed at it); absent: a call asking for a long-context beta is refused. */
+  longContext?: TokenPrices & {
+    /** The input tokens above which the whole call is billed at this rate. */
+    aboveInputTokens: number;
+  };
+}
+
+/** Token prices of one rate, USD per million tokens (the fields of {@linkcode ModelPricing} of the same names). */
+export interface TokenPrices {
+  /** Uncached input. */
+  input: number;
+  /** Output. */
+  output: number;
+  /** Cache reads; absent: the input price. */
+  cachedInput?: number;
+  /** 5-minute cache writes; absent: the input price. */
+  cacheWrite?: number;
+  /** 1-hour cache writes; absent: the 5-minute price. */
   cacheWrite1h?: number;
 }
 

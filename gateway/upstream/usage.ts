@@ -214,4 +214,46 @@ export interface Usage {
   cacheWrite1hTokens?: number;
   /** The part of `outputTokens` that was reasoning (reported, not priced apart). */
   reasoningTokens?: number;
+  /** Web searches a server-side tool ran (Anthropic's `server_tool_use.web_search_requests`, OpenAI's `web_search_call` items), priced per 1,000. */
+  webSearches?: number;
+  /** What the provider said the call cost, USD (OpenRouter's `usage.cost`): charged where it is above the catalog's price. */
+  reportedCostUsd?: number;
+}
+
+/**
+ * The most USD one call may report it cost: a router's `usage.cost` above
+ * it is unreadable, not a charge (a hostile upstream cannot empty a balance
+ * with one answer beyond what the money maths holds).
+ */
+export const MAX_REPORTED_COST_USD = 10_000;
+
+/**
+ * A cost a provider reported, USD: a non-negative number up to
+ * {@linkcode MAX_REPORTED_COST_USD}; absent is `undefined`.
+ *
+ * @example
+ * ```ts
+ * import { reportedCost } from "./usage.ts";
+ *
+ * reportedCost(0.1, "usage.cost"); // 0.1
+ * reportedCost(undefined, "usage.cost"); // undefined
+ * ```
+ *
+ * @param value What the provider sent.
+ * @param field The field's name, for the error.
+ * @returns The cost, or `undefined` when none was sent.
+ * @throws {UnreadableUsageError} For a negative, non-finite, non-numeric or absurd cost.
+ */
+export function reportedCost(
+  value: unknown,
+  field: string,
+): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (
+    typeof value !== "number" || !Number.isFinite(value) || value < 0 ||
+    value > MAX_REPORTED_COST_USD
+  ) {
+    throw new UnreadableUsageError(field, value);
+  }
+  return value;
 }

@@ -103,7 +103,9 @@ function cacheControls(body: unknown): unknown[] {
  * Reads Anthropic usage (a message's, or a stream's events folded) for
  * billing: the prompt is `input_tokens` plus cache reads plus cache writes;
  * every cache write is priced at a cache-write price, the split in
- * `cache_creation` where given and the unsplit rest at `unsplitTtl`'s.
+ * `cache_creation` where given and the unsplit rest at `unsplitTtl`'s;
+ * the web searches its server tool ran (`server_tool_use.web_search_requests`)
+ * are counted, priced per 1,000.
  *
  * @example A stream's totals above the split it gave in message_start
  * ```ts
@@ -142,7 +144,11 @@ export function anthropicUsage(
   );
   const unsplit = Math.max(0, written - split5m - split1h);
   const read = count(usage?.cache_read_input_tokens, "cache_read_input_tokens");
-  return normalUsage({
+  const searches = count(
+    usage?.server_tool_use?.web_search_requests,
+    "server_tool_use.web_search_requests",
+  );
+  const tokens = normalUsage({
     inputTokens: count(usage?.input_tokens, "input_tokens") + read +
       split5m + split1h + unsplit,
     outputTokens: count(usage?.output_tokens, "output_tokens"),
@@ -150,6 +156,7 @@ export function anthropicUsage(
     cacheWriteTokens: split5m + (unsplitTtl === "5m" ? unsplit : 0),
     cacheWrite1hTokens: split1h + (unsplitTtl === "1h" ? unsplit : 0),
   });
+  return searches > 0 ? { ...tokens, webSearches: searches } : tokens;
 }
 
 /** Usage in Anthropic's stream: `message_start`'s message, then each `message_delta`'s cumulative counts. */

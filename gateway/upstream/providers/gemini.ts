@@ -85,21 +85,17 @@ function geminiPassthrough(call: CallInput): Exchange {
   // Upstream always streams SSE; a caller that did not ask for `alt=sse` gets
   // the REST default, one JSON array streamed element by element.
   const asArray = call.query.alt !== "sse";
-  // A limit above the catalog's is capped to it: the output the hold covers.
+  // The caller's limit capped by the catalog's, or the catalog's when the
+  // caller sets none: the output the hold covers. The call's input reads
+  // `generation_config` into `generationConfig`, so there is one spelling.
   const config = call.body.generationConfig as
     | Record<string, unknown>
     | null
     | undefined;
-  const body = typeof config?.maxOutputTokens === "number" &&
-      config.maxOutputTokens > call.entry.maxOutputTokens
-    ? {
-      ...call.body,
-      generationConfig: {
-        ...config,
-        maxOutputTokens: call.entry.maxOutputTokens,
-      },
-    }
-    : call.body;
+  const body = {
+    ...call.body,
+    generationConfig: { ...config, maxOutputTokens: call.maxOutputTokens },
+  };
   return {
     path: methodPath(call.entry.upstream, call.stream),
     body,

@@ -17,7 +17,12 @@ import {
   usageFromChat,
 } from "../translate/chat_response_types.ts";
 import type { Usage } from "../usage.ts";
-import { coveringTotal, normalUsage, tokenCount } from "../usage.ts";
+import {
+  coveringTotal,
+  normalUsage,
+  reportedCost,
+  tokenCount,
+} from "../usage.ts";
 import { type CacheTtl, unsplitCacheTtl } from "./anthropic.ts";
 import {
   type CallInput,
@@ -38,6 +43,23 @@ export interface ChatUsageOptions {
   reasoningOutsideCompletion?: boolean;
   /** The lifetime of cache writes (OpenRouter's `cache_write_tokens`, for Anthropic models) ({@linkcode unsplitCacheTtl}); default `5m`. */
   cacheWriteTtl?: CacheTtl;
+  /** The provider reports what the call cost in `usage.cost`, USD (OpenRouter): charged where it is above the catalog's price. */
+  reportsCost?: boolean;
+}
+
+/**
+ * The chat body field a provider reads as the call's output limit, sent
+ * when the caller sets none: OpenAI's current `max_completion_tokens`
+ * (`max_tokens` is deprecated there and refused by reasoning models), or
+ * the older `max_tokens` most compatible APIs read.
+ */
+export type OutputLimitField = "max_tokens" | "max_completion_tokens";
+
+/** How a chat-convention provider is passed a call. */
+export interface ChatPassthroughOptions
+  extends Omit<ChatUsageOptions, "cacheWriteTtl"> {
+  /** The field sent as the output limit when the caller sets none; default `max_tokens`. */
+  outputLimitField?: OutputLimitField;
 }
 
 /** A chat-convention `usage` object as it arrives, with the counts some providers add. */
@@ -50,14 +72,16 @@ interface ChatWireUsage {
     cache_write_tokens?: unknown;
   } | null;
   completion_tokens_details?: { reasoning_tokens?: unknown } | null;
+  cost?: unknown;
 }
 
 /**
  * Reads chat-convention usage (a completion's, or a stream's chunks folded)
  * for billing: cache reads at the cached price, OpenRouter's cache writes at
  * the cache-write price of `cacheWriteTtl`, reasoning as output (added to
- * `completion_tokens` where the provider reports it beside them), and any
- * part of `total_tokens` beyond prompt and output as output.
+ * `completion_tokens` where the provider reports it beside them), any
+ * part of `total_tokens` beyond prompt and output as output, and, where the
+ * provider reports one, its own `cost`.
  *
  * @example xAI: reasoning beside completion_tokens
  * ```ts
@@ -85,7 +109,7 @@ export function chatUsageOf(
     "usage.prompt_tokens_details.cache_write_tokens",
   );
   const oneHour = options.cacheWriteTtl === "1h";
-  return coveringTotal(
+  const tokens = coveringTotal(
     normalUsage({
       ...read,
       cacheWriteTokens: oneHour ? 0 : written,
@@ -93,6 +117,10 @@ export function chatUsageOf(
     }),
     tokenCount(usage?.total_tokens, "usage.total_tokens"),
   );
+  const cost = options.reportsCost
+    ? reportedCost(usage?.cost, "usage.cost")
+    : undefined;
+  return cost === undefined ? tokens : { ...tokens, reportedCostUsd: cost };
 }
 
 function usageObject(value: unknown): unknown {
@@ -103,12 +131,14 @@ function usageObject(value: unknown): unknown {
 
 /**
  * The chat-completions exchange shared by every OpenAI-convention provider:
- * the model id is swapped for the upstream id, and streams always ask for
+ * the model id is swapped for the upstream id, the output limit is the
+ * caller's capped by the catalog's (the catalog's, in the provider's own
+ * field, when the caller sets none), and streams always ask for
  * usage (it is what the caller is billed by); the usage-only final chunk is
  * passed on only to callers who asked for it.
  *
  * @param call The call.
- * @param options How the provider reports its token classes.
+ * @param options How the provider reports its token classes, and its output limit's field.
  * @returns The exchange.
  *
  * @example
@@ -130,20 +160,29 @@ function usageObject(value: unknown): unknown {
  */
 export function chatPassthrough(
   call: CallInput,
-  options: Omit<ChatUsageOptions, "cacheWriteTtl"> = {},
+  options: ChatPassthroughOptions = {},
 ): Exchange {
+  const { outputLimitField = "max_tokens", ...readOptions } = options;
   const body: Record<string, unknown> = {
     ...call.body,
     model: call.entry.upstream,
   };
-  // A limit above the catalog's is capped to it: the output the hold covers.
+  // A limit above the catalog's is capped to it, and a call without one
+  // gets the catalog's: the provider's own maximum is not what the hold covers.
+  let limited = false;
   for (const field of ["max_tokens", "max_completion_tokens"]) {
     const limit = body[field];
-    if (typeof limit === "number" && limit > call.entry.maxOutputTokens) {
+    if (typeof limit !== "number") continue;
+    limited = true;
+    if (limit > call.entry.maxOutputTokens) {
       body[field] = call.entry.maxOutputTokens;
     }
   }
-  const usageOptions = { ...options, cacheWriteTtl: unsplitCacheTtl(body) };
+  if (!limited) body[outputLimitField] = call.maxOutputTokens;
+  const usageOptions = {
+    ...readOptions,
+    cacheWriteTtl: unsplitCacheTtl(body),
+  };
   const callerOptions = call.body.stream_options as
     | { include_usage?: boolean }
     | undefined;
@@ -287,6 +326,23 @@ export function usageFromResponses(
   );
 }
 
+/**
+ * Usage with the web searches a response ran: one per `web_search_call`
+ * item of its output, each billed per call beside the tokens.
+ */
+function withWebSearches(usage: Usage, output: unknown, seen = 0): Usage {
+  const listed = Array.isArray(output)
+    ? output.filter(isWebSearchCall).length
+    : 0;
+  const searches = Math.max(listed, seen);
+  return searches > 0 ? { ...usage, webSearches: searches } : usage;
+}
+
+function isWebSearchCall(item: unknown): boolean {
+  return typeof item === "object" && item !== null &&
+    (item as { type?: unknown }).type === "web_search_call";
+}
+
 /** Usage in a Responses stream: the `response` an event carries (the terminal event's). */
 const RESPONSES_STREAM_USAGE: StreamUsageFormat = {
   countsIn: (_event, data) =>
@@ -304,18 +360,19 @@ function responsesPassthrough(call: CallInput): Exchange {
     body: {
       ...call.body,
       model: call.entry.upstream,
-      // A limit above the catalog's is capped to it: the output the hold covers.
-      ...(typeof call.body.max_output_tokens === "number" &&
-        { max_output_tokens: call.maxOutputTokens }),
+      // The caller's limit capped by the catalog's, or the catalog's when
+      // the caller sets none: the output the hold covers.
+      max_output_tokens: call.maxOutputTokens,
     },
     response(upstream) {
-      const { id, usage } = upstream as {
+      const { id, usage, output } = upstream as {
         id?: unknown;
         usage?: ResponsesUsage;
+        output?: unknown;
       };
       return {
         body: upstream,
-        usage: usageFromResponses(usage),
+        usage: withWebSearches(usageFromResponses(usage), output),
         ...(typeof id === "string" && { stateId: id }),
       };
     },
@@ -323,23 +380,43 @@ function responsesPassthrough(call: CallInput): Exchange {
   };
 }
 
+/** The most announced web searches a stream keeps ids of: a bound on memory a hostile upstream cannot push further. */
+const MAX_COUNTED_SEARCHES = 10_000;
+
 class ResponsesRelay implements StreamRelay {
   failure?: string;
   stateId?: string;
   #complete = false;
   readonly #usage = new StreamUsage(RESPONSES_STREAM_USAGE);
+  /** The output of the terminal event's response: its web searches are billed. */
+  #output: unknown;
+  /** The web searches the stream announced, by item id: billed if the caller leaves before the end. */
+  readonly #searches = new Set<string>();
 
   get usage(): Usage {
-    return this.#usage.usage;
+    return withWebSearches(
+      this.#usage.usage,
+      this.#output,
+      this.#searches.size,
+    );
   }
 
   event(event: SseEvent, parsed: unknown): string {
     const { data } = event;
     this.#usage.event(event, parsed);
     const body = parsed as {
-      response?: { id?: unknown; error?: { message?: string } };
+      response?: {
+        id?: unknown;
+        error?: { message?: string };
+        output?: unknown;
+      };
       message?: string;
+      item?: { id?: unknown };
     };
+    if (
+      isWebSearchCall(body?.item) && typeof body.item?.id === "string" &&
+      this.#searches.size < MAX_COUNTED_SEARCHES
+    ) this.#searches.add(body.item.id);
     // The first event (response.created) names the answer's id.
     if (this.stateId === undefined && typeof body?.response?.id === "string") {
       this.stateId = body.response.id;
@@ -351,6 +428,7 @@ class ResponsesRelay implements StreamRelay {
       event.event === "response.failed"
     ) {
       this.#complete = true;
+      this.#output = body?.response?.output;
       if (event.event === "response.failed") {
         this.failure = body?.response?.error?.message ?? "The response failed";
       }
@@ -389,7 +467,7 @@ export const openai: Provider<"openai"> = {
   exchange: (call) =>
     call.route === "responses"
       ? responsesPassthrough(call)
-      : chatPassthrough(call),
+      : chatPassthrough(call, { outputLimitField: "max_completion_tokens" }),
   errorMessage: nestedErrorMessage,
   // A request bigger than the key's tokens-per-minute limit is answered 429
   // "Request too large for <model> ... on tokens per min (TPM): Limit L,

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { chatPassthrough } from "./openai.ts";
+import { chatPassthrough, type OutputLimitField } from "./openai.ts";
 import {
   type ImageRule,
   nestedErrorMessage,
@@ -30,6 +30,10 @@ export interface OpenAICompatibleOptions<Name extends string> {
   reasoningOutsideCompletion?: boolean;
   /** Wordings of a 429 or 403 about the request, not the key (`Provider.requestRefusals`). */
   requestRefusals?: readonly RegExp[];
+  /** It reports what a call cost in `usage.cost`, USD (OpenRouter): the caller is charged at least that. */
+  reportsCost?: boolean;
+  /** The field its chat API reads as the output limit, sent when the caller sets none; default `max_tokens`. */
+  outputLimitField?: OutputLimitField;
 }
 
 /**
@@ -56,8 +60,10 @@ export function openAICompatible<const Name extends string>(
   options: OpenAICompatibleOptions<Name>,
 ): Provider<Name> {
   const fixedHeaders = { ...options.headers };
-  const usageOptions = {
+  const passOptions = {
     reasoningOutsideCompletion: options.reasoningOutsideCompletion === true,
+    outputLimitField: options.outputLimitField ?? "max_tokens",
+    reportsCost: options.reportsCost === true,
   };
   return {
     name: options.name,
@@ -69,7 +75,7 @@ export function openAICompatible<const Name extends string>(
       ...fixedHeaders,
       authorization: `Bearer ${secret}`,
     }),
-    exchange: (call) => chatPassthrough(call, usageOptions),
+    exchange: (call) => chatPassthrough(call, passOptions),
     errorMessage: nestedErrorMessage,
     ...(options.requestRefusals
       ? { requestRefusals: options.requestRefusals }

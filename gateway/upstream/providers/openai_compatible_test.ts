@@ -64,7 +64,12 @@ Deno.test("openAICompatible() passes the chat call through, reasoning read insid
     defaultBaseUrl: "https://api.acme.example/v1",
   }).exchange(call);
   assert.equal(inside.path, "/chat/completions");
-  assert.deepEqual(inside.body, { ...call.body, model: "acme-large-2" });
+  // The caller set no limit: the catalog's goes in the default field.
+  assert.deepEqual(inside.body, {
+    ...call.body,
+    model: "acme-large-2",
+    max_tokens: call.maxOutputTokens,
+  });
   // Inside: the total's 20 beyond prompt and completion are still output.
   assert.deepEqual(inside.response({ usage }).usage, {
     inputTokens: 10,

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { chatUsageOf, usageFromResponses } from "./openai.ts";
+import { chatUsageOf, openai, usageFromResponses } from "./openai.ts";
 
 Deno.test("chatUsageOf() reads reasoning inside completion_tokens, or beside them for xAI", () => {
   const usage = {
@@ -62,5 +62,47 @@ Deno.test("usageFromResponses() bills a total above input and output as output",
       cachedInputTokens: 1_536,
       reasoningTokens: 200,
     },
+  );
+});
+
+Deno.test("a Responses stream bills the web searches it announced, and the terminal response's when it lists more", () => {
+  const relay = openai.exchange({
+    route: "responses",
+    entry: {
+      id: "gpt-5.1",
+      provider: "openai",
+      upstream: "gpt-5.1",
+      maxOutputTokens: 100,
+    },
+    body: { model: "gpt-5.1", input: "hi", stream: true },
+    stream: true,
+    maxOutputTokens: 100,
+    query: {},
+    headers: new Headers(),
+  }).relay();
+  const send = (event: string, data: unknown) =>
+    relay.event({ event, data: JSON.stringify(data) }, data);
+  const search = (id: string) => ({ type: "web_search_call", id });
+  send("response.output_item.added", { item: search("ws_1") });
+  send("response.output_item.done", { item: search("ws_1") });
+  send("response.output_item.added", { item: search("ws_2") });
+  // The caller leaves here: two searches ran.
+  assert.equal(relay.usage.webSearches, 2);
+  send("response.completed", {
+    response: {
+      output: [search("ws_1"), search("ws_2"), search("ws_3")],
+      usage: { input_tokens: 5, output_tokens: 1, total_tokens: 6 },
+    },
+  });
+  assert.equal(relay.usage.webSearches, 3);
+});
+
+Deno.test("chatUsageOf() reads a router's usage.cost where the provider reports one, and refuses an absurd one", () => {
+  const usage = { prompt_tokens: 1, completion_tokens: 1, cost: 0.25 };
+  assert.equal(chatUsageOf(usage).reportedCostUsd, undefined);
+  assert.equal(chatUsageOf(usage, { reportsCost: true }).reportedCostUsd, 0.25);
+  assert.throws(
+    () => chatUsageOf({ ...usage, cost: 1e9 }, { reportsCost: true }),
+    /usage\.cost/,
   );
 });

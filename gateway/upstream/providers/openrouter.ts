@@ -30,4 +30,7 @@ export const openrouter: Provider<"openrouter"> = openAICompatible({
   // (https://openrouter.ai/docs/api/reference/errors-and-debugging): the
   // caller's input, not the key.
   requestRefusals: [/\binput was flagged\b/i],
+  // OpenRouter's usage accounting reports what it billed in `usage.cost`
+  // (plugins, web results, provider surcharges): never charged less.
+  reportsCost: true,
 });

@@ -23,4 +23,6 @@ export const xai: Provider<"xai"> = openAICompatible({
   otelName: "x_ai",
   // xAI reports reasoning tokens beside completion_tokens, not inside them.
   reasoningOutsideCompletion: true,
+  // xAI's chat reference names `max_completion_tokens` (`max_tokens` is deprecated there).
+  outputLimitField: "max_completion_tokens",
 });

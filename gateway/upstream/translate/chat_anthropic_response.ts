@@ -31,6 +31,8 @@ export interface AnthropicUsage {
   cache_creation_input_tokens?: number | null;
   /** Input tokens read from the cache. */
   cache_read_input_tokens?: number | null;
+  /** Server tools' requests (billed apart from tokens). */
+  server_tool_use?: { web_search_requests?: number | null } | null;
   /** Cache writes by lifetime (their sum is `cache_creation_input_tokens`). */
   cache_creation?: {
     ephemeral_5m_input_tokens?: number | null;
