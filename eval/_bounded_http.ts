@@ -82,8 +82,23 @@ export function boundedFetch(limit: number = MAX_MESSAGE_BYTES): FetchLike {
   };
 }
 
-/** A body's bytes up to the limit (then its start only, and it is cancelled). */
-async function readAtMost(
+/**
+ * A body's bytes up to the limit; past it, its start only (the first
+ * {@linkcode HEAD_BYTES}), and the body is cancelled.
+ *
+ * @example
+ * ```ts
+ * import { readAtMost } from "./_bounded_http.ts";
+ *
+ * const read = await readAtMost(new Response("hello").body!, 3);
+ * read.over; // true
+ * ```
+ *
+ * @param body The body.
+ * @param limit Its bytes at most.
+ * @returns The bytes read, the size seen, and whether it went past the limit.
+ */
+export async function readAtMost(
   body: ReadableStream<Uint8Array>,
   limit: number,
 ): Promise<{ bytes: Uint8Array; size: number; over: boolean }> {

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { readAtMost } from "../_bounded_http.ts";
 
 /** A JSON object as the providers send it. */
 export type JsonObject = Record<string, unknown>;
@@ -135,6 +136,13 @@ export interface ModelResponse {
 export type ModelTransport = (request: ModelRequest) => Promise<ModelResponse>;
 
 /**
+ * One model answer read at most, bytes: far above any answer a model
+ * writes (an 8,000-call turn is about 1 MB), so a hostile gateway or model
+ * cannot make the runner buffer without bound.
+ */
+export const MAX_MODEL_ANSWER_BYTES = 16 * 1024 * 1024;
+
+/**
  * The transport that calls the gateway over HTTP with the endpoint's key.
  *
  * @example
@@ -161,11 +169,19 @@ export function gatewayTransport(
       body: JSON.stringify(request.body),
       signal: request.signal,
     });
+    const read = response.body
+      ? await readAtMost(response.body, MAX_MODEL_ANSWER_BYTES)
+      : { bytes: new Uint8Array(0), size: 0, over: false };
+    if (read.over) {
+      throw new RangeError(
+        `The model's answer was over ${MAX_MODEL_ANSWER_BYTES} bytes: the runner read no more of it`,
+      );
+    }
     return {
       status: response.status,
       statusText: response.statusText,
       headers: Object.fromEntries(response.headers),
-      body: await response.text(),
+      body: new TextDecoder().decode(read.bytes),
     };
   };
 }
