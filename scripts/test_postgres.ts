@@ -28,6 +28,10 @@ export const STATE_SUITES: readonly string[] = [
   "tests/gateway_abandoned_stream_test.ts",
   "tests/gateway_fallback_test.ts",
   "tests/reliability_gateway_faults_test.ts",
+  "tests/gateway_trust_bodies_test.ts",
+  "tests/gateway_priced_features_test.ts",
+  "tests/gateway_holds_context_test.ts",
+  "tests/gateway_output_limit_test.ts",
 ];
 
 const HARNESS_LINE = 'GATEWAY_KV_PATH: options.kvPath ?? ":memory:",';
