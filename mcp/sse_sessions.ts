@@ -21,7 +21,7 @@ interface SseSession {
 }
 
 /** The SSE stream a GET `/sse` opens, as Hono's `streamSSE` hands it over. */
-type SseStream = Parameters<Parameters<typeof streamSSE>[1]>[0];
+export type SseStream = Parameters<Parameters<typeof streamSSE>[1]>[0];
 
 /**
  * Legacy SSE sessions. A stream lasts as long as its client keeps it open,
