@@ -62,20 +62,24 @@ export class SseSessions {
    * @param harness Whether the request carried the harness token.
    * @returns The place to open the stream with, or why there is none.
    */
-  admit(peer: string | undefined, harness: boolean): Promise<Admit | Refusal> {
-    let transport: SseServerTransport | undefined;
-    return this.#admission.admit(
+  async admit(
+    peer: string | undefined,
+    harness: boolean,
+  ): Promise<Admit | Refusal> {
+    // The stream opens once admitted; eviction closes it through this.
+    const opened: { transport?: SseServerTransport } = {};
+    const seat = await this.#admission.admit(
       peer,
       harness,
-      async () => await transport?.close(),
-    ).then((seat) =>
-      "status" in seat ? seat : {
-        seat,
-        bind: (t: SseServerTransport) => {
-          transport = t;
-        },
-      }
+      async () => await opened.transport?.close(),
     );
+    if ("status" in seat) return seat;
+    return {
+      seat,
+      bind: (transport) => {
+        opened.transport = transport;
+      },
+    };
   }
 
   /**
