@@ -15,6 +15,11 @@ export function isLocalHost(host: string): boolean {
   return LOCAL_HOSTNAMES.has(host);
 }
 
+/** The token of an `Authorization: Bearer <token>` header. */
+function bearerToken(header: string | null | undefined): string | undefined {
+  return /^Bearer\s+(.+)$/i.exec(header ?? "")?.[1].trim();
+}
+
 function hostnameOf(hostHeader: string): string {
   try {
     return new URL(`http://${hostHeader}`).hostname;
@@ -122,10 +127,8 @@ export function originGuard(allowed: ReadonlySet<string>): MiddlewareHandler {
 export function devGuard(devToken: string | undefined): MiddlewareHandler {
   return async (c, next) => {
     if (devToken) {
-      const match = /^Bearer\s+(.+)$/i.exec(
-        c.req.header("authorization") ?? "",
-      );
-      if (!match || !constantTimeEqual(match[1].trim(), devToken)) {
+      const presented = bearerToken(c.req.header("authorization"));
+      if (presented === undefined || !constantTimeEqual(presented, devToken)) {
         return c.json({
           error:
             "Missing or wrong dev token: send Authorization: Bearer <MCP_DEV_TOKEN>",
@@ -165,4 +168,52 @@ export function browserGuard(): MiddlewareHandler {
     }
     await next();
   };
+}
+
+/**
+ * The client's address from what `Deno.serve` hands the app (Hono's
+ * `c.env`), or `undefined` for an in-process request (`app.request()`, the
+ * HUD control channel's tunnel, whose connections its own admission caps).
+ *
+ * @param env The serve handler's info, if any.
+ * @returns The peer's IP address.
+ */
+export function peerAddress(env: unknown): string | undefined {
+  const remote = (env as { remoteAddr?: { hostname?: unknown } } | undefined)
+    ?.remoteAddr;
+  return typeof remote?.hostname === "string" ? remote.hostname : undefined;
+}
+
+/**
+ * Whether a request that opens a session carries the harness token:
+ * `Authorization: Bearer <token>`, or an `initialize` in the body whose
+ * `params._meta.harness_token` is it. Such a session is let in past the
+ * session caps (see `session_admission.ts`).
+ *
+ * @param request The HTTP request.
+ * @param body Its parsed body, when it has one.
+ * @param token `MCP_HARNESS_TOKEN`; unset: nobody is the harness.
+ * @returns Whether the request shows the token.
+ */
+export function showsHarnessToken(
+  request: Request,
+  body: unknown,
+  token: string | undefined,
+): boolean {
+  if (!token) return false;
+  const bearer = bearerToken(request.headers.get("authorization"));
+  if (bearer !== undefined && constantTimeEqual(bearer, token)) return true;
+  for (const message of Array.isArray(body) ? body : [body]) {
+    const presented = (message as {
+      method?: unknown;
+      params?: { _meta?: { harness_token?: unknown } };
+    } | null)?.params?._meta?.harness_token;
+    if (
+      (message as { method?: unknown } | null)?.method === "initialize" &&
+      typeof presented === "string" && constantTimeEqual(presented, token)
+    ) {
+      return true;
+    }
+  }
+  return false;
 }

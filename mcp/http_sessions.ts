@@ -1,7 +1,8 @@
 /**
  * Streamable HTTP's legacy (2025-era) sessions: one protocol instance per
- * `Mcp-Session-Id`, idle expiry, a cap with eviction of the idlest, and the
- * limits every session shares with the legacy SSE ones.
+ * `Mcp-Session-Id`, idle expiry, and caps in total and per peer with a
+ * reserve for the harness (`session_admission.ts`, shared with the legacy
+ * SSE sessions).
  *
  * @module
  */
@@ -17,19 +18,16 @@ import {
   readJsonRpcBody,
 } from "./_jsonrpc.ts";
 import { SessionEventStore } from "./event_store.ts";
+import { showsHarnessToken } from "./http_guards.ts";
+import {
+  refusalResponse,
+  type Seat,
+  SessionAdmission,
+  type SessionLimits,
+} from "./session_admission.ts";
 
 /** How long a client waits before resuming a closed SSE stream, ms. */
 const SSE_RETRY_MS = 1000;
-
-/**
- * Default cap on legacy sessions open at once (`MCP_MAX_SESSIONS`): a
- * session holds a protocol instance and what the client sent (a few KiB), so
- * 256 fit a small container many times over.
- */
-export const DEFAULT_MAX_SESSIONS = 256;
-
-/** A session idle this long may be closed to make room for a new one, ms. */
-export const EVICTABLE_IDLE_MS = 60_000;
 
 /** The most bytes of `clientInfo` (and of `capabilities`) an `initialize` may carry. */
 export const MAX_CLIENT_INFO_BYTES = 4 * 1024;
@@ -65,11 +63,11 @@ export function oversizedClientInfo(
 export class StreamableHttpSessions {
   readonly #host: SessionHost;
   readonly #resumable: boolean;
-  readonly #maxSessions: number;
-  readonly #evictableIdleMs: number;
+  readonly #admission: SessionAdmission;
+  readonly #harnessToken: string | undefined;
   readonly #sessions = new Map<
     string,
-    { transport: WebStandardStreamableHTTPServerTransport; lastSeen: number }
+    { transport: WebStandardStreamableHTTPServerTransport; seat: Seat }
   >();
 
   /**
@@ -80,17 +78,22 @@ export class StreamableHttpSessions {
    * so a client on protocol 2025-11-25 can resume a broken stream (or one a
    * tool closed with `closeSSEStream`) with `Last-Event-ID`. Opt-in, as in the
    * SDK: it costs every streamed answer a priming event and a stored copy.
+   * @param limits The caps (total, per peer, the harness's reserve, when an idle session may make room).
+   * @param harnessToken `MCP_HARNESS_TOKEN`: a request that shows it is let in past the caps.
    */
   constructor(
     host: SessionHost,
     resumable = false,
-    maxSessions: number = DEFAULT_MAX_SESSIONS,
-    evictableIdleMs: number = EVICTABLE_IDLE_MS,
+    limits: SessionLimits = {},
+    harnessToken?: string,
   ) {
     this.#host = host;
     this.#resumable = resumable;
-    this.#maxSessions = maxSessions;
-    this.#evictableIdleMs = evictableIdleMs;
+    this.#admission = new SessionAdmission(limits, {
+      noun: "sessions",
+      closeHint: "close one with DELETE /mcp",
+    });
+    this.#harnessToken = harnessToken;
   }
 
   /** Number of open sessions. */
@@ -104,15 +107,20 @@ export class StreamableHttpSessions {
    *
    * @param request The HTTP request.
    * @param parsed The POST body, when the caller already read it.
+   * @param peer The client's address (`undefined` in process).
    * @returns The response.
    */
-  async handle(request: Request, parsed?: unknown): Promise<Response> {
+  async handle(
+    request: Request,
+    parsed?: unknown,
+    peer?: string,
+  ): Promise<Response> {
     const id = request.headers.get("mcp-session-id");
     const session = id ? this.#sessions.get(id) : undefined;
     if (id && !session) {
       return jsonRpcErrorResponse(404, -32001, `Session "${id}" not found`);
     }
-    if (session) session.lastSeen = Date.now();
+    session?.seat.touch();
     if (request.method !== "POST") {
       if (session) return session.transport.handleRequest(request);
       return jsonRpcErrorResponse(
@@ -140,13 +148,14 @@ export class StreamableHttpSessions {
     }
     const oversized = oversizedClientInfo(body);
     if (oversized) return Response.json(oversized, { status: 400 });
-    if (!(await this.#makeRoom())) {
-      return jsonRpcErrorResponse(
-        503,
-        -32000,
-        `Too many sessions: ${this.#maxSessions} are open and active; retry later or close one with DELETE /mcp`,
-      );
-    }
+    // The transport is made once admitted; eviction closes it through this.
+    const opened: { transport?: WebStandardStreamableHTTPServerTransport } = {};
+    const seat = await this.#admission.admit(
+      peer,
+      showsHarnessToken(request, body, this.#harnessToken),
+      async () => await opened.transport?.close(),
+    );
+    if ("status" in seat) return refusalResponse(seat);
     const server = this.#host.createInstance();
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => crypto.randomUUID(),
@@ -154,16 +163,23 @@ export class StreamableHttpSessions {
         ? { eventStore: new SessionEventStore(), retryInterval: SSE_RETRY_MS }
         : {}),
       onsessioninitialized: (sessionId) => {
-        this.#sessions.set(sessionId, { transport, lastSeen: Date.now() });
+        this.#sessions.set(sessionId, { transport, seat });
       },
     });
+    opened.transport = transport;
     transport.onclose = () => {
       if (transport.sessionId) this.#sessions.delete(transport.sessionId);
+      seat.release();
     };
-    await server.connect(transport);
-    const response = await transport.handleRequest(request, {
-      parsedBody: body,
-    });
+    let response: Response;
+    try {
+      await server.connect(transport);
+      response = await transport.handleRequest(request, { parsedBody: body });
+    } catch (error) {
+      seat.release();
+      await transport.close().catch(() => {});
+      throw error;
+    }
     // The SDK registers the session before `initialize` is answered. If it
     // failed (an initialize hook threw), the session can never be used (a
     // second initialize is refused), so release it once the answer is out
@@ -184,39 +200,14 @@ export class StreamableHttpSessions {
   }
 
   /**
-   * Makes room for one more session under the cap: closes the session idle
-   * the longest, when it has been idle for {@linkcode EVICTABLE_IDLE_MS} or
-   * more; otherwise there is no room (the new one is refused, so a flood of
-   * initializes cannot push out sessions in use).
-   */
-  async #makeRoom(): Promise<boolean> {
-    if (this.#sessions.size < this.#maxSessions) return true;
-    let oldest:
-      | { transport: { close(): Promise<void> }; lastSeen: number }
-      | undefined;
-    for (const session of this.#sessions.values()) {
-      if (!oldest || session.lastSeen < oldest.lastSeen) oldest = session;
-    }
-    if (!oldest || Date.now() - oldest.lastSeen < this.#evictableIdleMs) {
-      return false;
-    }
-    await oldest.transport.close();
-    return this.#sessions.size < this.#maxSessions;
-  }
-
-  /**
    * Closes sessions idle for longer than `idleMs`.
    *
    * @param idleMs Maximum idle time.
    * @param now The current time.
    * @returns How many sessions were closed.
    */
-  async expire(idleMs: number, now: number = Date.now()): Promise<number> {
-    const idle = [...this.#sessions.values()].filter((session) =>
-      now - session.lastSeen > idleMs
-    );
-    await Promise.all(idle.map((session) => session.transport.close()));
-    return idle.length;
+  expire(idleMs: number, now: number = Date.now()): Promise<number> {
+    return this.#admission.expire(idleMs, now);
   }
 
   /** Closes every session. */

@@ -50,16 +50,17 @@ export class McpEndpoint {
    * Answers one request to `/mcp`.
    *
    * @param request The HTTP request.
+   * @param peer The client's address (`undefined` in process), for the session caps.
    * @returns The response.
    */
-  async handle(request: Request): Promise<Response> {
+  async handle(request: Request, peer?: string): Promise<Response> {
     if (request.method !== "POST" || request.headers.has("mcp-session-id")) {
-      return this.sessions.handle(request);
+      return this.sessions.handle(request, undefined, peer);
     }
     const body = await readJsonRpcBody(request);
     if (body instanceof Response) return body;
     if (await isLegacyRequest(request, body)) {
-      return this.sessions.handle(request, body);
+      return this.sessions.handle(request, body, peer);
     }
     return this.#modern.fetch(request, { parsedBody: body });
   }

@@ -38,8 +38,12 @@ export interface RunOptions {
   host?: string;
   /** Legacy sessions without a request for this long are closed (ms, default 5 min). */
   sessionIdleMs?: number;
-  /** The most legacy sessions open at once (default `MCP_MAX_SESSIONS` or 256); past it the session idle longest (a minute or more) is closed, or the new one refused. */
+  /** The most legacy sessions (Streamable HTTP's 2025-era sessions, SSE streams) open at once (default `MCP_MAX_SESSIONS` or 256); past it the session idle longest (a minute or more) is closed, or the new one refused with 503. */
   maxSessions?: number;
+  /** The most legacy sessions one peer address holds (default `MCP_MAX_SESSIONS_PER_PEER` or 64); past it that peer's session idle a minute or more is closed, or the new one refused with 429 and `Retry-After`. */
+  maxSessionsPerPeer?: number;
+  /** Legacy sessions the harness (a request showing `MCP_HARNESS_TOKEN`) may open past `maxSessions` (default `MCP_HARNESS_RESERVE` or 32); it counts toward no peer. */
+  harnessReserve?: number;
   /** When set (default `MCP_DEV_TOKEN`), `/dev` requires `Authorization: Bearer <token>`. */
   devToken?: string;
   /**
@@ -102,20 +106,23 @@ export type StartedTransport = RunningTransport & { busy?(): boolean };
 
 /**
  * Starts the transport `options` name with its settings: the options, else
- * `MCP_PORT`, `MCP_HOST`, `MCP_MAX_SESSIONS`, `MCP_DEV_TOKEN`, else defaults.
+ * `MCP_PORT`, `MCP_HOST`, `MCP_MAX_SESSIONS`, `MCP_MAX_SESSIONS_PER_PEER`,
+ * `MCP_HARNESS_RESERVE`, `MCP_DEV_TOKEN`, else defaults.
  * The HTTP stack (Hono, sessions, `/dev`) is loaded only for http, sse and
  * hud (whose `mcp` capability is Streamable HTTP).
  *
  * @param host The server.
  * @param options `run()`'s options.
  * @param hud The server's tasks, capabilities and hooks, for `"hud"`.
+ * @param harnessToken The harness token, let in past the session caps of http and sse.
  * @returns The running transport.
- * @throws {TypeError} For an unknown transport or a bad `MCP_MAX_SESSIONS`.
+ * @throws {TypeError} For an unknown transport or a bad session cap variable.
  */
 export async function startTransport(
   host: SessionHost,
   options: RunOptions,
   hud?: () => HudSource,
+  harnessToken?: string,
 ): Promise<StartedTransport> {
   const transport = options.transport ?? "stdio";
   if (
@@ -143,6 +150,14 @@ export async function startTransport(
     sessionIdleMs: options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS,
     maxSessions: options.maxSessions ??
       positiveInt(envVar("MCP_MAX_SESSIONS"), "MCP_MAX_SESSIONS"),
+    maxSessionsPerPeer: options.maxSessionsPerPeer ??
+      positiveInt(
+        envVar("MCP_MAX_SESSIONS_PER_PEER"),
+        "MCP_MAX_SESSIONS_PER_PEER",
+      ),
+    harnessReserve: options.harnessReserve ??
+      positiveInt(envVar("MCP_HARNESS_RESERVE"), "MCP_HARNESS_RESERVE"),
+    harnessToken,
     devToken: options.devToken ?? (envVar("MCP_DEV_TOKEN") || undefined),
     resumable: options.resumable,
     refuseBrowsers: options.refuseBrowsers ??

@@ -548,7 +548,7 @@ export class MCPServer extends McpServer {
       display: (request) => {
         for (const tool of this.#displayTools) tool.configure(request);
       },
-    }));
+    }), this.#harnessToken);
     this.#running = running;
     try {
       await serveUntilStopped(running, options, {

@@ -6,42 +6,47 @@
  */
 import type { streamSSE } from "hono/streaming";
 import type { SessionHost } from "./run_stdio.ts";
-import { DEFAULT_MAX_SESSIONS, EVICTABLE_IDLE_MS } from "./http_sessions.ts";
+import {
+  type Refusal,
+  type Seat,
+  SessionAdmission,
+  type SessionLimits,
+} from "./session_admission.ts";
 import { SseServerTransport } from "./sse_transport.ts";
 
-/** One open stream and when its client last posted a message. */
+/** One open stream and its place in the admission counts. */
 interface SseSession {
   transport: SseServerTransport;
-  lastSeen: number;
+  seat: Seat;
 }
+
+/** The SSE stream a GET `/sse` opens, as Hono's `streamSSE` hands it over. */
+export type SseStream = Parameters<Parameters<typeof streamSSE>[1]>[0];
 
 /**
  * Legacy SSE sessions. A stream lasts as long as its client keeps it open,
  * so streams are closed when their client posts nothing for the session
- * idle time, and past the cap the stream idle longest makes room when it
- * has been idle a minute or more: idle streams cannot lock new clients out.
+ * idle time; they are capped in total and per peer, with a reserve for the
+ * harness (see `session_admission.ts`): idle streams cannot lock new
+ * clients out.
  */
 export class SseSessions {
   readonly #host: SessionHost;
   readonly #sessions = new Map<string, SseSession>();
-  readonly #maxSessions: number;
-  readonly #evictableIdleMs: number;
+  readonly #admission: SessionAdmission;
 
   /**
    * Creates an empty session table.
    *
    * @param host The server whose registry the sessions share.
-   * @param maxSessions The most streams open at once.
-   * @param evictableIdleMs A stream idle this long may be closed to make room, ms.
+   * @param limits The caps (total, per peer, the harness's reserve, when an idle stream may make room).
    */
-  constructor(
-    host: SessionHost,
-    maxSessions: number = DEFAULT_MAX_SESSIONS,
-    evictableIdleMs: number = EVICTABLE_IDLE_MS,
-  ) {
+  constructor(host: SessionHost, limits: SessionLimits = {}) {
     this.#host = host;
-    this.#maxSessions = maxSessions;
-    this.#evictableIdleMs = evictableIdleMs;
+    this.#admission = new SessionAdmission(limits, {
+      noun: "SSE streams",
+      closeHint: "close an SSE stream",
+    });
   }
 
   /** Number of open sessions. */
@@ -50,22 +55,31 @@ export class SseSessions {
   }
 
   /**
-   * Makes room for one more stream under the cap: closes the stream idle
-   * the longest when it has been idle long enough to be evicted.
+   * Takes a place for a new stream before it opens, closing an idle one to
+   * make room when it must.
    *
-   * @returns Whether another stream may open.
+   * @param peer The client's address (`undefined` in process).
+   * @param harness Whether the request carried the harness token.
+   * @returns The place to open the stream with, or why there is none.
    */
-  async makeRoom(): Promise<boolean> {
-    if (this.#sessions.size < this.#maxSessions) return true;
-    let oldest: SseSession | undefined;
-    for (const session of this.#sessions.values()) {
-      if (!oldest || session.lastSeen < oldest.lastSeen) oldest = session;
-    }
-    if (!oldest || Date.now() - oldest.lastSeen < this.#evictableIdleMs) {
-      return false;
-    }
-    await oldest.transport.close();
-    return this.#sessions.size < this.#maxSessions;
+  async admit(
+    peer: string | undefined,
+    harness: boolean,
+  ): Promise<Admit | Refusal> {
+    // The stream opens once admitted; eviction closes it through this.
+    const opened: { transport?: SseServerTransport } = {};
+    const seat = await this.#admission.admit(
+      peer,
+      harness,
+      async () => await opened.transport?.close(),
+    );
+    if ("status" in seat) return seat;
+    return {
+      seat,
+      bind: (transport) => {
+        opened.transport = transport;
+      },
+    };
   }
 
   /**
@@ -75,29 +89,30 @@ export class SseSessions {
    * @param now The current time.
    * @returns How many were closed.
    */
-  async expire(idleMs: number, now: number = Date.now()): Promise<number> {
-    const idle = [...this.#sessions.values()].filter((session) =>
-      now - session.lastSeen > idleMs
-    );
-    await Promise.all(idle.map((session) => session.transport.close()));
-    return idle.length;
+  expire(idleMs: number, now: number = Date.now()): Promise<number> {
+    return this.#admission.expire(idleMs, now);
   }
 
   /**
    * Opens a session on a GET `/sse` stream and waits until it closes.
    *
    * @param stream The SSE stream.
+   * @param place What {@linkcode SseSessions.admit} gave the request.
    */
-  async open(
-    stream: Parameters<Parameters<typeof streamSSE>[1]>[0],
-  ): Promise<void> {
+  async open(stream: SseStream, place: Admit): Promise<void> {
     const transport = new SseServerTransport("/messages", stream);
-    this.#sessions.set(transport.sessionId, {
-      transport,
-      lastSeen: Date.now(),
-    });
-    transport.onclose = () => this.#sessions.delete(transport.sessionId);
-    await this.#host.createInstance().connect(transport);
+    place.bind(transport);
+    this.#sessions.set(transport.sessionId, { transport, seat: place.seat });
+    transport.onclose = () => {
+      this.#sessions.delete(transport.sessionId);
+      place.seat.release();
+    };
+    try {
+      await this.#host.createInstance().connect(transport);
+    } catch (error) {
+      await transport.close(); // gives the seat back
+      throw error;
+    }
     await transport.closed;
   }
 
@@ -111,7 +126,7 @@ export class SseSessions {
   deliver(sessionId: string, body: unknown): boolean {
     const session = this.#sessions.get(sessionId);
     if (!session) return false;
-    session.lastSeen = Date.now();
+    session.seat.touch();
     for (const message of Array.isArray(body) ? body : [body]) {
       session.transport.handleMessage(message);
     }
@@ -122,4 +137,12 @@ export class SseSessions {
   async closeAll(): Promise<void> {
     await this.expire(-1, Infinity);
   }
+}
+
+/** A place {@linkcode SseSessions.admit} took for a stream not yet open. */
+export interface Admit {
+  /** The stream's seat in the counts. */
+  seat: Seat;
+  /** Ties the seat to the stream's transport, so eviction can close it. */
+  bind(transport: SseServerTransport): void;
 }

@@ -20,7 +20,10 @@ import {
   dnsRebindingGuard,
   isLocalHost,
   originGuard,
+  peerAddress,
+  showsHarnessToken,
 } from "./http_guards.ts";
+import { refusalResponse, type SessionLimits } from "./session_admission.ts";
 import { DevClient, devRoutes, type DevSource } from "./dev.ts";
 import { serveResilient } from "../_serve.ts";
 import {
@@ -42,6 +45,12 @@ export interface HttpOptions {
   sessionIdleMs: number;
   /** The most sessions open at once (see {@linkcode StreamableHttpSessions}). */
   maxSessions?: number;
+  /** The most sessions open at once from one peer address. */
+  maxSessionsPerPeer?: number;
+  /** Sessions the harness may open past `maxSessions`. */
+  harnessReserve?: number;
+  /** `MCP_HARNESS_TOKEN`: a session opened with it is let in past the caps. */
+  harnessToken?: string;
   /** `MCP_DEV_TOKEN`: when set, `/dev` requires `Authorization: Bearer <token>`. */
   devToken?: string;
   /** Keep each session's recent events so broken streams can resume (see {@linkcode StreamableHttpSessions}). */
@@ -57,16 +66,17 @@ export interface HttpOptions {
 /** Largest body accepted on `/mcp` and `/messages` (the SDK transport's default). */
 export const MAX_BODY_BYTES: number = 4 * 1024 * 1024;
 
-/** Options of {@linkcode createHttpApp}. */
-export interface HttpAppOptions {
+/**
+ * Options of {@linkcode createHttpApp}; the session caps (total, per peer,
+ * the harness's reserve, `evictableIdleMs`) are `session_admission.ts`'s.
+ */
+export interface HttpAppOptions extends SessionLimits {
   /** Whether Streamable HTTP sessions keep events for resuming. */
   resumable?: boolean;
-  /** The most legacy sessions open at once. */
-  maxSessions?: number;
   /** When set, `/dev` requires `Authorization: Bearer <token>`. */
   devToken?: string;
-  /** A session idle this long may be closed to make room under the cap, ms (default `EVICTABLE_IDLE_MS` of `http_sessions.ts`). */
-  evictableIdleMs?: number;
+  /** `MCP_HARNESS_TOKEN`: a session opened with it is let in past the caps. */
+  harnessToken?: string;
   /** Refuse every request that carries an `Origin` header (a browser page). */
   refuseBrowsers?: boolean;
   /**
@@ -106,18 +116,20 @@ export function createHttpApp(
   boundHost: string,
   options: HttpAppOptions = {},
 ): HttpApp {
+  const limits: SessionLimits = {
+    maxSessions: options.maxSessions,
+    maxSessionsPerPeer: options.maxSessionsPerPeer,
+    harnessReserve: options.harnessReserve,
+    evictableIdleMs: options.evictableIdleMs,
+  };
   const sessions = new StreamableHttpSessions(
     host,
     options.resumable,
-    options.maxSessions,
-    options.evictableIdleMs,
+    limits,
+    options.harnessToken,
   );
   const endpoint = new McpEndpoint(host, sessions);
-  const sseSessions = new SseSessions(
-    host,
-    options.maxSessions,
-    options.evictableIdleMs,
-  );
+  const sseSessions = new SseSessions(host, limits);
   let draining = false;
   const source: DevSource = {
     info: host.info,
@@ -171,17 +183,20 @@ export function createHttpApp(
       ),
   });
   if (transport === "http") {
-    app.all("/mcp", limit, (c) => endpoint.handle(c.req.raw));
+    app.all(
+      "/mcp",
+      limit,
+      (c) => endpoint.handle(c.req.raw, peerAddress(c.env)),
+    );
   } else {
     app.get("/sse", async (c) => {
-      if (!await sseSessions.makeRoom()) {
-        return jsonRpcErrorResponse(
-          503,
-          -32000,
-          "Too many sessions, none idle for a minute: retry later or close an SSE stream",
-        );
-      }
-      return streamSSE(c, (stream) => sseSessions.open(stream));
+      // The GET has no body: the harness shows its token in Authorization.
+      const place = await sseSessions.admit(
+        peerAddress(c.env),
+        showsHarnessToken(c.req.raw, undefined, options.harnessToken),
+      );
+      if ("status" in place) return refusalResponse(place);
+      return streamSSE(c, (stream) => sseSessions.open(stream, place));
     });
     app.post("/messages", limit, async (c) => {
       const sessionId = c.req.query("sessionId") ?? "";
@@ -233,6 +248,9 @@ export function startHttp(
   const http = createHttpApp(host, options.transport, options.host, {
     resumable: options.resumable,
     maxSessions: options.maxSessions,
+    maxSessionsPerPeer: options.maxSessionsPerPeer,
+    harnessReserve: options.harnessReserve,
+    harnessToken: options.harnessToken,
     devToken: options.devToken,
     refuseBrowsers: options.refuseBrowsers,
     allowedOrigins: options.allowedOrigins,

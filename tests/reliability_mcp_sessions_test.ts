@@ -112,7 +112,8 @@ Deno.test("50 concurrent HTTP sessions with interleaved calls all get correct re
 
 Deno.test("deleted and expired sessions free their memory: session count back to 0 and heap near its baseline", async () => {
   const { process, base } = await startHttpFixture({
-    env: { REL_IDLE_MS: "2000" },
+    // One client holds 100 sessions here, past the default cap per peer.
+    env: { REL_IDLE_MS: "2000", MCP_MAX_SESSIONS_PER_PEER: "100" },
     denoFlags: ["--v8-flags=--expose-gc"],
   });
   const open: Session[] = [];
