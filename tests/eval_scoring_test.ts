@@ -1,10 +1,11 @@
 /**
  * Scoring an agent cannot game, against a real environment subprocess with
  * a real `bash` tool and a scripted model on loopback: a model that kills
- * its environment (`kill -9 $PPID`) on the tasks it would fail scores no
+ * its environment (its `crash` tool) on the tasks it would fail scores no
  * more than the honest one, is not retried, and the summary says how many
  * errors were counted as failures; a command that outlives bash's own
- * time-out gets bash's answer, not a run error.
+ * time-out gets bash's answer, not a run error; `kill -9 0` and
+ * `kill -9 $PPID` from bash reach neither the environment nor the runner.
  *
  * @module
  */
@@ -50,7 +51,7 @@ Deno.test("a model that kills its environment on the tasks it would fail scores 
   // It knows tasks 1 and 3 show tails, which it would answer wrong.
   const cheat: ScriptedTurn = (body) =>
     SIDES[coinOf(body)] === "tails"
-      ? { calls: [{ name: "bash", args: { command: "kill -9 $PPID" } }] }
+      ? { calls: [{ name: "crash", args: {} }] }
       : { text: "heads" };
   const cheater = await evalWith([cheat, { text: "heads" }], { retries: 2 });
 
@@ -94,6 +95,19 @@ Deno.test("a command past bash's own time-out gets bash's answer, not a run erro
         : "no time-out seen",
     }),
   ], { env: { EVAL_BASH_TIMEOUT_MS: "1000" } });
+  assert.deepEqual(results.map((r) => r.error), SIDES.map(() => undefined));
+  assert.deepEqual(results.map((r) => r.reward), [1, 0, 1, 0]);
+});
+
+Deno.test("kill -9 0 and kill -9 $PPID from bash kill only the shell: the environment, the runner and this test live on", async () => {
+  // The runner runs in this test's process; the environment is its child in
+  // this process group. A shell sharing the group (or, in a PID namespace,
+  // whose $PPID is 0) took all of them down with `kill -9 0`.
+  const results = await evalWith([
+    { calls: [{ name: "bash", args: { command: "kill -9 0" } }] },
+    { calls: [{ name: "bash", args: { command: "kill -9 $PPID" } }] },
+    { text: "heads" },
+  ]);
   assert.deepEqual(results.map((r) => r.error), SIDES.map(() => undefined));
   assert.deepEqual(results.map((r) => r.reward), [1, 0, 1, 0]);
 });

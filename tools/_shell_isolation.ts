@@ -22,6 +22,13 @@
  *   `/proc/<pid>/environ` by `MCPServer` itself).
  * - `session`: a process group of its own, for hosts where neither works:
  *   a process that double-forks out of it outlives the shell.
+ *
+ * Every one starts in a session (and so a process group) of its own
+ * (`setsid`): the shell shares no group with the environment, so
+ * `kill -9 0` or `kill -9 -PGID` from the agent reaches only the shell's own
+ * processes. In a namespace the shell's `$PPID` is 0, and without its own
+ * group `kill -9 $PPID` killed the environment, the runner that started it
+ * and everything else in their group.
  */
 export type ShellIsolation = "namespace" | "reaper" | "session";
 
@@ -93,12 +100,12 @@ export function shellIsolation(): Promise<ShellLauncher> {
   return launcherProbe ??= (async () => {
     let why = "";
     for (const variant of UNSHARE_VARIANTS) {
-      const prefix = ["unshare", ...variant];
+      const prefix = ["setsid", "unshare", ...variant];
       const failed = await runs(prefix);
       if (failed === undefined) return { isolation: "namespace", prefix };
       why = failed;
     }
-    const reaper = reaperPrefix();
+    const reaper = ["setsid", ...reaperPrefix()];
     const failed = await runs(reaper);
     if (failed === undefined) {
       console.error(
@@ -137,9 +144,11 @@ export function denoDir(): Record<string, string> {
  * @returns Its command line.
  */
 export function launcherFor(isolation: ShellIsolation): ShellLauncher {
-  if (isolation === "reaper") return { isolation, prefix: reaperPrefix() };
+  if (isolation === "reaper") {
+    return { isolation, prefix: ["setsid", ...reaperPrefix()] };
+  }
   if (isolation === "session") return { isolation, prefix: ["setsid"] };
-  return { isolation, prefix: ["unshare", ...UNSHARE_VARIANTS[0]] };
+  return { isolation, prefix: ["setsid", "unshare", ...UNSHARE_VARIANTS[0]] };
 }
 
 /**
