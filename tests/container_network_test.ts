@@ -1,6 +1,6 @@
 /**
  * A scenario that asks for the host's network (`network: "host"`, the
- * fixture `tests/fixtures/network_env.ts` in an image of its own) under
+ * fixture `tests/fixtures/container_env.ts` in an image of its own) under
  * `deno task eval docker://IMAGE`, against a real Docker daemon:
  *
  * - without the operator's `--docker-network-allow host` the run fails in
@@ -14,7 +14,8 @@ import { join } from "node:path";
 import { RUNNER_LABEL } from "../eval/environments/docker.ts";
 import type { EvalResult } from "../eval/mod.ts";
 import {
-  buildImage,
+  buildContainerEnv,
+  CONTAINER_ENV_IMAGE,
   containersLabelled,
   DOCKER_MISSING,
   reportSkip,
@@ -23,7 +24,7 @@ import {
 
 reportSkip();
 const ignore = DOCKER_MISSING !== undefined;
-const IMAGE = "mcpkit-test/network-env";
+const IMAGE = CONTAINER_ENV_IMAGE;
 
 /** `deno task eval docker://IMAGE --scenario reach_host` in `dir`. */
 async function evalReachHost(
@@ -96,12 +97,7 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   async fn(t) {
-    await buildImage(
-      "mcpkit-test/text-game-deps",
-      "examples/text_game/Dockerfile",
-      { target: "deps" },
-    );
-    await buildImage(IMAGE, "tests/fixtures/network_env.Dockerfile");
+    await buildContainerEnv();
     const host = hostListener();
     try {
       await t.step("refused without the operator's allowance", async () => {
@@ -114,7 +110,7 @@ Deno.test({
         assert.equal(result.attempts, 1, "a refusal is not tried again");
         assert.match(
           result.error ?? "",
-          /^The scenario asks for the host network, which docker:\/\/mcpkit-test\/network-env runs get only when the operator allows it: add --docker-network-allow host$/,
+          /^The scenario asks for the host network, which docker:\/\/mcpkit-test\/container-env runs get only when the operator allows it: add --docker-network-allow host$/,
         );
         assert.equal(host.accepted(), 0);
         await Deno.remove(dir, { recursive: true });
