@@ -296,7 +296,10 @@ export class DockerRuntime implements ContainerRuntime {
   networkRefusal(network: string): string | undefined {
     if (network === "none") return undefined;
     if (network !== "host") {
-      return `A scenario asked for the network "${network}": a docker:// run has none, or host when the operator allows it`;
+      // The name comes from the environment: quoted and cut, one line.
+      return `A scenario asked for the network ${
+        JSON.stringify(network.slice(0, 40))
+      }: a docker:// run has none, or host when the operator allows it`;
     }
     if (this.#options.allowNetworks.includes(network)) return undefined;
     return `The scenario asks for the host network, which ${this.name} runs get only when the operator allows it: add --docker-network-allow host`;

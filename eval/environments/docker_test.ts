@@ -97,6 +97,8 @@ Deno.test("DockerRuntime.networkRefusal() gives none always, host only when allo
   for (const runtime of [closed, open]) {
     assert.match(runtime.networkRefusal("bridge") ?? "", /"bridge"/);
   }
+  const hostile = closed.networkRefusal("x\n".repeat(100)) ?? "";
+  assert.ok(!hostile.includes("\n") && hostile.length < 200, hostile);
   // Refused before any daemon is asked: no container starts.
   await assert.rejects(() => closed.launch([], "host"), TypeError);
 });
