@@ -179,11 +179,11 @@ export const OPTIONS = {
     arg: "SIZE",
     help: "memory of one docker:// run's container (default 2g)",
   },
-  "docker-network": {
+  "docker-network-allow": {
     type: "string",
-    arg: "NET",
+    arg: "host",
     help:
-      "the network of docker:// runs (default none; host for a\nscenario that needs the network)",
+      'let scenarios that ask for it (network: "host") run with\nthe host\'s network; runs have none otherwise',
   },
   help: { type: "boolean", short: "h", help: "this help" },
 } as const satisfies Record<string, OptionRow>;

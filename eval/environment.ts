@@ -32,6 +32,7 @@ import {
   type ToolResult,
 } from "./tool_host.ts";
 import {
+  type ContainerNetwork,
   type ContainerRuntime,
   EnvironmentError,
   type EnvironmentTarget,
@@ -84,6 +85,8 @@ export interface ConnectOptions {
   maxToolResultBytes?: number;
   /** Images of one tool result at most (default 4). */
   maxToolResultImages?: number;
+  /** The network of a container runtime's container (default `none`). */
+  network?: ContainerNetwork;
 }
 
 /** A scenario the environment offers. */
@@ -178,6 +181,8 @@ export class Environment {
   readonly #limits: { maxBytes: number; maxImages: number };
   /** Removes what a container runtime started for this connection. */
   #release?: () => Promise<void>;
+  /** The container runtime that started this connection, and its network. */
+  #container?: { runtime: ContainerRuntime; network: ContainerNetwork };
 
   /** For subclasses that reach the tools another way (`HudEnvironment`). */
   protected constructor(
@@ -325,6 +330,7 @@ export class Environment {
       exclude: string[];
       allowed?: string[];
       computerEnvironment?: string;
+      network?: string;
     }
   > {
     const strings = Object.fromEntries(
@@ -348,7 +354,29 @@ export class Environment {
         : undefined,
       ...(typeof meta.computer_environment === "string" &&
         { computerEnvironment: meta.computer_environment }),
+      ...(typeof meta.network === "string" && { network: meta.network }),
     };
+  }
+
+  /**
+   * The network a scenario's run needs that this connection's container
+   * lacks: the runner then runs it again in a container that has it. Only a
+   * container runtime's connection has a network to change; any other is
+   * what its operator started, and its scenarios get what it has.
+   *
+   * @param wanted The network the scenario's setup asked for, if any.
+   * @returns The network to start a container with, or `undefined` when
+   * this one will do.
+   * @throws {Error} When the operator did not allow that network: one line.
+   */
+  otherNetwork(wanted: string | undefined): ContainerNetwork | undefined {
+    const container = this.#container;
+    if (!container || (wanted ?? "none") === container.network) {
+      return undefined;
+    }
+    const refusal = container.runtime.networkRefusal(wanted ?? "none");
+    if (refusal) throw new Error(refusal);
+    return wanted as ContainerNetwork;
   }
 
   /** Every tool the environment lists. */
@@ -518,7 +546,7 @@ export class Environment {
     ];
     let launched;
     try {
-      launched = await runtime.launch(variables);
+      launched = await runtime.launch(variables, options.network);
     } catch (error) {
       throw new EnvironmentError(
         `Cannot start ${runtime.name}: ${(error as Error).message}`,
@@ -531,6 +559,7 @@ export class Environment {
         options,
       );
       env.#release = launched.release;
+      env.#container = { runtime, network: options.network ?? "none" };
       return env;
     } catch (error) {
       await launched.release();

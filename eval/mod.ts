@@ -60,6 +60,7 @@ export type {
   ScenarioInfo,
 } from "./environment.ts";
 export type {
+  ContainerNetwork,
   ContainerRuntime,
   EnvironmentTarget,
   LaunchedContainer,

@@ -26,7 +26,7 @@ import {
   Environment,
   type EvaluationResult,
 } from "./environment.ts";
-import type { EnvironmentTarget } from "./target.ts";
+import type { ContainerNetwork, EnvironmentTarget } from "./target.ts";
 import type { EarlierAttempt, EvalErrorKind, EvalResult } from "./result.ts";
 import { type EvalTask, runIdentity } from "./tasks.ts";
 import { scoredReward } from "./stats.ts";
@@ -223,6 +223,8 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
     }
   }
   const retries = options.retries ?? 0;
+  // The network each scenario asked its container for (see OtherNetwork).
+  const networks = new Map<string, ContainerNetwork>();
   const worker = async () => {
     let env = first;
     first = undefined;
@@ -231,11 +233,24 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
         const run = queue.shift()!;
         let result: EvalResult;
         const earlier = [...triedBefore.get(plannedIdentity(run)) ?? []];
+        let relaunched = false;
         for (let attempt = 1;; attempt++) {
           try {
-            env ??= await Environment.connect(options.target, connect);
+            env ??= await Environment.connect(options.target, {
+              ...connect,
+              network: networks.get(run.task.scenario),
+            });
             result = await runTask(env, run, options, { ...facts, convention });
           } catch (error) {
+            // Once per run, not counted as a try: the agent has not acted.
+            if (error instanceof OtherNetwork && !relaunched) {
+              relaunched = true;
+              networks.set(run.task.scenario, error.network);
+              await env?.close().catch(() => {});
+              env = undefined;
+              attempt--;
+              continue;
+            }
             result = failedRun(
               run,
               convention,
@@ -407,6 +422,8 @@ async function runTask(
   });
   const work = async () => {
     const setup = await env.setup(task.scenario, args, runId);
+    const network = env.otherNetwork(setup.network);
+    if (network) throw new OtherNetwork(network);
     const tools = agentTools(await env.tools(), setup.exclude, setup.allowed);
     await runAgent(env.forRun(runId), options.endpoint, setup.messages, tools, {
       outcome: agent,
@@ -468,6 +485,7 @@ async function settle(
       })
       : finish(evaluation);
   } catch (error) {
+    if (error instanceof OtherNetwork) throw error;
     if (options.signal?.aborted) {
       return finish({ done: false }, {
         message: "Stopped before the run finished",
@@ -523,4 +541,20 @@ function untilAborted<T>(work: Promise<T>, signal?: AbortSignal): Promise<T> {
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * A run's scenario asked for a network its container lacks (and the
+ * operator allows): the run starts again, before the agent acts, in a
+ * container that has it.
+ */
+class OtherNetwork extends Error {
+  /** The network to start the container with. */
+  readonly network: ContainerNetwork;
+
+  constructor(network: ContainerNetwork) {
+    super(`The scenario asks for the ${network} network`);
+    this.name = "OtherNetwork";
+    this.network = network;
+  }
 }

@@ -123,6 +123,14 @@ export interface LaunchedContainer {
 }
 
 /**
+ * The networks a scenario may ask its run's container for (its `network`
+ * option): none, or the host's. Never a bridge: a container either reaches
+ * nothing or what the operator's machine reaches, and only with the
+ * operator's leave ({@linkcode ContainerRuntime.networkRefusal}).
+ */
+export type ContainerNetwork = "none" | "host";
+
+/**
  * Starts an environment per connection in a container
  * (`eval/environments/`): `docker://IMAGE` is one.
  */
@@ -134,8 +142,21 @@ export interface ContainerRuntime {
    *
    * @param variables Names of variables to pass in: their values are in the
    * environment of the returned command's process, never on its command line.
+   * @param network The container's network (default `none`).
    */
-  launch(variables: string[]): Promise<LaunchedContainer>;
+  launch(
+    variables: string[],
+    network?: ContainerNetwork,
+  ): Promise<LaunchedContainer>;
+  /**
+   * Why a scenario may not have a network, in one line the operator can act
+   * on, or `undefined` when the operator allowed it: a scenario never grants
+   * itself a network.
+   *
+   * @param network What the scenario asks for (any text: it comes from the
+   * environment).
+   */
+  networkRefusal(network: string): string | undefined;
 }
 
 /**

@@ -5,8 +5,8 @@
  * channel is served by `mcp/hud/`):
  *
  * - prompt `{env}:{scenario}`: runs setup with the prompt's arguments and
- *   returns the prompt messages (`_meta` carries `exclude_tools` and
- *   `allowed_tools` when set);
+ *   returns the prompt messages (`_meta` carries `exclude_tools`,
+ *   `allowed_tools`, `computer_environment` and `network` when set);
  * - tool `_hud_submit` `{scenario, answer}`: stores the agent's answer;
  * - resource `{env}:{scenario}`: runs evaluation and returns the result JSON.
  *
@@ -41,6 +41,13 @@ export interface ScenarioOptions<S extends Shape = Shape> {
    * `mobile`), for models whose computer use asks (Gemini's environment).
    */
   computerEnvironment?: "browser" | "desktop" | "mobile";
+  /**
+   * The network the run's container needs, when the runner starts one per
+   * run (`docker://IMAGE`): `none` (the default) or `host`. A request, not a
+   * grant: the runner gives `host` only when its operator allows it
+   * (`--docker-network-allow host`) and fails the run otherwise.
+   */
+  network?: "none" | "host";
 }
 
 /** What the agent hands back: text, or content with citations. */

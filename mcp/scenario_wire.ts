@@ -195,6 +195,7 @@ export class Scenarios {
     if (options.computerEnvironment) {
       meta.computer_environment = options.computerEnvironment;
     }
+    if (options.network) meta.network = options.network;
     return {
       description: options.description,
       messages,

@@ -144,6 +144,52 @@ export async function buildImage(
   return built.stdout;
 }
 
+/** The image of `tests/fixtures/container_env.ts` (see {@linkcode buildContainerEnv}). */
+export const CONTAINER_ENV_IMAGE = "mcpkit-test/container-env";
+
+/**
+ * Builds {@linkcode CONTAINER_ENV_IMAGE}: the text game's `deps` stage
+ * first (its `FROM`), then the fixture on top.
+ *
+ * @returns The image's tag.
+ */
+export async function buildContainerEnv(): Promise<string> {
+  await buildImage(
+    "mcpkit-test/text-game-deps",
+    "examples/text_game/Dockerfile",
+    { target: "deps" },
+  );
+  await buildImage(
+    CONTAINER_ENV_IMAGE,
+    "tests/fixtures/container_env.Dockerfile",
+  );
+  return CONTAINER_ENV_IMAGE;
+}
+
+/**
+ * Copies an image from the default daemon into another (`docker save |
+ * docker load`): a daemon started here has no registry to pull from.
+ *
+ * @param image The image.
+ * @param host The daemon to load it into.
+ * @throws {Error} When either side fails.
+ */
+export async function copyImage(image: string, host: string): Promise<void> {
+  const save = new Deno.Command("docker", {
+    args: ["save", image],
+    stdout: "piped",
+  }).spawn();
+  const load = new Deno.Command("docker", {
+    args: ["-H", host, "load", "-q"],
+    stdin: "piped",
+    stdout: "null",
+  }).spawn();
+  await save.stdout.pipeTo(load.stdin);
+  if (!(await save.status).success || !(await load.status).success) {
+    throw new Error(`Copying ${image} into ${host} failed`);
+  }
+}
+
 /**
  * `docker build` with the classic builder: BuildKit's `# syntax` and its
  * frontend images would need a registry.

@@ -10,9 +10,8 @@
  * - Runs that time out, and SIGINT mid-run: no container is left.
  * - The runner killed (SIGKILL) mid-run: the next run removes what it left
  *   (and a container labelled with a runner that is gone, made here).
- * - Two daemons (a second `dockerd` with its own socket and data root):
- *   runs go to both; the second stopped mid-run, `--retries 1` runs its
- *   runs on the first and no result is lost.
+ *
+ * Runs over two daemons are `container_daemons_test.ts` (a smaller image).
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -25,7 +24,6 @@ import {
   dockerOk,
   reportSkip,
   ROOT,
-  startExtraDaemon,
 } from "./_docker.ts";
 
 reportSkip();
@@ -260,67 +258,5 @@ Deno.test({
     }
     assert.deepEqual(await runContainers(), [], "no container is left");
     await Deno.remove(dir, { recursive: true });
-  },
-});
-
-Deno.test({
-  name:
-    "runs spread over two Docker daemons; the second stopped mid-run, --retries 1 loses no result",
-  ignore,
-  sanitizeResources: false,
-  async fn() {
-    await buildImage(IMAGE, "examples/desktop/Dockerfile");
-    const extra = await startExtraDaemon();
-    const dir = await workDir();
-    try {
-      // The second daemon has no registry either: the image is copied in.
-      const save = new Deno.Command("docker", {
-        args: ["save", IMAGE],
-        stdout: "piped",
-      }).spawn();
-      const load = new Deno.Command("docker", {
-        args: ["-H", extra.host, "load", "-q"],
-        stdin: "piped",
-        stdout: "null",
-      }).spawn();
-      await save.stdout.pipeTo(load.stdin);
-      assert.ok((await save.status).success && (await load.status).success);
-
-      const run = startEval(dir, [
-        "--docker-host",
-        "unix:///var/run/docker.sock",
-        "--docker-host",
-        extra.host,
-        "--retries",
-        "1",
-      ]);
-      // Both get runs (free capacity ties, then the less loaded one).
-      await untilCount(
-        "runs on both daemons",
-        async () =>
-          Math.min(
-            (await runContainers()).length,
-            (await runContainers(extra.host)).length,
-          ),
-        1,
-        120_000,
-      );
-      await extra.stop();
-      const { code, stderr } = await run.output;
-      assert.equal(code, 0, stderr);
-      const results = await readResults(dir);
-      assert.equal(results.length, 4);
-      for (const result of results) {
-        assert.equal(result.reward, 1, JSON.stringify(result.error));
-      }
-      assert.ok(
-        results.some((result) => (result.attempts ?? 1) > 1),
-        "the stopped daemon's runs were run again",
-      );
-      assert.deepEqual(await runContainers(), [], "no container is left");
-    } finally {
-      await extra.stop();
-      await Deno.remove(dir, { recursive: true });
-    }
   },
 });

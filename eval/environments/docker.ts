@@ -2,7 +2,8 @@
  * The container runtime of `deno task eval docker://IMAGE[:TAG]`: each run
  * in its own container, spoken to over stdio through `docker run -i`.
  *
- * - **Isolation and limits.** `--network none` unless told otherwise,
+ * - **Isolation and limits.** `--network none` unless the scenario asks for
+ *   `host` and the operator allowed it (`allowNetworks`), never a bridge;
  *   `--cpus`, `--memory` (swap included), a PID limit, every capability
  *   dropped and no privilege gain; `--no-healthcheck` (over stdio there is no
  *   port to check).
@@ -22,7 +23,11 @@
  *
  * @module
  */
-import type { ContainerRuntime, LaunchedContainer } from "../target.ts";
+import type {
+  ContainerNetwork,
+  ContainerRuntime,
+  LaunchedContainer,
+} from "../target.ts";
 
 /** The label of every container the runtime starts: `<machine>/<pid>/<start>` of its runner. */
 export const RUNNER_LABEL = "org.mcpkit.eval.runner";
@@ -40,8 +45,11 @@ export interface DockerRuntimeOptions {
   cpus?: number;
   /** Memory of one container, bytes (default {@linkcode DEFAULT_MEMORY_BYTES}). */
   memoryBytes?: number;
-  /** `docker run --network` (default `none`). */
-  network?: string;
+  /**
+   * The networks beside `none` a scenario may ask for
+   * (`--docker-network-allow`); none by default: every run has no network.
+   */
+  allowNetworks?: ContainerNetwork[];
   /** Arguments after the image (default `["stdio"]`). */
   args?: string[];
   /** The docker CLI (default `docker`). */
@@ -193,7 +201,7 @@ export class DockerRuntime implements ContainerRuntime {
       image: options.image,
       cpus: options.cpus ?? DEFAULT_CPUS,
       memoryBytes: options.memoryBytes ?? DEFAULT_MEMORY_BYTES,
-      network: options.network ?? "none",
+      allowNetworks: options.allowNetworks ?? [],
       args: options.args ?? ["stdio"],
       docker: options.docker ?? "docker",
     };
@@ -212,9 +220,16 @@ export class DockerRuntime implements ContainerRuntime {
    *
    * @param variables Names of the variables to pass in (their values are in
    * the environment of the command's process).
+   * @param network The container's network (default `none`).
    * @returns The command and its release, which removes the container.
+   * @throws {TypeError} When the network is not one the operator allowed.
    */
-  async launch(variables: string[]): Promise<LaunchedContainer> {
+  async launch(
+    variables: string[],
+    network: ContainerNetwork = "none",
+  ): Promise<LaunchedContainer> {
+    const refusal = this.networkRefusal(network);
+    if (refusal) throw new TypeError(refusal);
     this.#swept ??= this.#sweep();
     await this.#swept;
     await this.#learnCapacities();
@@ -222,7 +237,7 @@ export class DockerRuntime implements ContainerRuntime {
     const daemon = this.#pick();
     daemon.running++;
     const name = `mcpkit-eval-${crypto.randomUUID().slice(0, 12)}`;
-    const { cpus, memoryBytes, network, image, args } = this.#options;
+    const { cpus, memoryBytes, image, args } = this.#options;
     let released = false;
     return {
       command: this.#options.docker,
@@ -269,6 +284,25 @@ export class DockerRuntime implements ContainerRuntime {
         }
       },
     };
+  }
+
+  /**
+   * Why a scenario may not have this network: `none` always may, `host`
+   * only with `--docker-network-allow host`, anything else never.
+   *
+   * @param network What the scenario asks for.
+   * @returns One line to act on, or `undefined` when it is allowed.
+   */
+  networkRefusal(network: string): string | undefined {
+    if (network === "none") return undefined;
+    if (network !== "host") {
+      // The name comes from the environment: quoted and cut, one line.
+      return `A scenario asked for the network ${
+        JSON.stringify(network.slice(0, 40))
+      }: a docker:// run has none, or host when the operator allows it`;
+    }
+    if (this.#options.allowNetworks.includes(network)) return undefined;
+    return `The scenario asks for the host network, which ${this.name} runs get only when the operator allows it: add --docker-network-allow host`;
   }
 
   /** Asks each daemon not known yet (and not left out) for its capacity. */

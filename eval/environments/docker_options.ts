@@ -17,15 +17,15 @@ export interface DockerFlags {
   "docker-cpus"?: string;
   /** `--docker-memory`. */
   "docker-memory"?: string;
-  /** `--docker-network`. */
-  "docker-network"?: string;
+  /** `--docker-network-allow`: a network a scenario may ask for. */
+  "docker-network-allow"?: string;
 }
 
 const DOCKER_FLAGS: readonly (keyof DockerFlags)[] = [
   "docker-host",
   "docker-cpus",
   "docker-memory",
-  "docker-network",
+  "docker-network-allow",
 ];
 
 /**
@@ -70,10 +70,12 @@ export function dockerTarget(
       `--docker-cpus must be a positive number, got "${flags["docker-cpus"]}"`,
     );
   }
-  const network = flags["docker-network"];
-  if (network !== undefined && !/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(network)) {
+  const allowed = flags["docker-network-allow"];
+  // A bridge would reach the daemon's other containers: only the host's
+  // network (what the operator's machine reaches anyway) may be granted.
+  if (allowed !== undefined && allowed !== "host") {
     throw new UsageError(
-      `--docker-network must be a network name (none, host, …), got "${network}"`,
+      `--docker-network-allow takes host (runs have no network otherwise), got "${allowed}"`,
     );
   }
   for (const host of flags["docker-host"] ?? []) {
@@ -93,7 +95,7 @@ export function dockerTarget(
         memoryBytes: flags["docker-memory"] === undefined
           ? undefined
           : parseMemory(flags["docker-memory"]),
-        network,
+        allowNetworks: allowed === "host" ? ["host"] : [],
       }),
     };
   } catch (error) {

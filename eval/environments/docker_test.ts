@@ -45,7 +45,7 @@ Deno.test("dockerTarget() builds a runtime from docker:// and the --docker-* fla
     "docker-host": ["unix:///run/a.sock", "tcp://10.0.0.2:2375"],
     "docker-cpus": "0.5",
     "docker-memory": "1g",
-    "docker-network": "host",
+    "docker-network-allow": "host",
   });
   assert.ok(target && "runtime" in target);
   assert.ok(target.runtime instanceof DockerRuntime);
@@ -54,7 +54,9 @@ Deno.test("dockerTarget() builds a runtime from docker:// and the --docker-* fla
   const mistakes: [string, Record<string, unknown>][] = [
     ["docker://desktop-env", { "docker-cpus": "0" }],
     ["docker://desktop-env", { "docker-memory": "1k" }],
-    ["docker://desktop-env", { "docker-network": "--privileged" }],
+    ["docker://desktop-env", { "docker-network-allow": "--privileged" }],
+    ["docker://desktop-env", { "docker-network-allow": "bridge" }],
+    ["http://127.0.0.1:8765/mcp", { "docker-network-allow": "host" }],
     ["docker://desktop-env", { "docker-host": ["/var/run/docker.sock"] }],
     ["docker://-it", {}],
     ["http://127.0.0.1:8765/mcp", { "docker-cpus": "2" }],
@@ -78,4 +80,25 @@ Deno.test("DockerRuntime.launch() says which daemon when none answers", async ()
     () => runtime.launch([]),
     /No Docker daemon answers \(unix:\/\/\/nonexistent\/docker\.sock\)/,
   );
+});
+
+Deno.test("DockerRuntime.networkRefusal() gives none always, host only when allowed, a bridge never", async () => {
+  const closed = new DockerRuntime({ image: "desktop-env" });
+  const open = new DockerRuntime({
+    image: "desktop-env",
+    allowNetworks: ["host"],
+  });
+  assert.equal(closed.networkRefusal("none"), undefined);
+  assert.equal(open.networkRefusal("host"), undefined);
+  assert.match(
+    closed.networkRefusal("host") ?? "",
+    /^The scenario asks for the host network, which docker:\/\/desktop-env runs get only when the operator allows it: add --docker-network-allow host$/,
+  );
+  for (const runtime of [closed, open]) {
+    assert.match(runtime.networkRefusal("bridge") ?? "", /"bridge"/);
+  }
+  const hostile = closed.networkRefusal("x\n".repeat(100)) ?? "";
+  assert.ok(!hostile.includes("\n") && hostile.length < 200, hostile);
+  // Refused before any daemon is asked: no container starts.
+  await assert.rejects(() => closed.launch([], "host"), TypeError);
 });
