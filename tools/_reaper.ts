@@ -13,38 +13,14 @@
  * @module
  */
 
-const PR_SET_CHILD_SUBREAPER = 36;
+import { descendants } from "./_shell_isolation.ts";
 
-/** Every process whose parent chain leads to `root`, from `/proc`. */
-function below(root: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const entry of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    let stat: string;
-    try {
-      stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
-    } catch {
-      continue; // it ended meanwhile
-    }
-    // "pid (comm) state ppid …": comm may hold spaces and parentheses.
-    const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-    children.set(ppid, [...children.get(ppid) ?? [], Number(entry.name)]);
-  }
-  const found: number[] = [];
-  const queue = [root];
-  while (queue.length > 0) {
-    for (const child of children.get(queue.shift()!) ?? []) {
-      found.push(child);
-      queue.push(child);
-    }
-  }
-  return found;
-}
+const PR_SET_CHILD_SUBREAPER = 36;
 
 /** Kills everything below this process until nothing is left (bounded). */
 function reapAll(): void {
   for (let round = 0; round < 50; round++) {
-    const left = below(Deno.pid);
+    const left = descendants(Deno.pid);
     if (left.length === 0) return;
     for (const pid of left) {
       try {
