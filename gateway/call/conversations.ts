@@ -13,10 +13,7 @@ import type { CallDeps } from "./deps.ts";
 import type { Caller } from "../state/callers.ts";
 import { GatewayError } from "../errors.ts";
 import { formatUsd } from "../state/credits/money.ts";
-import { parseJson } from "../upstream/providers/provider.ts";
-import { sendUpstream } from "../upstream/send.ts";
-import { scrubAnswer } from "../upstream/scrub.ts";
-import { upstreamFailure } from "../upstream/rules.ts";
+import { readJsonAnswer, sendUpstream } from "../upstream/send.ts";
 
 /** The provider whose Responses API keeps conversations. */
 const CONVERSATIONS_PROVIDER = "openai";
@@ -77,23 +74,11 @@ export async function createConversation(
     requestId: request.requestId,
     callerId: caller.id,
   });
-  let text: string;
+  let json: { id?: unknown };
   try {
-    // A provider may quote the key in its answer: it goes no further.
-    text = scrubAnswer(await upstream.response.text(), upstream.key);
-  } catch (error) {
-    throw upstreamFailure(provider.name, error, upstream.signal);
+    ({ json } = await readJsonAnswer(upstream));
   } finally {
-    upstream.clearTimeout();
     deps.keyPool.release(upstream.key, { kind: "answered", tokens: 0 });
-  }
-  const json = parseJson(text) as { id?: unknown } | undefined;
-  if (typeof json !== "object" || json === null) {
-    throw new GatewayError(
-      502,
-      `The ${provider.name} provider answered with a body that is not JSON`,
-      { code: "upstream_garbage" },
-    );
   }
   if (typeof json.id === "string") {
     // Written before the answer goes out: the caller names it next.

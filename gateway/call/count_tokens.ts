@@ -16,12 +16,9 @@ import { resolveModel } from "./input.ts";
 import { formatUsd } from "../state/credits/money.ts";
 import { GatewayError } from "../errors.ts";
 import { checkStaticLimits } from "../state/limits/limits.ts";
-import { parseJson } from "../upstream/providers/provider.ts";
 import type { Caller } from "../state/callers.ts";
 import type { RouteName } from "../conventions.ts";
-import { sendUpstream } from "../upstream/send.ts";
-import { upstreamFailure } from "../upstream/rules.ts";
-import { scrubAnswer } from "../upstream/scrub.ts";
+import { readJsonAnswer, sendUpstream } from "../upstream/send.ts";
 
 /** One count-tokens request. */
 export interface CountTokensRequest {
@@ -111,22 +108,10 @@ export async function countTokens(
     // cools), and may ask for an hour.
     ownRateLimits: true,
   });
-  let text: string;
   try {
-    text = scrubAnswer(await upstream.response.text(), upstream.key);
-  } catch (error) {
-    throw upstreamFailure(entry.provider, error, upstream.signal);
+    const { json } = await readJsonAnswer(upstream);
+    return Response.json(json);
   } finally {
-    upstream.clearTimeout();
     deps.keyPool.release(upstream.key, { kind: "answered", tokens: 0 });
   }
-  const json = parseJson(text);
-  if (typeof json !== "object" || json === null) {
-    throw new GatewayError(
-      502,
-      `The ${entry.provider} provider answered with a body that is not JSON`,
-      { code: "upstream_garbage" },
-    );
-  }
-  return Response.json(json);
 }

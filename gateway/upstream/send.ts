@@ -319,20 +319,24 @@ async function waitForPinnedKey(
 }
 
 /**
- * Reads a non-streamed answer: its text, parsed for the caller's body and
- * the usage. A body the exchange passed through untouched is returned as
- * `text` alone (`body` undefined), for the caller as it came. The answer's
- * key stays lent: the call gives it back.
+ * Reads a non-streamed answer's body whole, with the key scrubbed from it,
+ * and parses it as a JSON object. The answer timeout is cleared; the key
+ * stays lent: the caller gives it back.
  *
- * @param exchange The exchange the call was sent by.
+ * @example
+ * ```ts ignore
+ * import { readJsonAnswer } from "./send.ts";
+ *
+ * const { json } = await readJsonAnswer(upstream);
+ * ```
+ *
  * @param upstream The upstream answer.
- * @returns The caller's body (undefined when unchanged), the usage, the text, and the id of the state the answer stored.
- * @throws {GatewayError} 502 for an answer that is not JSON or not in the expected shape, or the answer's failure.
+ * @returns The parsed object and the (scrubbed) text it was parsed from.
+ * @throws {GatewayError} 502 for a body that is not a JSON object, or the answer's failure.
  */
-export async function readAnswer(
-  exchange: Pick<Exchange, "response">,
+export async function readJsonAnswer(
   upstream: Upstream,
-): Promise<{ body?: unknown; usage: Usage; text: string; stateId?: string }> {
+): Promise<{ json: object; text: string }> {
   let text: string;
   try {
     // A provider may quote the key in its answer: it goes no further, to
@@ -351,6 +355,25 @@ export async function readAnswer(
       { code: "upstream_garbage" },
     );
   }
+  return { json, text };
+}
+
+/**
+ * Reads a non-streamed answer: its text, parsed for the caller's body and
+ * the usage. A body the exchange passed through untouched is returned as
+ * `text` alone (`body` undefined), for the caller as it came. The answer's
+ * key stays lent: the call gives it back.
+ *
+ * @param exchange The exchange the call was sent by.
+ * @param upstream The upstream answer.
+ * @returns The caller's body (undefined when unchanged), the usage, the text, and the id of the state the answer stored.
+ * @throws {GatewayError} 502 for an answer that is not JSON or not in the expected shape, or the answer's failure.
+ */
+export async function readAnswer(
+  exchange: Pick<Exchange, "response">,
+  upstream: Upstream,
+): Promise<{ body?: unknown; usage: Usage; text: string; stateId?: string }> {
+  const { json, text } = await readJsonAnswer(upstream);
   try {
     const { body, usage, stateId } = exchange.response(json);
     return {
