@@ -13,6 +13,7 @@ import {
   BadRequestError,
   parseBody,
   type RequestContext,
+  requestRecord,
   type SimulatorState,
   type Wire,
 } from "./request_flow.ts";
@@ -59,18 +60,9 @@ export async function answerCountTokens(
     }
   }
   const status = key ? refusal?.status ?? 200 : 401;
-  state.requests.push({
-    provider,
-    path: url.pathname,
-    method: request.method,
-    headers: Object.fromEntries(request.headers),
-    key,
-    query: Object.fromEntries(url.searchParams),
-    body,
-    time: Date.now(),
-    aborted: false,
-    status,
-  });
+  state.requests.push(
+    requestRecord(request, url, { provider, key, body, status }),
+  );
   state.changed();
   const answered = !key
     ? wire.errorBody(401, "Missing API key")

@@ -10,7 +10,7 @@
 import type { ProviderName } from "../upstream/providers/mod.ts";
 import { JSON_HEADERS } from "./answers.ts";
 import { openaiWire } from "./openai.ts";
-import type { SimulatorState } from "./request_flow.ts";
+import { requestRecord, type SimulatorState } from "./request_flow.ts";
 
 /**
  * Answers `GET /responses/{id}`, recorded like any request.
@@ -38,18 +38,9 @@ export function retrieveResponse(
     ? undefined
     : state.responses.response(key, id);
   const status = refusal ? 401 : found ? 200 : 404;
-  state.requests.push({
-    provider,
-    path: url.pathname,
-    method: request.method,
-    headers: Object.fromEntries(request.headers),
-    key,
-    query: Object.fromEntries(url.searchParams),
-    body: undefined,
-    time: Date.now(),
-    aborted: false,
-    status,
-  });
+  state.requests.push(
+    requestRecord(request, url, { provider, key, body: undefined, status }),
+  );
   state.changed();
   const body = found ??
     openaiWire.errorBody(

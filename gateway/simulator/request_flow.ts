@@ -52,6 +52,48 @@ export interface SimulatedRequest {
   status: number;
 }
 
+/**
+ * The record of a request as it arrived (method, path, headers, query,
+ * time), with what its handler read of it and answered; not aborted.
+ *
+ * @example
+ * ```ts
+ * import { requestRecord } from "./request_flow.ts";
+ *
+ * const request = new Request("http://sim/openai/v1/models?limit=1");
+ * const record = requestRecord(request, new URL(request.url), {
+ *   provider: "openai",
+ *   key: undefined,
+ *   body: undefined,
+ *   status: 401,
+ * });
+ * record.query; // { limit: "1" }
+ * ```
+ *
+ * @param request The request.
+ * @param url Its URL, parsed.
+ * @param fields The provider addressed, the key read, the body parsed and the status.
+ * @returns The record.
+ */
+export function requestRecord(
+  request: Request,
+  url: URL,
+  fields: Pick<SimulatedRequest, "provider" | "key" | "body" | "status">,
+): SimulatedRequest {
+  return {
+    provider: fields.provider,
+    path: url.pathname,
+    method: request.method,
+    headers: Object.fromEntries(request.headers),
+    key: fields.key,
+    query: Object.fromEntries(url.searchParams),
+    body: fields.body,
+    time: Date.now(),
+    aborted: false,
+    status: fields.status,
+  };
+}
+
 /** Where an error points, for wires whose error bodies say it (OpenAI's `param` and `code`). */
 export interface ErrorDetails {
   /** The request field at fault. */
@@ -221,18 +263,12 @@ export async function answerRequest(
 ): Promise<Response> {
   const url = new URL(request.url);
   const { wire } = dialect;
-  const record: SimulatedRequest = {
+  const record = requestRecord(request, url, {
     provider,
-    path: url.pathname,
-    method: request.method,
-    headers: Object.fromEntries(request.headers),
     key: wire.readKey(request, url),
-    query: Object.fromEntries(url.searchParams),
     body: undefined,
-    time: Date.now(),
-    aborted: false,
     status: 0,
-  };
+  });
   if (state.requests.length >= state.maxRecords) {
     state.requests.splice(0, Math.ceil(state.maxRecords / 2));
   }
@@ -349,18 +385,12 @@ export function notFound(
   wire: Wire,
 ): Response {
   const url = new URL(request.url);
-  const record: SimulatedRequest = {
+  const record = requestRecord(request, url, {
     provider,
-    path: url.pathname,
-    method: request.method,
-    headers: Object.fromEntries(request.headers),
     key: wire.readKey(request, url),
-    query: Object.fromEntries(url.searchParams),
     body: undefined,
-    time: Date.now(),
-    aborted: false,
     status: 404,
-  };
+  });
   state.requests.push(record);
   state.changed();
   return new Response(
