@@ -9,12 +9,11 @@
  */
 import assert from "node:assert/strict";
 import { createCaller } from "../gateway/state/callers.ts";
-import { parseConfig } from "../gateway/config.ts";
 import { usdToMicros } from "../gateway/state/credits/money.ts";
-import { startGateway } from "../gateway/http/server.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
 import type { EvalResult } from "../eval/mod.ts";
 import { freePort } from "./_ports.ts";
+import { simulatedGateway } from "./_eval_gateway.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const RUNS_ENV = `${ROOT}tests/fixtures/eval_runs_env.ts`;
@@ -121,17 +120,7 @@ Deno.test("an unknown flag, a flag without its value and an unreachable environm
 Deno.test("the key and the model are checked before any task starts: a refused key, an unknown model, no credits are one line, exit 2", async () => {
   const dir = await Deno.makeTempDir({ prefix: "mcpkit-eval-errors-" });
   await using sim = await startSimulator();
-  const gateway = await startGateway(
-    parseConfig({
-      env: {
-        GATEWAY_KV_PATH: ":memory:",
-        PORT: "0",
-        ...sim.env(),
-        OPENAI_API_KEYS: "sk-test-1",
-      },
-    }),
-    { log: () => {} },
-  );
+  const gateway = await simulatedGateway(sim);
   try {
     const rich = await createCaller(gateway.kv, {
       name: "rich",

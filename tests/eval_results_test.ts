@@ -8,14 +8,12 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { createCaller } from "../gateway/state/callers.ts";
-import { parseConfig } from "../gateway/config.ts";
 import { usdToMicros } from "../gateway/state/credits/money.ts";
-import { startGateway } from "../gateway/http/server.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
 import { parseTarget, runEval } from "../eval/mod.ts";
 import { readResults } from "../eval/results_file.ts";
 import { ROOT } from "./_eval_cli.ts";
+import { gatewayWithCaller } from "./_eval_gateway.ts";
 
 const RUNS_ENV = `${ROOT}tests/fixtures/eval_runs_env.ts`;
 
@@ -171,21 +169,7 @@ Deno.test("--resume refuses a results file of another environment in one line; r
 
 Deno.test("a model call cut off by --timeout is recorded at what the gateway charged, read from its traces", async () => {
   await using sim = await startSimulator();
-  const gateway = await startGateway(
-    parseConfig({
-      env: {
-        GATEWAY_KV_PATH: ":memory:",
-        PORT: "0",
-        ...sim.env(),
-        OPENAI_API_KEYS: "sk-test-1",
-      },
-    }),
-    { log: () => {} },
-  );
-  const caller = await createCaller(gateway.kv, {
-    name: "eval",
-    creditsMicros: usdToMicros(1),
-  });
+  const { gateway, caller } = await gatewayWithCaller(sim);
   const balance = async () =>
     usdToMicros(
       Number(

@@ -8,35 +8,13 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { createCaller } from "../gateway/state/callers.ts";
-import { parseConfig } from "../gateway/config.ts";
-import { usdToMicros } from "../gateway/state/credits/money.ts";
-import { startGateway } from "../gateway/http/server.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
 import { type EvalResult, parseTarget, runEval } from "../eval/mod.ts";
 import { rewardStats, scoredReward } from "../eval/stats.ts";
+import { gatewayWithCaller } from "./_eval_gateway.ts";
 
 const GAME = new URL("../examples/text_game/main.ts", import.meta.url)
   .pathname;
-
-async function gatewayWithCaller(sim: { env(): Record<string, string> }) {
-  const gateway = await startGateway(
-    parseConfig({
-      env: {
-        GATEWAY_KV_PATH: ":memory:",
-        PORT: "0",
-        ...sim.env(),
-        OPENAI_API_KEYS: "sk-test-1",
-      },
-    }),
-    { log: () => {} },
-  );
-  const caller = await createCaller(gateway.kv, {
-    name: "eval",
-    creditsMicros: usdToMicros(1),
-  });
-  return { gateway, caller };
-}
 
 Deno.test("a model call the gateway could not serve is a gateway error, tried again with retries; a refused request is not", async () => {
   await using sim = await startSimulator();

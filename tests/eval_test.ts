@@ -7,32 +7,14 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { createCaller } from "../gateway/state/callers.ts";
-import { parseConfig } from "../gateway/config.ts";
 import { usdToMicros } from "../gateway/state/credits/money.ts";
-import { startGateway } from "../gateway/http/server.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
 import { type EvalResult, parseTarget, runEval } from "../eval/mod.ts";
+import { gatewayWithCaller } from "./_eval_gateway.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const GAME = `${ROOT}examples/text_game/main.ts`;
 const TASKS = `${ROOT}examples/text_game/tasks.jsonl`;
-
-/** A gateway in front of `sim` (OpenAI models) and a caller with $1. */
-async function gatewayWithCaller(sim: { env(): Record<string, string> }) {
-  const env: Record<string, string> = {
-    GATEWAY_KV_PATH: ":memory:",
-    PORT: "0",
-    ...sim.env(),
-    OPENAI_API_KEYS: "sk-test-1",
-  };
-  const gateway = await startGateway(parseConfig({ env }), { log: () => {} });
-  const caller = await createCaller(gateway.kv, {
-    name: "eval",
-    creditsMicros: usdToMicros(1),
-  });
-  return { gateway, caller };
-}
 
 Deno.test("deno task eval on a fresh machine: the demo runs the text game's tasks and prints rewards and a cost the ledger agrees with", async () => {
   const dir = await Deno.makeTempDir({ prefix: "mcpkit-eval-" });
