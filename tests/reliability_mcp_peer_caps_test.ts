@@ -86,6 +86,17 @@ async function release(floods: Flood[]) {
   );
 }
 
+/** Connects the harness over `transport` and checks it is served. */
+async function assertHarnessServed(
+  transport: Parameters<Client["connect"]>[0],
+): Promise<void> {
+  const harness = new Client({ name: "harness", version: "1" });
+  await harness.connect(transport);
+  const prompts = await harness.listPrompts();
+  assert.ok(prompts.prompts.length > 0, "the harness is served");
+  await harness.close();
+}
+
 function legacyInitialize(meta?: Record<string, unknown>) {
   return JSON.stringify({
     jsonrpc: "2.0",
@@ -149,15 +160,11 @@ Deno.test("one peer's 256 idle /sse streams lock out neither a client on another
     await wrongToken.body?.cancel();
     stranger.close();
 
-    const harness = new Client({ name: "harness", version: "1" });
-    await harness.connect(
+    await assertHarnessServed(
       new SSEClientTransport(new URL(url), {
         requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
       }),
     );
-    const prompts = await harness.listPrompts();
-    assert.ok(prompts.prompts.length > 0, "the harness is served");
-    await harness.close();
     await client.close();
   } finally {
     await release(floods);
@@ -229,15 +236,11 @@ Deno.test("one peer's MCP_MAX_SESSIONS legacy Streamable HTTP sessions lock out 
     assert.equal(wrongMeta.status, 429);
     await wrongMeta.body?.cancel();
     // ...or in Authorization, through the official client.
-    const harness = new Client({ name: "harness", version: "1" });
-    await harness.connect(
+    await assertHarnessServed(
       new StreamableHTTPClientTransport(new URL(url), {
         requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
       }),
     );
-    const prompts = await harness.listPrompts();
-    assert.ok(prompts.prompts.length > 0, "the harness is served");
-    await harness.close();
     await client.close();
   } finally {
     await release(floods);
