@@ -263,9 +263,7 @@ function parseMessages(
     model: body.model,
     computer,
     prompt: {
-      chars: meter.chars,
-      images: meter.images,
-      imageTokens: meter.imageTokens,
+      ...meter.size(),
       lastUserText,
       toolResult,
       tools,

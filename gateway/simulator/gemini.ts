@@ -283,9 +283,7 @@ function parseGenerate(
     stream,
     sse: stream && url.searchParams.get("alt") === "sse",
     prompt: {
-      chars: meter.chars,
-      images: meter.images,
-      imageTokens: meter.imageTokens,
+      ...meter.size(),
       lastUserText,
       toolResult,
       tools,

@@ -184,9 +184,7 @@ function parseChat(
     model,
     includeUsage: streamOptions.include_usage === true,
     prompt: {
-      chars: meter.chars,
-      images: meter.images,
-      imageTokens: meter.imageTokens,
+      ...meter.size(),
       lastUserText,
       toolResult,
       tools,

@@ -187,9 +187,7 @@ export function parseResponses(
   return {
     model,
     prompt: {
-      chars: meter.chars,
-      images: meter.images,
-      imageTokens: meter.imageTokens,
+      ...meter.size(),
       lastUserText,
       toolResult,
       tools,

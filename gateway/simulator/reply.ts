@@ -171,6 +171,19 @@ export class PromptMeter {
   }
 
   /**
+   * What the meter has counted, as a {@linkcode Prompt} carries it.
+   *
+   * @returns The characters, the images and the tokens they count for.
+   */
+  size(): Pick<Prompt, "chars" | "images" | "imageTokens"> {
+    return {
+      chars: this.chars,
+      images: this.images,
+      imageTokens: this.imageTokens,
+    };
+  }
+
+  /**
    * Counts a piece of text.
    *
    * @param text The text; non-strings are ignored.
