@@ -20,6 +20,7 @@ import { MCPServer } from "../mcp/mod.ts";
 import { CapabilityForwarder } from "../mcp/hud/tunnel.ts";
 import { startHud } from "../mcp/hud/serve.ts";
 import { RunState } from "../mcp/runs.ts";
+import { serveHudInProcess } from "./_hud_serve.ts";
 import { Wire } from "./_hud_wire.ts";
 
 const LIMIT = 16 * 1024 * 1024;
@@ -77,34 +78,7 @@ function testServer(harnessToken?: string) {
 
 async function serve(harnessToken?: string) {
   const env = testServer(harnessToken);
-  const abort = new AbortController();
-  const listening = Promise.withResolvers<number>();
-  const stdout = console.log;
-  console.log = () => {}; // the HUD_SERVE_PORT line
-  const stopped = env.mcp.run({
-    transport: "hud",
-    port: 0,
-    handleSignals: false,
-    signal: abort.signal,
-    onListen: (addr) => listening.resolve(addr.port),
-  });
-  const port = await listening.promise;
-  console.log = stdout;
-  const wires: Wire[] = [];
-  return {
-    ...env,
-    port,
-    open: async () => {
-      const wire = await Wire.open(port);
-      wires.push(wire);
-      return wire;
-    },
-    [Symbol.asyncDispose]: async () => {
-      for (const wire of wires) wire.close();
-      abort.abort();
-      await stopped;
-    },
-  };
+  return { ...env, ...await serveHudInProcess(env.mcp) };
 }
 
 Deno.test("hud channel: hello gives a session id, the environment's identity and its bindings, after the initialize hooks ran", async () => {

@@ -15,9 +15,8 @@ import {
   StreamableHTTPClientTransport,
 } from "@modelcontextprotocol/client";
 import { CapabilityForwarder } from "../mcp/hud/tunnel.ts";
-import type { MCPServer } from "../mcp/mod.ts";
-import type { RunOptions } from "../mcp/run.ts";
 import { startHudServeProcess } from "./_example_process.ts";
+import { serveHudInProcess } from "./_hud_serve.ts";
 import { Wire } from "./_hud_wire.ts";
 import { createHudTrustEnv } from "./fixtures/hud_trust_env.ts";
 
@@ -56,41 +55,6 @@ function helloFrame(size: number, fill: "{}," | "a"): Uint8Array {
   bytes.set(encoder.encode(tail), head.length + body);
   bytes[size] = 0x0a;
   return bytes;
-}
-
-/** Serves `mcp` over HUD in process with the given limits. */
-async function serveInProcess(
-  mcp: MCPServer,
-  limits: RunOptions["hudLimits"] = {},
-) {
-  const listening = Promise.withResolvers<number>();
-  const log = console.log;
-  console.log = () => {}; // the HUD_SERVE_PORT line
-  const stopped = new AbortController();
-  const running = mcp.run({
-    transport: "hud",
-    port: 0,
-    handleSignals: false,
-    signal: stopped.signal,
-    onListen: (addr) => listening.resolve(addr.port),
-    hudLimits: limits,
-  });
-  const port = await listening.promise;
-  console.log = log;
-  const wires: Wire[] = [];
-  return {
-    port,
-    open: async () => {
-      const wire = await Wire.open(port);
-      wires.push(wire);
-      return wire;
-    },
-    [Symbol.asyncDispose]: async () => {
-      for (const wire of wires) wire.close();
-      stopped.abort();
-      await running;
-    },
-  };
 }
 
 /** Resolves with the line, or "open" when none came within `ms`. */
@@ -145,7 +109,7 @@ Deno.test("hud trust: twenty connections each sending a 16 MiB frame and idling 
 
 Deno.test("hud trust: the harness gets in and plays a task while 512 idle connections are open", async () => {
   for (const limits of [{}, { maxPerPeer: 1024 }]) {
-    await using env = await serveInProcess(createHudTrustEnv(TOKEN), limits);
+    await using env = await serveHudInProcess(createHudTrustEnv(TOKEN), limits);
     const idle: Wire[] = [];
     for (let i = 0; i < 512; i++) {
       const wire = await env.open();
@@ -183,7 +147,7 @@ Deno.test("hud trust: the harness gets in and plays a task while 512 idle connec
 });
 
 Deno.test("hud trust: idle guests and token-less tunnels are closed after their idle limits; the harness's session and tunnels are kept", async () => {
-  await using env = await serveInProcess(createHudTrustEnv(), {
+  await using env = await serveHudInProcess(createHudTrustEnv(), {
     idleTimeoutMs: 300,
     tunnelIdleMs: 300,
     frameTimeoutMs: 200,
@@ -202,7 +166,7 @@ Deno.test("hud trust: idle guests and token-less tunnels are closed after their 
 });
 
 Deno.test("hud trust: with a token, tunnel.open without it is refused; a knock past the caps without it is closed", async () => {
-  await using env = await serveInProcess(createHudTrustEnv(TOKEN), {
+  await using env = await serveHudInProcess(createHudTrustEnv(TOKEN), {
     maxConnections: 1,
     maxKnocks: 1,
   });
@@ -223,7 +187,7 @@ Deno.test("hud trust: with a token, tunnel.open without it is refused; a knock p
 
 Deno.test("hud trust: a prompts/get inside the harness's live task through the mcp tunnel is refused, and the agent plays the harness's task", async () => {
   for (const token of [TOKEN, undefined]) {
-    await using env = await serveInProcess(createHudTrustEnv(token));
+    await using env = await serveHudInProcess(createHudTrustEnv(token));
     const harness = await env.open();
     await harness.result("hello", token ? { harness_token: token } : {});
     await harness.result("tasks.start", { id: "guess", args: { target: 42 } });
@@ -273,7 +237,7 @@ Deno.test("hud trust: a prompts/get inside the harness's live task through the m
 });
 
 Deno.test("hud trust: a display size in hello is for the harness when a token is set, and an out-of-range one is refused in one line", async () => {
-  await using env = await serveInProcess(createHudTrustEnv(TOKEN));
+  await using env = await serveHudInProcess(createHudTrustEnv(TOKEN));
   const guest = await env.open();
   const refused = await guest.call("hello", {
     display_width: 640,
