@@ -43,12 +43,9 @@ Deno.test("billableUsage() charges an upstream that failed before any content on
   });
 });
 
-/** Relays `reads` (each one upstream read) on the OpenAI passthrough and returns the caller's bytes. */
-async function relayReads(
-  reads: Uint8Array[],
-  secret = SECRET,
-): Promise<Uint8Array> {
-  const call: CallInput = {
+/** A streamed chat call to an OpenAI model, as the relay receives it. */
+function streamedChatCall(): CallInput {
+  return {
     route: "chat",
     entry: { id: "m", upstream: "m", provider: "openai" } as CatalogEntry,
     body: { messages: [] },
@@ -57,6 +54,14 @@ async function relayReads(
     query: {},
     headers: new Headers(),
   };
+}
+
+/** Relays `reads` (each one upstream read) on the OpenAI passthrough and returns the caller's bytes. */
+async function relayReads(
+  reads: Uint8Array[],
+  secret = SECRET,
+): Promise<Uint8Array> {
+  const call = streamedChatCall();
   const { response, ended } = relayStream({
     route: "chat",
     exchange: chatPassthrough(call),
@@ -154,15 +159,7 @@ Deno.test("relayStream() never rewrites streamed words or tool ids with a key to
 });
 
 Deno.test("relayStream() ends a stream whose event passes the bound with the convention's error event, billed what was relayed", async () => {
-  const call: CallInput = {
-    route: "chat",
-    entry: { id: "m", upstream: "m", provider: "openai" } as CatalogEntry,
-    body: { messages: [] },
-    stream: true,
-    maxOutputTokens: 100,
-    query: {},
-    headers: new Headers(),
-  };
+  const call = streamedChatCall();
   const encoder = new TextEncoder();
   const piece = encoder.encode("a".repeat(64 * 1024));
   let sent = 0;
