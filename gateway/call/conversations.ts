@@ -10,9 +10,8 @@
  * @module
  */
 import type { CallDeps } from "./deps.ts";
+import { requireCredit } from "./hold.ts";
 import type { Caller } from "../state/callers.ts";
-import { GatewayError } from "../errors.ts";
-import { formatUsd } from "../state/credits/money.ts";
 import { readJsonAnswer, sendUpstream } from "../upstream/send.ts";
 
 /** The provider whose Responses API keeps conversations. */
@@ -54,15 +53,7 @@ export async function createConversation(
   request: ConversationRequest,
 ): Promise<Response> {
   const { caller } = request;
-  const balance = await deps.billing.balance(caller.id);
-  if (balance <= 0) {
-    throw new GatewayError(
-      402,
-      `Insufficient credits: creating a conversation needs a balance above zero, and the balance is $${
-        formatUsd(balance)
-      }; add credits`,
-    );
-  }
+  await requireCredit(deps.billing, caller.id, "creating a conversation");
   await deps.limits.reserve(caller, { tokens: 0, micros: 0 });
   const provider = deps.providers[CONVERSATIONS_PROVIDER];
   const upstream = await sendUpstream(deps, {

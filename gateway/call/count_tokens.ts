@@ -12,8 +12,8 @@
  * @module
  */
 import type { CallDeps } from "./deps.ts";
+import { requireCredit } from "./hold.ts";
 import { resolveModel } from "./input.ts";
-import { formatUsd } from "../state/credits/money.ts";
 import { GatewayError } from "../errors.ts";
 import { checkStaticLimits } from "../state/limits/limits.ts";
 import type { Caller } from "../state/callers.ts";
@@ -81,15 +81,7 @@ export async function countTokens(
       `The ${entry.provider} provider has no token counting`,
     );
   }
-  const balance = await deps.billing.balance(caller.id);
-  if (balance <= 0) {
-    throw new GatewayError(
-      402,
-      `Insufficient credits: counting tokens needs a balance above zero, and the balance is $${
-        formatUsd(balance)
-      }; add credits`,
-    );
-  }
+  await requireCredit(deps.billing, caller.id, "counting tokens");
   // One request against the caller's rpm (and refused when a limit is
   // reached); nothing is used, so the ticket has nothing to settle.
   await deps.limits.reserve(caller, { tokens: 0, micros: 0 });

@@ -160,3 +160,35 @@ export async function reserveHold(
   }
   return result.reservation;
 }
+
+/**
+ * Refuses a request that holds nothing (creating a conversation, counting
+ * tokens) unless the caller's balance is above zero.
+ *
+ * @example
+ * ```ts ignore
+ * import { requireCredit } from "./hold.ts";
+ *
+ * await requireCredit(deps.billing, caller.id, "counting tokens");
+ * ```
+ *
+ * @param billing The balances.
+ * @param callerId The caller.
+ * @param doing What the request does, for the refusal: `counting tokens`.
+ * @throws {GatewayError} 402 naming the balance.
+ */
+export async function requireCredit(
+  billing: Pick<Billing, "balance">,
+  callerId: string,
+  doing: string,
+): Promise<void> {
+  const balance = await billing.balance(callerId);
+  if (balance <= 0) {
+    throw new GatewayError(
+      402,
+      `Insufficient credits: ${doing} needs a balance above zero, and the balance is $${
+        formatUsd(balance)
+      }; add credits`,
+    );
+  }
+}
