@@ -246,6 +246,29 @@ export async function containersLabelled(
   return out.split("\n").filter((line) => line !== "");
 }
 
+/**
+ * Waits until `count()` reaches `n`, polling every 200 ms.
+ *
+ * @param what What is waited for, for the error.
+ * @param count Counts what is there so far.
+ * @param n The count to reach.
+ * @param timeoutMs How long to wait.
+ * @throws {Error} Naming `what` when it is not reached in time.
+ */
+export async function untilCount(
+  what: string,
+  count: () => Promise<number>,
+  n: number,
+  timeoutMs: number,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await count() >= n) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`Timed out waiting for ${what}`);
+}
+
 /** A second Docker daemon with its own socket, data root, pid file and exec root. */
 export interface ExtraDaemon {
   /** `unix:///…/docker.sock`, for `docker -H` and `--docker-host`. */

@@ -24,6 +24,7 @@ import {
   reportSkip,
   ROOT,
   startExtraDaemon,
+  untilCount,
 } from "./_docker.ts";
 
 reportSkip();
@@ -32,21 +33,6 @@ const ignore = DOCKER_MISSING !== undefined;
 /** Two tasks, each run twice: four runs of about 8 s, four at a time. */
 const TASKS = [{ ms: 8_000 }, { ms: 8_500 }]
   .map((args) => JSON.stringify({ scenario: "wait", args })).join("\n");
-
-/** Waits until `count()` reaches `n`, polling. */
-async function untilCount(
-  what: string,
-  count: () => Promise<number>,
-  n: number,
-  timeoutMs: number,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await count() >= n) return;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  throw new Error(`Timed out waiting for ${what}`);
-}
 
 Deno.test({
   name:

@@ -24,6 +24,7 @@ import {
   dockerOk,
   reportSkip,
   ROOT,
+  untilCount,
 } from "./_docker.ts";
 
 reportSkip();
@@ -87,21 +88,6 @@ async function workDir(): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix: "container-eval-" });
   await Deno.writeTextFile(join(dir, "tasks.jsonl"), TASKS);
   return dir;
-}
-
-/** Waits until `count()` reaches `n`, polling. */
-async function untilCount(
-  what: string,
-  count: () => Promise<number>,
-  n: number,
-  timeoutMs: number,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await count() >= n) return;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  throw new Error(`Timed out waiting for ${what}`);
 }
 
 /** The runs' containers on a daemon (every runner's). */
