@@ -228,7 +228,7 @@ Deno.test({
       // The model, gateway and environment are named at the top.
       const top = await page.locator("header").innerText();
       assert.match(top, /model\s+operator/);
-      assert.match(top, /gateway\s+http:\/\/localhost:\d+/);
+      assert.match(top, /gateway\s+http:\/\/(localhost|127\.0\.0\.1):\d+/);
       assert.match(top, /environment\s+desktop/);
       // Every task is open, each click on a screenshot is marked on it, in
       // the screenshot's box.

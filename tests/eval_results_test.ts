@@ -112,7 +112,12 @@ Deno.test("a resume killed at any point loses no line and no cost, and the next 
       const micros = await recordedMicros(out);
       const resume = evalCommand([...common, "--resume", out], dir).spawn();
       await new Promise((resolve) => setTimeout(resolve, delay));
-      resume.kill("SIGKILL");
+      try {
+        resume.kill("SIGKILL");
+      } catch (error) {
+        // It finished the eval before the kill (a fast machine): nothing to kill.
+        if (!(error instanceof TypeError)) throw error;
+      }
       await resume.output();
       assert.ok(
         (await Deno.readTextFile(out)).startsWith(text),
