@@ -181,6 +181,8 @@ export class Environment {
   readonly #limits: { maxBytes: number; maxImages: number };
   /** Removes what a container runtime started for this connection. */
   #release?: () => Promise<void>;
+  /** Whether the container runtime's host stopped answering. */
+  #hostFailed?: () => Promise<boolean>;
   /** The container runtime that started this connection, and its network. */
   #container?: { runtime: ContainerRuntime; network: ContainerNetwork };
 
@@ -523,6 +525,17 @@ export class Environment {
     };
   }
 
+  /**
+   * Whether the connection was lost because what runs its container stopped
+   * answering (a Docker daemon that failed): no agent in the container
+   * reaches it, so a run it ends is the infrastructure's to try again.
+   *
+   * @returns `true` only for a container runtime's failed host.
+   */
+  async hostFailed(): Promise<boolean> {
+    return await this.#hostFailed?.() ?? false;
+  }
+
   /** Closes the connection (and the process, for stdio; the container, for a runtime). */
   async close(): Promise<void> {
     try {
@@ -559,6 +572,7 @@ export class Environment {
         options,
       );
       env.#release = launched.release;
+      env.#hostFailed = launched.hostFailed;
       env.#container = { runtime, network: options.network ?? "none" };
       return env;
     } catch (error) {

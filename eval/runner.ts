@@ -260,6 +260,13 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
             );
           }
           result.attempts = attempt;
+          // A container whose Docker daemon stopped answering was lost to
+          // the infrastructure, which no agent in it reaches: tried again
+          // elsewhere even after the agent acted.
+          if (
+            result.error_kind === "environment" && result.agent_acted &&
+            await env?.hostFailed().catch(() => false)
+          ) result.agent_acted = false;
           // A run that failed may have left its connection unusable; a
           // container runtime gives every run a container of its own.
           if (result.error || "runtime" in options.target) {

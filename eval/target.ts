@@ -120,6 +120,11 @@ export interface LaunchedContainer {
   where: string;
   /** Removes what was started; safe to call more than once. */
   release(): Promise<void>;
+  /**
+   * Whether what runs the container has stopped answering (its daemon):
+   * a failure there is the infrastructure's, whatever the agent did.
+   */
+  hostFailed(): Promise<boolean>;
 }
 
 /**

@@ -270,6 +270,11 @@ export class DockerRuntime implements ContainerRuntime {
         ...args,
       ],
       where: daemon.host ?? "the default Docker daemon",
+      hostFailed: async () => {
+        if (await this.#answers(daemon.host)) return false;
+        daemon.downUntil = Date.now() + DOWN_FOR_MS;
+        return true;
+      },
       release: async () => {
         if (released) return;
         released = true;
