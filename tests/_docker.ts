@@ -247,6 +247,29 @@ export async function containersLabelled(
 }
 
 /**
+ * Waits until `check` holds, polling, or fails saying what it waited for.
+ *
+ * @param what What is waited for, for the error.
+ * @param check Whether it holds yet.
+ * @param timeoutMs How long to wait.
+ * @param pollMs How often to check.
+ * @throws {Error} Naming `what` when it does not hold in time.
+ */
+export async function until(
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+  pollMs = 250,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, pollMs));
+  }
+  throw new Error(`Timed out after ${timeoutMs / 1000} s waiting for ${what}`);
+}
+
+/**
  * Waits until `count()` reaches `n`, polling every 200 ms.
  *
  * @param what What is waited for, for the error.
@@ -255,18 +278,13 @@ export async function containersLabelled(
  * @param timeoutMs How long to wait.
  * @throws {Error} Naming `what` when it is not reached in time.
  */
-export async function untilCount(
+export function untilCount(
   what: string,
   count: () => Promise<number>,
   n: number,
   timeoutMs: number,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await count() >= n) return;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  throw new Error(`Timed out waiting for ${what}`);
+  return until(what, async () => await count() >= n, timeoutMs, 200);
 }
 
 /** A second Docker daemon with its own socket, data root, pid file and exec root. */
@@ -325,6 +343,10 @@ export async function startExtraDaemon(): Promise<ExtraDaemon> {
         await child.status;
         clearTimeout(timer);
       } else await child.status;
+      // A killed daemon leaves its containers' shims running: they are
+      // named by its directory, and go with it.
+      await new Deno.Command("pkill", { args: ["-KILL", "-f", dir] }).output()
+        .catch(() => {});
       // The containers' overlay mounts go with the daemon; what is left is files.
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     },

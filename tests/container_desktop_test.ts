@@ -14,6 +14,7 @@ import {
   dockerOk,
   reportSkip,
   TEST_LABEL,
+  until,
 } from "./_docker.ts";
 import { freePort } from "./_ports.ts";
 import {
@@ -25,20 +26,6 @@ import {
 reportSkip();
 const ignore = DOCKER_MISSING !== undefined;
 const IMAGE = "mcpkit-test/desktop";
-
-/** Waits until `check` holds, polling, or fails saying what it waited for. */
-async function until(
-  what: string,
-  check: () => Promise<boolean>,
-  timeoutMs: number,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  throw new Error(`Timed out after ${timeoutMs / 1000} s waiting for ${what}`);
-}
 
 Deno.test({
   name:
