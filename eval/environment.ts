@@ -17,7 +17,7 @@ import {
   type Transport,
 } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { declaresRunIsolation } from "../mcp/runs.ts";
+import { declaresRunIsolation } from "../mcp/scenarios/runs.ts";
 import { boundStdio } from "./_bounded_read.ts";
 import { boundedFetch } from "./_bounded_http.ts";
 import {

@@ -23,7 +23,7 @@ import {
   type ControlAddress,
   parseControlAddress,
 } from "../mcp/hud/tunnel.ts";
-import { shapeToJsonSchema } from "../mcp/_schema.ts";
+import { shapeToJsonSchema } from "../mcp/primitives/_schema.ts";
 import { RfbClient } from "../mcp/hud/rfb.ts";
 import { RfbExecutor } from "../mcp/hud/rfb_executor.ts";
 import { openTunnel } from "../mcp/hud/tunnel.ts";

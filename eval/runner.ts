@@ -20,7 +20,7 @@ import {
 import { agentTools, type DisplaySize } from "./tool_host.ts";
 import { fetchModelFacts } from "./convention.ts";
 import type { ModelFacts } from "./agents/model.ts";
-import { RUN_ISOLATION_CAPABILITY } from "../mcp/runs.ts";
+import { RUN_ISOLATION_CAPABILITY } from "../mcp/scenarios/runs.ts";
 import {
   type ConnectOptions,
   Environment,

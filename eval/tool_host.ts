@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { globMatch } from "../mcp/scenario.ts";
+import { globMatch } from "../mcp/scenarios/scenario.ts";
 
 /**
  * Text of one tool result the model sees at most, bytes (UTF-8), by default.

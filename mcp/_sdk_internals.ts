@@ -1,7 +1,7 @@
 /**
  * The few places where mcpkit reaches past the public API of the pinned MCP
  * SDK v2 (`@modelcontextprotocol/server` 2.4.0). They live in this one file
- * so an SDK upgrade has one thing to re-check; `server_test.ts` exercises
+ * so an SDK upgrade has one thing to re-check; `server/server_test.ts` exercises
  * every one.
  *
  * @module

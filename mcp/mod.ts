@@ -40,15 +40,15 @@
  *
  * @module
  */
-export { MCPServer } from "./server.ts";
-export type { MCPServerOptions } from "./server.ts";
-export type { ListName } from "./instances.ts";
-export type { RunOptions, TransportName } from "./run.ts";
+export { MCPServer } from "./server/server.ts";
+export type { MCPServerOptions } from "./server/server.ts";
+export type { ListName } from "./server/instances.ts";
+export type { RunOptions, TransportName } from "./server/run.ts";
 export type { HudOptions } from "./hud/serve.ts";
 export type { AdmissionLimits } from "./hud/admission.ts";
-export { BaseHub } from "./hub.ts";
-export type { HubFunction, HubTool } from "./hub.ts";
-export { BaseTool, normalizeToolResult } from "./tool.ts";
+export { BaseHub } from "./primitives/hub.ts";
+export type { HubFunction, HubTool } from "./primitives/hub.ts";
+export { BaseTool, normalizeToolResult } from "./primitives/tool.ts";
 export type {
   EvaluationResult,
   Shape,
@@ -59,27 +59,27 @@ export type {
   ToolMethodDecorator,
   ToolOptions,
   ToolReturn,
-} from "./tool.ts";
+} from "./primitives/tool.ts";
 export type {
   InitializeContext,
   InitializeHook,
   InitializeMeta,
   InitializeSession,
   ProgressParams,
-} from "./initialize.ts";
+} from "./server/initialize.ts";
 export type {
   ResourceContext,
   ResourceFunction,
   ResourceOptions,
-} from "./resource.ts";
-export type { ShutdownHook } from "./signals.ts";
+} from "./primitives/resource.ts";
+export type { ShutdownHook } from "./server/signals.ts";
 export type {
   PromptFunction,
   PromptMessage,
   PromptOptions,
   PromptResult,
   PromptReturn,
-} from "./prompt.ts";
+} from "./primitives/prompt.ts";
 export type {
   ScenarioAnswer,
   ScenarioContext,
@@ -89,15 +89,15 @@ export type {
   ScenarioPrompt,
   ScenarioResult,
   Subscore,
-} from "./scenario.ts";
-export type { RunRef } from "./runs.ts";
+} from "./scenarios/scenario.ts";
+export type { RunRef } from "./scenarios/runs.ts";
 export {
   declaresRunIsolation,
   RUN_ISOLATION_CAPABILITY,
   runIsolation,
   RunState,
-} from "./runs.ts";
-export type { JsonSchema } from "./_schema.ts";
+} from "./scenarios/runs.ts";
+export type { JsonSchema } from "./primitives/_schema.ts";
 export {
   type Capability,
   cdpCapability,

@@ -2,7 +2,7 @@
 // process on a free loopback port, with the raw wires opened to it closed
 // when it is disposed.
 import type { MCPServer } from "../mcp/mod.ts";
-import type { RunOptions } from "../mcp/run.ts";
+import type { RunOptions } from "../mcp/server/run.ts";
 import { Wire } from "./_hud_wire.ts";
 
 /** A HUD server running in this process. */

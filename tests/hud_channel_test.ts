@@ -19,7 +19,7 @@ import { z } from "zod";
 import { MCPServer } from "../mcp/mod.ts";
 import { CapabilityForwarder } from "../mcp/hud/tunnel.ts";
 import { startHud } from "../mcp/hud/serve.ts";
-import { RunState } from "../mcp/runs.ts";
+import { RunState } from "../mcp/scenarios/runs.ts";
 import { serveHudInProcess } from "./_hud_serve.ts";
 import { Wire } from "./_hud_wire.ts";
 

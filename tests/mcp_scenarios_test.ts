@@ -15,7 +15,7 @@ import {
   Client as LegacyClient,
   StreamableHTTPClientTransport as LegacyHttp,
 } from "./_mcp_client.ts";
-import { createHttpApp } from "../mcp/transports.ts";
+import { createHttpApp } from "../mcp/transports/http.ts";
 import { createScenarioEnv } from "./fixtures/mcp_scenario_env.ts";
 import type { MCPServer } from "../mcp/mod.ts";
 

@@ -16,7 +16,7 @@
  *
  * @module
  */
-import { globMatch } from "../../mcp/scenario.ts";
+import { globMatch } from "../../mcp/scenarios/scenario.ts";
 import type { PromptMessage, ToolResult } from "../tool_host.ts";
 import {
   addTokens,

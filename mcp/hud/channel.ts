@@ -8,10 +8,10 @@
  *
  * @module
  */
-import { shapeToJsonSchema } from "../_schema.ts";
+import { shapeToJsonSchema } from "../primitives/_schema.ts";
 import { constantTimeEqual } from "../harness.ts";
 import type { Capability } from "./capability.ts";
-import type { RunToolFilters } from "../run_tools.ts";
+import type { RunToolFilters } from "../scenarios/run_tools.ts";
 import { type DisplayRequest, displayRequest } from "./display.ts";
 import {
   type FrameRead,

@@ -15,8 +15,8 @@
  *
  * @module
  */
-import type { RunningTransport, SessionHost } from "../run_stdio.ts";
-import type { RunToolFilters } from "../run_tools.ts";
+import type { RunningTransport, SessionHost } from "../transports/stdio.ts";
+import type { RunToolFilters } from "../scenarios/run_tools.ts";
 import {
   Admission,
   type AdmissionLimits,

@@ -1,6 +1,6 @@
 /**
  * One task of the control channel: a scenario run by the same generator
- * machinery the MCP wire uses (`mcp/scenario.ts`), suspended between
+ * machinery the MCP wire uses (`mcp/scenarios/scenario.ts`), suspended between
  * `tasks.start` (setup up to the first yield, the prompt) and `tasks.grade`
  * (the answer sent in, the second yield as the grade).
  *
@@ -15,9 +15,9 @@ import {
   type ScenarioFunction,
   type ScenarioOptions,
   scenarioResult,
-} from "../scenario.ts";
-import { runKey } from "../runs.ts";
-import type { ToolExtra } from "../tool.ts";
+} from "../scenarios/scenario.ts";
+import { runKey } from "../scenarios/runs.ts";
+import type { ToolExtra } from "../primitives/tool.ts";
 import { ChannelError, ErrorCode, messageOf } from "./rpc.ts";
 
 /** A scenario as the channel serves it: a task. */

@@ -6,9 +6,9 @@
  *
  * @module
  */
-import type { SessionHost } from "../run_stdio.ts";
-import { createHttpApp, MAX_BODY_BYTES } from "../transports.ts";
-import { SUBMIT_TOOL } from "../scenario_wire.ts";
+import type { SessionHost } from "../transports/stdio.ts";
+import { createHttpApp, MAX_BODY_BYTES } from "../transports/http.ts";
+import { SUBMIT_TOOL } from "../scenarios/wire.ts";
 import { type DisplayRequest, displayRequest } from "./display.ts";
 
 /**

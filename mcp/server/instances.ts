@@ -1,0 +1,91 @@
+/**
+ * The protocol instances serving one `MCPServer`'s registry: each gets the
+ * initialize hooks in front of its requests, hears of list changes while it
+ * is connected, and counts towards the SIGTERM drain until it closes.
+ *
+ * @module
+ */
+import type { ProtocolEra, Server, ServerContext } from "../_sdk.ts";
+import { guardRequestHandlers, inFlightRequests } from "../_sdk_internals.ts";
+import { initializeContext, type InitializeHooks } from "./initialize.ts";
+
+/** The lists a server announces changes of. */
+export type ListName = "tools" | "resources" | "prompts";
+
+/** The open protocol instances of one server, with the era each serves. */
+export class ProtocolInstances {
+  readonly #instances = new Map<Server, ProtocolEra>();
+  readonly #hooks: InitializeHooks;
+
+  /**
+   * Creates an empty set.
+   *
+   * @param hooks The server's initialize hooks, run before an instance's first request.
+   */
+  constructor(hooks: InitializeHooks) {
+    this.#hooks = hooks;
+  }
+
+  /**
+   * Runs the initialize hooks in front of every request but
+   * `server/discover`, and tracks the instance until it closes (`main`, the
+   * server's own instance, for good).
+   *
+   * @param server The instance's protocol server.
+   * @param era The era it serves.
+   * @param main Whether it is the server's own instance, never dropped.
+   */
+  adopt(server: Server, era: ProtocolEra, main = false): void {
+    guardRequestHandlers(
+      server,
+      (method) => method !== "server/discover",
+      (request, ctx) =>
+        this.#hooks.done ? undefined : this.#hooks.run(
+          initializeContext(
+            request as Parameters<typeof initializeContext>[0],
+            ctx as ServerContext,
+          ),
+        ),
+    );
+    this.#instances.set(server, era);
+    if (!main) {
+      const previous = server.onclose;
+      server.onclose = () => {
+        previous?.();
+        this.#instances.delete(server);
+      };
+    }
+  }
+
+  /**
+   * Sends a list-changed notification to every connected instance that may
+   * hear one. Legacy sessions still inside `initialize` (no client version
+   * yet) are skipped: notifications may only follow the handshake, and they
+   * list afterwards anyway. A modern stdio connection's instance routes the
+   * notification onto its subscriptions; per-request HTTP instances are
+   * reached through the server's list-changed listeners instead.
+   *
+   * @param send Sends the notification on one instance.
+   */
+  broadcast(send: (server: Server) => Promise<void>): void {
+    for (const [server, era] of this.#instances) {
+      if (
+        !server.transport || (era === "legacy" && !server.getClientVersion())
+      ) continue;
+      send(server).catch((error) =>
+        console.error("Cannot send list-changed notification:", error)
+      );
+    }
+  }
+
+  /**
+   * Whether any instance is still answering a request.
+   *
+   * @returns `true` while a request is in flight on one of them.
+   */
+  busy(): boolean {
+    return [...this.#instances.keys()].some((server) =>
+      inFlightRequests(server) > 0
+    );
+  }
+}

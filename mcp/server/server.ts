@@ -1,0 +1,599 @@
+/**
+ * {@linkcode MCPServer}: the SDK's `McpServer` with initialize and shutdown
+ * hooks, function-returning `tool`/`resource`/`prompt`, scenarios, hubs,
+ * composition and a container-ready `run()`. The class holds the server's
+ * state and delegates each concern: registration to `../primitives/`
+ * (`tool.ts`, `resource.ts`, `prompt.ts`, `hub.ts`) and
+ * `../scenarios/wire.ts`, composition to `compose.ts`, the protocol
+ * instances to `instances.ts`, and running to `run.ts`.
+ *
+ * @module
+ */
+import {
+  type Implementation,
+  McpServer,
+  type McpServerOptions,
+  type ProtocolEra,
+  type RegisteredTool,
+  type Transport,
+} from "../_sdk.ts";
+import { shareRegistry } from "../_sdk_internals.ts";
+import { harnessAllowed, harnessTokenFromEnvironment } from "../harness.ts";
+import { type BaseHub, registerHub } from "../primitives/hub.ts";
+import {
+  type InitializeContext,
+  type InitializeHook,
+  InitializeHooks,
+} from "./initialize.ts";
+import { type Composition, syncComposition } from "./compose.ts";
+import { type ListName, ProtocolInstances } from "./instances.ts";
+import {
+  registerResourceFunction,
+  type ResourceFunction,
+  type ResourceOptions,
+} from "../primitives/resource.ts";
+import { runShutdownHooks, type ShutdownHook } from "./signals.ts";
+import {
+  type RunOptions,
+  serveUntilStopped,
+  type StartedTransport,
+  startTransport,
+} from "./run.ts";
+import type {
+  ScenarioFunction,
+  ScenarioOptions,
+} from "../scenarios/scenario.ts";
+import type { Capability } from "../hud/capability.ts";
+import type { TaskDefinition } from "../hud/task_run.ts";
+import { type DisplayTool, isDisplayTool } from "../hud/display.ts";
+import { Scenarios } from "../scenarios/wire.ts";
+import { RunToolFilters } from "../scenarios/run_tools.ts";
+import { runKey } from "../scenarios/runs.ts";
+import {
+  type PromptFunction,
+  type PromptOptions,
+  registerPromptFunction,
+} from "../primitives/prompt.ts";
+import {
+  BaseTool,
+  registerToolDefinition,
+  type Shape,
+  toolDecorator,
+  type ToolDefinition,
+  type ToolExtra,
+  type ToolFunction,
+  type ToolMethodDecorator,
+  type ToolOptions,
+} from "../primitives/tool.ts";
+
+/** Options of the {@linkcode MCPServer} constructor; the rest goes to the SDK. */
+export interface MCPServerOptions extends McpServerOptions {
+  /** Server name used in the MCP handshake. */
+  name: string;
+  /** Server version; defaults to `0.1.0`. */
+  version?: string;
+  /** Human-readable title of the server. */
+  title?: string;
+  /**
+   * How long a SIGTERM stop may take before the process exits anyway (ms,
+   * default 10 000): calls already running get up to half of it to answer,
+   * the shutdown hooks the rest.
+   */
+  shutdownTimeoutMs?: number;
+  /**
+   * When set (default `MCP_HARNESS_TOKEN`), the dispatchers of the hubs named
+   * in `harnessHubs` answer only requests whose `_meta.harness_token` equals
+   * it, so an agent on the same connection cannot set up or score its own run.
+   */
+  harnessToken?: string;
+  /** The hubs only the harness may call when `harnessToken` is set; default `["setup", "evaluate"]`. */
+  harnessHubs?: readonly string[];
+}
+
+/**
+ * An MCP server for evaluation environments. It is the SDK's `McpServer`
+ * (every SDK method works as documented there) plus:
+ *
+ * - `initialize(fn)`: setup inside the first `initialize` request
+ * - `shutdown(fn)`: cleanup on SIGTERM only
+ * - `tool(options, fn)`: registers `fn` and returns it; also `@mcp.tool({...})`
+ * - `addTool(x)`, `mount(hub)`, `mount(server, prefix)`
+ * - `resource(uri, fn)`: JSON-serialising resources, returns `fn`
+ * - `run({transport, port, host})`: stdio, Streamable HTTP, legacy SSE or
+ *   HUD v6's control channel (`"hud"`)
+ *
+ * @example A counter environment
+ * ```ts
+ * import { z } from "zod";
+ * import { BaseHub, MCPServer } from "../mod.ts";
+ *
+ * const mcp = new MCPServer({ name: "counter-env" });
+ * const setup = new BaseHub("setup");
+ * mcp.initialize(() => {
+ *   setup.env = { count: 0 };
+ *   mcp.mount(setup);
+ * });
+ * setup.tool("reset", { input: { to: z.number() } }, ({ to }) => {
+ *   setup.env.count = to;
+ * });
+ * mcp.tool({ name: "increment", input: { by: z.number().default(1) } }, ({ by }) => String(setup.env.count += by));
+ * // await mcp.run({ transport: "stdio" });
+ * ```
+ */
+export class MCPServer extends McpServer {
+  /** Name and version sent in the handshake. */
+  readonly info: Implementation;
+  /** How long a SIGTERM stop may take: draining calls, then shutdown hooks (ms). */
+  readonly shutdownTimeoutMs: number;
+  readonly #harnessToken: string | undefined;
+  readonly #harnessHubs: ReadonlySet<string>;
+  readonly #sdkOptions: McpServerOptions;
+  readonly #initializeHooks = new InitializeHooks();
+  readonly #shutdownHooks: ShutdownHook[] = [];
+  readonly #instances = new ProtocolInstances(this.#initializeHooks);
+  readonly #hubs = new Map<string, BaseHub>();
+  readonly #compositions = new Map<MCPServer, Composition>();
+  readonly #changeListeners = new Set<(list: ListName) => void>();
+  #running: StartedTransport | undefined;
+  #scenarios: Scenarios | undefined;
+  /** Tools that take the agent's display size, for HUD's harness to size. */
+  readonly #displayTools: DisplayTool[] = [];
+  /** The tool filters of the live runs (scenario prompts and HUD tasks). */
+  readonly #runFilters = new RunToolFilters();
+  readonly #tasks = new Map<string, TaskDefinition>();
+  readonly #capabilities: Capability[] = [];
+
+  /**
+   * Creates the server. Tools, resources, prompts and logging are declared as
+   * capabilities up front so every protocol instance gets their handlers and
+   * registering after a client connected works.
+   *
+   * @param options Name, version, instructions, shutdown timeout, and SDK options.
+   */
+  constructor(options: MCPServerOptions) {
+    const {
+      name,
+      version = "0.1.0",
+      title,
+      shutdownTimeoutMs = 10_000,
+      harnessToken = harnessTokenFromEnvironment(),
+      harnessHubs = ["setup", "evaluate"],
+      ...rest
+    } = options;
+    const info: Implementation = { name, version, ...(title && { title }) };
+    const sdkOptions: McpServerOptions = {
+      ...rest,
+      capabilities: {
+        tools: {},
+        resources: {},
+        prompts: {},
+        logging: {},
+        ...rest.capabilities,
+      },
+    };
+    super(info, sdkOptions);
+    this.info = info;
+    this.shutdownTimeoutMs = shutdownTimeoutMs;
+    this.#harnessToken = harnessToken || undefined;
+    this.#harnessHubs = new Set(harnessHubs);
+    this.#sdkOptions = sdkOptions;
+    this.#instances.adopt(this.server, "legacy", true);
+  }
+
+  /** The mounted hubs. */
+  get hubs(): readonly BaseHub[] {
+    return [...this.#hubs.values()];
+  }
+
+  /**
+   * Client sessions open on the running transport: Streamable HTTP and SSE
+   * sessions, 1 while a stdio client is connected, 0 when not running. The
+   * dev endpoints' in-process client is not counted. Read-only; for
+   * monitoring and for tests that prove closed sessions are released.
+   */
+  get sessionCount(): number {
+    return this.#running?.sessionCount() ?? 0;
+  }
+
+  /**
+   * Registers a hook that runs inside the first MCP `initialize` request,
+   * before the response; later clients do not run it again.
+   *
+   * @param fn The hook; it receives `{meta, session, progress, clientInfo, signal}`.
+   * @returns `fn`, unchanged.
+   */
+  initialize<F extends InitializeHook>(fn: F): F {
+    this.#initializeHooks.add(fn);
+    return fn;
+  }
+
+  /**
+   * Registers a hook that runs once on SIGTERM, before the server closes and
+   * the process exits 0. SIGINT skips it.
+   *
+   * @param fn The hook.
+   * @returns `fn`, unchanged.
+   */
+  shutdown<F extends ShutdownHook>(fn: F): F {
+    this.#shutdownHooks.push(fn);
+    return fn;
+  }
+
+  /**
+   * Returns a TC39 method decorator that registers the method as a tool.
+   *
+   * @param options Name (default: the method name), description, zod `input`/`output`, annotations.
+   * @returns The decorator.
+   */
+  tool<S extends Shape>(
+    options: ToolOptions<S>,
+  ): ToolMethodDecorator<S>;
+  /**
+   * Registers `fn` as a tool; whatever it returns is normalised to a `CallToolResult`.
+   *
+   * @param options Name (default: `fn.name`), description, zod `input`/`output`, annotations.
+   * @param fn The tool function.
+   * @returns `fn`, unchanged.
+   */
+  tool<S extends Shape, F extends ToolFunction<S>>(
+    options: ToolOptions<S>,
+    fn: F,
+  ): F;
+  tool(options: ToolOptions, fn?: ToolFunction): unknown {
+    if (typeof options !== "object" || options === null) {
+      throw new TypeError(
+        "Cannot register a tool: expected tool({ name, description, input }, fn) (the SDK's own form is registerTool(name, config, fn))",
+      );
+    }
+    if (fn === undefined) {
+      return toolDecorator(options, (def) => this.#registerTool(def));
+    }
+    this.#registerTool({
+      ...options,
+      name: options.name ?? fn.name,
+      handler: fn,
+    });
+    return fn;
+  }
+
+  /**
+   * Adds a tool: a {@linkcode BaseTool} through its `mcp` definition, any
+   * other {@linkcode ToolDefinition} as it is.
+   *
+   * @param tool The tool.
+   * @returns The SDK's handle of the registered tool.
+   */
+  addTool<S extends Shape>(
+    tool: BaseTool<S, unknown> | ToolDefinition<S>,
+  ): RegisteredTool {
+    if (tool instanceof BaseTool && isDisplayTool(tool)) {
+      this.#displayTools.push(tool);
+    }
+    return this.#registerTool(
+      (tool instanceof BaseTool ? tool.mcp : tool) as unknown as ToolDefinition,
+    );
+  }
+
+  #registerTool(def: ToolDefinition): RegisteredTool {
+    return registerToolDefinition(this, def, this.#toolRefusal);
+  }
+
+  /** A call of a tool its run's scenario left out is refused here, on every transport. */
+  readonly #toolRefusal = (name: string, extra: ToolExtra) =>
+    this.#runFilters.refusal(runKey(extra), name);
+
+  /**
+   * Mounts a hub: one visible dispatcher tool named after it (input
+   * `{name, arguments}`) and a `{hub}://functions` resource listing its tools.
+   * Tools the hub gains later are added to the dispatcher.
+   *
+   * @param hub The hub.
+   */
+  mount(hub: BaseHub): void;
+  /**
+   * Composes another server into this one (FastMCP `mount`): its tools and
+   * prompts appear as `{prefix}_{name}`, its resources as
+   * `scheme://{prefix}/rest`, and they follow later changes to it. Its
+   * initialize and shutdown hooks run with this server's.
+   *
+   * @param server The server to mount.
+   * @param prefix Name prefix; without one, names are kept.
+   */
+  mount(server: MCPServer, prefix?: string): void;
+  mount(target: BaseHub | MCPServer, prefix?: string): void {
+    if (target instanceof MCPServer) return this.#mountServer(target, prefix);
+    if (this.#hubs.has(target.name)) {
+      throw new Error(`Hub "${target.name}" is already mounted`);
+    }
+    const hub = target;
+    const token = this.#harnessToken;
+    registerHub(
+      this,
+      hub,
+      this.#harnessHubs.has(hub.name)
+        ? (extra) => harnessAllowed(token, extra)
+        : undefined,
+      // The harness's hubs set up and score the run: a scenario's filters
+      // are the agent's, not theirs.
+      this.#harnessHubs.has(hub.name) ? undefined : this.#toolRefusal,
+    );
+    this.#hubs.set(hub.name, hub);
+  }
+
+  #mountServer(child: MCPServer, prefix?: string): void {
+    if (child === this) {
+      throw new Error(`Cannot mount server "${this.info.name}" on itself`);
+    }
+    if (this.#compositions.has(child)) {
+      throw new Error(`Server "${child.info.name}" is already mounted`);
+    }
+    const composition: Composition = {
+      prefix,
+      tools: [],
+      resources: [],
+      prompts: [],
+    };
+    this.#compositions.set(child, composition);
+    this.#syncComposition(child, composition);
+    child.#changeListeners.add(() => this.#syncComposition(child, composition));
+    this.#initializeHooks.add((ctx) => child.#initializeHooks.run(ctx));
+    this.#shutdownHooks.push(() =>
+      runShutdownHooks(child.#shutdownHooks, child.shutdownTimeoutMs).then(
+        () => {},
+      )
+    );
+  }
+
+  #syncComposition(child: MCPServer, composition: Composition): void {
+    syncComposition(this, child, composition);
+  }
+
+  /**
+   * Exposes `fn()`'s return as a resource, JSON-serialised unless it is a
+   * resource result. A URI with `{variables}` is a template; `fn` receives them.
+   *
+   * @param uri The URI or URI template, e.g. `status://env` or `file://{path}`.
+   * @param fn The function that produces the content.
+   * @returns `fn`, unchanged.
+   */
+  resource<F extends ResourceFunction>(uri: string, fn: F): F;
+  /**
+   * Like `resource(uri, fn)`, with a name, description and MIME type.
+   *
+   * @param uri The URI or URI template.
+   * @param options Name, title, description, MIME type.
+   * @param fn The function that produces the content.
+   * @returns `fn`, unchanged.
+   */
+  resource<F extends ResourceFunction>(
+    uri: string,
+    options: ResourceOptions,
+    fn: F,
+  ): F;
+  resource(...args: unknown[]): unknown {
+    const [uri, second, third] = args;
+    const options =
+      (typeof second === "function" ? {} : second) as ResourceOptions;
+    const fn =
+      (typeof second === "function" ? second : third) as ResourceFunction;
+    if (typeof uri !== "string" || typeof fn !== "function") {
+      throw new TypeError(
+        "Cannot register resource: expected resource(uri, fn) or resource(uri, options, fn)",
+      );
+    }
+    registerResourceFunction(this, uri, options, fn);
+    return fn;
+  }
+
+  /**
+   * Registers a prompt and returns `fn`. Prompt arguments arrive as strings;
+   * the `input` shape validates them (`z.coerce.number()` turns them into
+   * numbers). The function may return a string (one user message), a content
+   * item, a list of messages or a full `GetPromptResult`.
+   *
+   * @param options Name (default: `fn.name`), title, description, zod `input`.
+   * @param fn The prompt function.
+   * @returns `fn`, unchanged.
+   */
+  prompt<S extends Shape, F extends PromptFunction<S>>(
+    options: PromptOptions<S>,
+    fn: F,
+  ): F {
+    registerPromptFunction(this, options, fn);
+    return fn;
+  }
+
+  /**
+   * Registers a scenario (HUD's shape): `fn` is an async
+   * generator whose code before the first `yield` is setup, whose first yield
+   * is the prompt, which receives the agent's answer, and whose second yield
+   * is the reward (a number, or `{reward, done, content?, info?, isError?,
+   * subscores?}`; none: reward 1). On MCP (HUD v5's wire): the prompt and
+   * the resource `{server name}:{name}`, and the tool `_hud_submit`; on the
+   * `hud` transport (HUD v6): the task `{name}`. Runs are kept apart
+   * per client (`_meta.run_id`, else the legacy session, else the
+   * connection) and dropped after 30 idle minutes.
+   *
+   * @param options Name, description, zod `input` (prompt strings are coerced), `excludeTools`, `allowedTools`.
+   * @param fn The scenario.
+   * @returns `fn`, unchanged.
+   */
+  scenario<S extends Shape, F extends ScenarioFunction<S>>(
+    options: ScenarioOptions<S>,
+    fn: F,
+  ): F {
+    this.#scenarios ??= new Scenarios(
+      this,
+      this.info.name,
+      this.#harnessToken,
+      this.#runFilters,
+    );
+    this.#scenarios.add(options, fn);
+    this.#tasks.set(options.name, {
+      options: options as ScenarioOptions,
+      fn: fn as unknown as ScenarioFunction,
+    });
+    return fn;
+  }
+
+  /**
+   * Publishes a capability for the HUD v6 control channel (`run({transport:
+   * "hud"})`): a daemon the environment runs on loopback, listed in
+   * `hello`'s bindings and reached with `tunnel.open`. The server's own tools
+   * are the `mcp` capability without this. Call it from an initialize hook,
+   * once the daemon listens; a capability of the same name is replaced.
+   *
+   * @example
+   * ```ts
+   * import { MCPServer } from "../mod.ts";
+   * import { rfbCapability } from "../hud/mod.ts";
+   *
+   * const mcp = new MCPServer({ name: "desktop" });
+   * mcp.initialize(() => {
+   *   mcp.addCapability(rfbCapability("rfb://127.0.0.1:5901", { display: 1 }));
+   * });
+   * ```
+   *
+   * @param capability `{name, protocol, url, params}`, e.g. from `rfbCapability()`.
+   */
+  addCapability(capability: Capability): void {
+    const index = this.#capabilities.findIndex((c) =>
+      c.name === capability.name
+    );
+    if (index >= 0) this.#capabilities.splice(index, 1);
+    this.#capabilities.push(capability);
+  }
+
+  /** The capabilities published with {@linkcode MCPServer.addCapability}. */
+  get capabilityBindings(): readonly Capability[] {
+    return [...this.#capabilities];
+  }
+
+  /**
+   * A new protocol instance over this server's registry: what the SDK's
+   * serving entries call a factory product. The SDK binds one instance to
+   * one connection; the runners build one per stdio connection, per legacy
+   * HTTP or SSE session, and per modern HTTP request. Every instance runs
+   * this server's initialize hooks before its first request other than
+   * `server/discover`, and serves the tools, resources and prompts
+   * registered here, later ones included.
+   *
+   * @param era The era the instance serves (`"legacy"` by default); a
+   * modern instance that lives for one request is not sent list-changed
+   * notifications (modern clients hear of changes on `subscriptions/listen`).
+   * @returns An SDK `McpServer`, ready to `connect()`.
+   */
+  createInstance(era: ProtocolEra = "legacy"): McpServer {
+    const instance = new McpServer(this.info, {
+      ...this.#sdkOptions,
+      capabilities: this.server.getCapabilities(),
+    });
+    shareRegistry(this, instance);
+    this.#instances.adopt(instance.server, era);
+    return instance;
+  }
+
+  /** Tells every client that the tool list changed (legacy sessions by notification, modern ones on `subscriptions/listen`). */
+  override sendToolListChanged(): void {
+    this.#broadcast("tools", (server) => server.sendToolListChanged());
+  }
+
+  /** Tells every client that the resource list changed. */
+  override sendResourceListChanged(): void {
+    this.#broadcast("resources", (server) => server.sendResourceListChanged());
+  }
+
+  /** Tells every client that the prompt list changed. */
+  override sendPromptListChanged(): void {
+    this.#broadcast("prompts", (server) => server.sendPromptListChanged());
+  }
+
+  /**
+   * Calls `listener` whenever the tool, resource or prompt list changes; the
+   * HTTP runner publishes these to modern clients' `subscriptions/listen`.
+   *
+   * @param listener Receives which list changed.
+   * @returns A function that removes the listener.
+   */
+  onListChanged(listener: (list: ListName) => void): () => void {
+    this.#changeListeners.add(listener);
+    return () => this.#changeListeners.delete(listener);
+  }
+
+  #broadcast(
+    list: ListName,
+    send: Parameters<ProtocolInstances["broadcast"]>[0],
+  ): void {
+    this.#instances.broadcast(send);
+    for (const listener of this.#changeListeners) listener(list);
+  }
+
+  /**
+   * Serves the server until it stops: on stdio until stdin closes, on http or
+   * sse until {@linkcode MCPServer.stop}, `signal`, or a signal. SIGTERM lets
+   * running calls answer, runs the shutdown hooks once (both within
+   * `shutdownTimeoutMs`), closes the transports and exits 0; SIGINT closes
+   * and exits 130 without them.
+   *
+   * @param options Transport, port, host and session expiry.
+   * @returns Resolves when the server has stopped.
+   */
+  async run(options: RunOptions = {}): Promise<void> {
+    if (this.#running) {
+      throw new Error(`Server "${this.info.name}" is already running`);
+    }
+    const running = await startTransport(this, options, () => ({
+      tasks: () => this.#tasks,
+      bindings: () => this.#capabilities,
+      initialize: () => this.#initializeHooks.run(hudInitializeContext()),
+      harnessToken: this.#harnessToken,
+      filters: this.#runFilters,
+      display: (request) => {
+        for (const tool of this.#displayTools) tool.configure(request);
+      },
+    }), this.#harnessToken);
+    this.#running = running;
+    try {
+      await serveUntilStopped(running, options, {
+        name: this.info.name,
+        shutdownTimeoutMs: this.shutdownTimeoutMs,
+        shutdownHooks: this.#shutdownHooks,
+        busy: () => this.#instances.busy(),
+      });
+    } finally {
+      this.#running = undefined;
+    }
+  }
+
+  /**
+   * Stops a running server: closes every session and the listener; `run()` then resolves.
+   *
+   * @returns Resolves when the transports have closed.
+   */
+  async stop(): Promise<void> {
+    await this.#running?.close();
+  }
+
+  /**
+   * Connects this server's own protocol instance to a transport (one client,
+   * as in the SDK). Use `createInstance()` for further clients.
+   *
+   * @param transport The transport.
+   */
+  override async connect(transport: Transport): Promise<void> {
+    await super.connect(transport);
+  }
+}
+
+/**
+ * The initialize hooks' context on the control channel, where they run
+ * before the port is bound: no request, so no `_meta` and no progress.
+ */
+function hudInitializeContext(): InitializeContext {
+  return {
+    meta: {},
+    session: { sendProgressNotification: () => Promise.resolve() },
+    progress: () => Promise.resolve(),
+    signal: new AbortController().signal,
+  };
+}
