@@ -1,8 +1,10 @@
 /**
  * Finds import cycles among a folder's modules: every relative `import` and
  * `export … from` (type-only ones too, since they tie two files' contracts
- * together) is an edge, and each strongly connected component of more than one
- * module is a cycle. Test files are left out: a test may import anything.
+ * together) and every `import("./…")` (a module loaded lazily still depends on
+ * the one it loads, and can close a circle at run time) is an edge, and each
+ * strongly connected component of more than one module is a cycle. Test files
+ * are left out: a test may import anything.
  *
  * ```sh
  * deno run -R scripts/import_cycles.ts gateway mcp
@@ -16,9 +18,14 @@ import { dirname, join, normalize, relative } from "node:path";
 
 const SPECIFIER =
   /(?:^|\n)\s*(?:import|export)\s+(?:type\s+)?[^"'`;]*?\sfrom\s+"(\.{1,2}\/[^"]+)"|(?:^|\n)\s*import\s+"(\.{1,2}\/[^"]+)"/g;
+// `import("./x.ts")` on any line that is not a comment (a JSDoc example is
+// not an edge); a specifier built at run time cannot be followed.
+const DYNAMIC = /\bimport\(\s*["'`](\.{1,2}\/[^"'`$]+)["'`]\s*[,)]/g;
+const COMMENT_LINE = /^\s*(?:\*|\/\/|\/\*)/;
 
 /**
- * The relative modules a source file imports, as paths beside `file`.
+ * The relative modules a source file imports, statically or with `import()`,
+ * as paths beside `file`.
  *
  * @param file The importing file's path.
  * @param source Its text.
@@ -33,6 +40,11 @@ export function importsOf(file: string, source: string): string[] {
   const found: string[] = [];
   for (const match of source.matchAll(SPECIFIER)) {
     found.push(normalize(join(dirname(file), match[1] ?? match[2])));
+  }
+  const code = source.split("\n").filter((line) => !COMMENT_LINE.test(line))
+    .join("\n");
+  for (const match of code.matchAll(DYNAMIC)) {
+    found.push(normalize(join(dirname(file), match[1])));
   }
   return found;
 }
