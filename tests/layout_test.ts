@@ -1,9 +1,10 @@
 /**
  * The layout's rules, checked: no import cycle in gateway/, mcp/, eval/ or
- * tools/ (type-only imports count), and the gateway's data moves one way:
- * http → call → upstream / state / observe, never back up.
+ * tools/ (type-only and dynamic imports count); the gateway's data moves one
+ * way: http → call → upstream / state / observe, never back up; and mcp/'s
+ * layers do too: server → hud → transports, scenarios → primitives.
  */
-import { deepStrictEqual } from "node:assert/strict";
+import assert, { deepStrictEqual } from "node:assert/strict";
 import { importCycles, importsOf } from "../scripts/import_cycles.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
@@ -48,6 +49,73 @@ Deno.test("the gateway's data moves one way: no layer imports the ones above it"
   }
   deepStrictEqual(upward, []);
 });
+
+// What each mcp/ layer may not import: the layers above it. server/ (the
+// class and its run()) is on top; hud/ serves the class's tasks over HUD's
+// control channel with the transports' and scenarios' pieces; transports/ and
+// scenarios/ stand side by side and never import each other; primitives/ (the
+// tools, resources, prompts and hubs the class registers) is under them all.
+// All of mcp/ sits below the eval runner and apart from the gateway.
+const MCP_ABOVE: Record<string, string[]> = {
+  "mcp/": ["eval/", "gateway/"],
+  "mcp/hud/": ["mcp/server/"],
+  "mcp/transports/": ["mcp/server/", "mcp/hud/", "mcp/scenarios/"],
+  "mcp/scenarios/": ["mcp/server/", "mcp/hud/", "mcp/transports/"],
+  "mcp/primitives/": [
+    "mcp/server/",
+    "mcp/hud/",
+    "mcp/transports/",
+    "mcp/scenarios/",
+  ],
+};
+
+// The public entry re-exports every layer; the other root files (the SDK
+// glue, the harness token) are shared by all of them and import none.
+const MCP_ENTRY = "mcp/mod.ts";
+const MCP_MAX_ROOT_FILES = 12;
+
+Deno.test("mcp/'s layers import one way: none imports the ones above it", async () => {
+  const upward: string[] = [];
+  for (const [layer, above] of Object.entries(MCP_ABOVE)) {
+    for await (const file of walk(`${ROOT}${layer}`)) {
+      const path = file.slice(ROOT.length);
+      for (const imported of importsOf(path, await Deno.readTextFile(file))) {
+        if (above.some((prefix) => imported.startsWith(prefix))) {
+          upward.push(`${path} → ${imported}`);
+        }
+      }
+    }
+  }
+  for (const path of await rootSourceFiles("mcp")) {
+    if (path === MCP_ENTRY) continue;
+    for (
+      const imported of importsOf(path, await Deno.readTextFile(ROOT + path))
+    ) {
+      if (/^mcp\/[^/]+\//.test(imported)) upward.push(`${path} → ${imported}`);
+    }
+  }
+  deepStrictEqual(upward, []);
+});
+
+Deno.test(`mcp/ has at most ${MCP_MAX_ROOT_FILES} source files at its root`, async () => {
+  const files = await rootSourceFiles("mcp");
+  assert.ok(
+    files.length <= MCP_MAX_ROOT_FILES,
+    `${files.length} source files at mcp/'s root: ${files.join(", ")}`,
+  );
+});
+
+/** The non-test `.ts` files directly in `folder`, as paths from the root. */
+async function rootSourceFiles(folder: string): Promise<string[]> {
+  const files: string[] = [];
+  for await (const entry of Deno.readDir(`${ROOT}${folder}`)) {
+    if (
+      entry.isFile && entry.name.endsWith(".ts") &&
+      !entry.name.endsWith("_test.ts")
+    ) files.push(`${folder}/${entry.name}`);
+  }
+  return files.sort();
+}
 
 async function* walk(dir: string): AsyncGenerator<string> {
   for await (const entry of Deno.readDir(dir)) {
