@@ -1,15 +1,13 @@
 /**
  * The control session: JSON-RPC 2.0 over one connection (`hello`,
- * `tasks.list`, `tasks.start`, `tasks.grade`, `tasks.cancel`, `bye`), and the
+ * `tasks.list`, `tasks.start`, `tasks.grade`, `tasks.cancel`, `bye`): each
+ * frame read within its time limits, checked, answered and let go. The
  * suspended tasks (`task_run.ts`), one per session id, that outlive their
- * connection. A dropped connection parks its session's task;
- * `hello {session_id}` resumes it, and a plain `tasks.grade` adopts the
- * parked task when exactly one is parked.
+ * connection are held by `session_tasks.ts`.
  *
  * @module
  */
 import { shapeToJsonSchema } from "../primitives/_schema.ts";
-import { constantTimeEqual } from "../harness.ts";
 import type { Capability } from "./capability.ts";
 import type { RunToolFilters } from "../scenarios/run_tools.ts";
 import { type DisplayRequest, displayRequest } from "./display.ts";
@@ -29,12 +27,8 @@ import {
   messageOf,
   requestId,
 } from "./rpc.ts";
-import {
-  type GradeFrame,
-  taskContext,
-  type TaskDefinition,
-  TaskRun,
-} from "./task_run.ts";
+import { SessionTasks } from "./session_tasks.ts";
+import type { TaskDefinition } from "./task_run.ts";
 
 /** What the channel needs from the environment. */
 export interface ChannelHost {
@@ -68,24 +62,15 @@ export interface SessionOptions {
   onHarness?: () => void;
 }
 
-/** How long a parked task is kept before it is cancelled, ms. */
-export const PARKED_TTL_MS = 30 * 60_000;
-/** The most tasks held at once (live and parked); past it the oldest parked goes. */
-export const MAX_TASKS = 256;
-
 /**
- * The serving-time state of one control channel: the tasks by session id,
- * and which sessions have a live connection.
+ * One control channel: serves each session's connection and answers its
+ * methods; the tasks the sessions hold are a {@linkcode SessionTasks}.
  */
 export class ControlChannel {
   readonly #host: ChannelHost;
-  readonly #runs = new Map<string, TaskRun>();
-  readonly #live = new Set<string>();
-  readonly #authorised = new Set<string>();
+  readonly #tasks: SessionTasks;
   #draining = false;
   #inFlight = 0;
-  /** Tasks whose setup is running: not held yet, but counted toward the cap. */
-  #starting = 0;
 
   /**
    * Creates the channel.
@@ -94,11 +79,12 @@ export class ControlChannel {
    */
   constructor(host: ChannelHost) {
     this.#host = host;
+    this.#tasks = new SessionTasks(host.filters);
   }
 
   /** Tasks held now, live and parked. */
   get tasks(): number {
-    return this.#runs.size;
+    return this.#tasks.size;
   }
 
   /**
@@ -107,7 +93,7 @@ export class ControlChannel {
    * and runs one task per environment).
    */
   get soleTask(): string | undefined {
-    return this.#runs.size === 1 ? this.#runs.keys().next().value : undefined;
+    return this.#tasks.sole;
   }
 
   /**
@@ -118,7 +104,7 @@ export class ControlChannel {
    * @returns Whether a task, live or parked, has it.
    */
   holds(sessionId: string): boolean {
-    return this.#runs.has(sessionId);
+    return this.#tasks.holds(sessionId);
   }
 
   /** Whether a call is being answered. */
@@ -133,10 +119,17 @@ export class ControlChannel {
 
   /** Cancels every task (the server is stopping). */
   cancelAll(): void {
-    for (const [id, run] of [...this.#runs]) {
-      this.#forget(id, run);
-      run.cancel();
-    }
+    this.#tasks.cancelAll();
+  }
+
+  /**
+   * Cancels parked tasks idle for longer than
+   * `PARKED_TTL_MS`.
+   *
+   * @param now The current time.
+   */
+  sweep(now: number = Date.now()): void {
+    this.#tasks.sweep(now);
   }
 
   /**
@@ -159,8 +152,7 @@ export class ControlChannel {
     first: { frame: unknown },
     options: SessionOptions = {},
   ): Promise<void> {
-    let sessionId = newSessionId();
-    this.#live.add(sessionId);
+    let sessionId = this.#tasks.open();
     let message: unknown = first.frame;
     first.frame = undefined;
     const close = () => {
@@ -181,7 +173,7 @@ export class ControlChannel {
           frameTimeoutMs: options.frameTimeoutMs ?? 0,
           idleTimeoutMs: options.idleTimeoutMs ?? 0,
           exempt: () =>
-            this.#authorised.has(sessionId) || this.#runs.has(sessionId),
+            this.#tasks.authorised(sessionId) || this.#tasks.holds(sessionId),
         });
         if (next.kind === "end") return;
         if (next.kind === "oversized") {
@@ -208,10 +200,7 @@ export class ControlChannel {
       }
     } finally {
       // The task stays, parked, for a later hello or tasks.grade.
-      this.#live.delete(sessionId);
-      this.#authorised.delete(sessionId);
-      const run = this.#runs.get(sessionId);
-      if (run) run.parkedAt = Date.now();
+      this.#tasks.close(sessionId);
     }
   }
 
@@ -224,7 +213,7 @@ export class ControlChannel {
   ): Promise<{ sessionId: string; end?: boolean }> {
     const outcome = await this.#handle(message, sessionId);
     const session = outcome.sessionId ?? sessionId;
-    if (this.#authorised.has(session)) options.onHarness?.();
+    if (this.#tasks.authorised(session)) options.onHarness?.();
     // A notification gets no reply; a request that could not be read
     // gets its error with id null.
     const id = requestId(message) ?? (outcome.invalid ? null : undefined);
@@ -320,7 +309,7 @@ export class ControlChannel {
           this.#requireHarness(sessionId);
           return {
             reply: {
-              result: await this.#grade(
+              result: await this.#tasks.grade(
                 sessionId,
                 (params as { answer?: unknown }).answer,
               ),
@@ -328,10 +317,10 @@ export class ControlChannel {
           };
         case "tasks.cancel":
           this.#requireHarness(sessionId);
-          this.#cancel(sessionId);
+          this.#tasks.cancel(sessionId);
           return { reply: { result: { cancelled: true } } };
         case "bye":
-          this.#cancel(sessionId);
+          this.#tasks.cancel(sessionId);
           return { reply: { result: { goodbye: true } }, end: true };
         default:
           return {
@@ -352,55 +341,14 @@ export class ControlChannel {
 
   /** `hello`: the session id this connection speaks for from now on. */
   #hello(current: string, params: Record<string, unknown>): string {
-    const token = params.harness_token;
-    const requested = params.session_id;
-    let sessionId = current;
-    if (
-      requested !== undefined && requested !== null && requested !== current
-    ) {
-      if (typeof requested !== "string") {
-        throw new ChannelError(
-          ErrorCode.InvalidParams,
-          "hello: session_id must be a string",
-        );
-      }
-      if (this.#live.has(requested)) {
-        throw new ChannelError(
-          ErrorCode.InvalidRequest,
-          `Session "${requested.slice(0, 200)}" has a live connection`,
-        );
-      }
-      const run = this.#runs.get(requested);
-      if (!run) {
-        throw new ChannelError(
-          ErrorCode.InvalidRequest,
-          `Unknown session "${
-            requested.slice(0, 200)
-          }": no parked task has that id`,
-        );
-      }
-      this.#live.delete(current);
-      this.#authorised.delete(current);
-      // The task this connection leaves behind parks, as on a drop: left
-      // neither live nor parked, no sweep would ever end it.
-      const left = this.#runs.get(current);
-      if (left) left.parkedAt = Date.now();
-      this.#live.add(requested);
-      run.parkedAt = undefined;
-      sessionId = requested;
-    }
+    const sessionId = this.#tasks.resume(current, params.session_id);
     const expected = this.#host.harnessToken;
-    if (
-      expected && typeof token === "string" &&
-      constantTimeEqual(token, expected)
-    ) {
-      this.#authorised.add(sessionId);
-    }
+    this.#tasks.authorise(sessionId, params.harness_token, expected);
     // The screen is the environment's, shared by every task: with a token
     // set, only the harness may size it.
     const display = displayRequest(params);
     if (display && this.#host.display) {
-      if (expected && !this.#authorised.has(sessionId)) {
+      if (expected && !this.#tasks.authorised(sessionId)) {
         throw new ChannelError(
           ErrorCode.InvalidRequest,
           "hello: display_width and display_height are for the evaluation harness: send harness_token with them",
@@ -416,7 +364,7 @@ export class ControlChannel {
   }
 
   #requireHarness(sessionId: string): void {
-    if (this.#host.harnessToken && !this.#authorised.has(sessionId)) {
+    if (this.#host.harnessToken && !this.#tasks.authorised(sessionId)) {
       throw new ChannelError(
         ErrorCode.InvalidRequest,
         "Task methods answer only the evaluation harness: send harness_token in hello",
@@ -461,102 +409,10 @@ export class ControlChannel {
         }`,
       );
     }
-    this.#cancel(sessionId);
-    this.#expire();
-    this.#starting++;
-    let started;
-    try {
-      started = await TaskRun.start(
-        task,
-        args as Record<string, unknown>,
-        taskContext(sessionId),
-      );
-    } finally {
-      this.#starting--;
-    }
-    const { run, prompt } = started;
-    // The connection may have dropped while setup ran: the task parks.
-    if (!this.#live.has(sessionId)) run.parkedAt = Date.now();
-    this.#runs.set(sessionId, run);
-    this.#host.filters?.set(
-      taskContext(sessionId).run,
-      task.options.name,
-      task.options,
+    return await this.#tasks.start(
+      sessionId,
+      task,
+      args as Record<string, unknown>,
     );
-    return prompt;
   }
-
-  async #grade(sessionId: string, answer: unknown): Promise<GradeFrame> {
-    let run = this.#runs.get(sessionId);
-    let owner = sessionId;
-    if (!run) {
-      const parked = [...this.#runs.keys()].filter((id) => !this.#live.has(id))
-        .sort();
-      if (parked.length === 0) {
-        throw new ChannelError(ErrorCode.InvalidRequest, "No task in progress");
-      }
-      if (parked.length > 1) {
-        throw new ChannelError(
-          ErrorCode.InvalidRequest,
-          `${parked.length} parked sessions (${
-            parked.join(", ")
-          }): resume one by sending hello with its session_id`,
-        );
-      }
-      owner = parked[0];
-      run = this.#runs.get(owner)!;
-    }
-    this.#forget(owner, run);
-    return await run.grade(answer);
-  }
-
-  #cancel(sessionId: string): void {
-    const run = this.#runs.get(sessionId);
-    if (!run) return;
-    this.#forget(sessionId, run);
-    run.cancel();
-  }
-
-  /** Drops a task from the table, and its tool filters. */
-  #forget(sessionId: string, run: TaskRun): void {
-    this.#runs.delete(sessionId);
-    this.#host.filters?.delete(taskContext(sessionId).run, run.name);
-  }
-
-  /** Cancels parked tasks idle for longer than {@linkcode PARKED_TTL_MS}. */
-  sweep(now: number = Date.now()): void {
-    for (const [id, run] of [...this.#runs]) {
-      if (run.parkedAt !== undefined && now - run.parkedAt > PARKED_TTL_MS) {
-        this.#cancel(id);
-      }
-    }
-  }
-
-  /** Cancels parked tasks past their time, and the oldest parked past the cap. */
-  #expire(now = Date.now()): void {
-    const parked = [...this.#runs].filter(([, run]) =>
-      run.parkedAt !== undefined
-    )
-      .sort(([, a], [, b]) => a.parkedAt! - b.parkedAt!);
-    let excess = this.#runs.size + this.#starting + 1 - MAX_TASKS;
-    for (const [id, run] of parked) {
-      if (now - run.parkedAt! > PARKED_TTL_MS || excess > 0) {
-        this.#cancel(id);
-        excess--;
-      }
-    }
-    if (this.#runs.size + this.#starting >= MAX_TASKS) {
-      throw new ChannelError(
-        ErrorCode.ServerError,
-        `Too many tasks in progress (${MAX_TASKS}): finish or cancel one`,
-      );
-    }
-  }
-}
-
-function newSessionId(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
-  return `sess-${
-    Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")
-  }`;
 }

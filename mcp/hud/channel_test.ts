@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { ControlChannel, MAX_TASKS, PARKED_TTL_MS } from "./channel.ts";
+import { ControlChannel } from "./channel.ts";
+import { MAX_TASKS, PARKED_TTL_MS } from "./session_tasks.ts";
 import type { TaskDefinition } from "./task_run.ts";
 import { encodeFrame, FrameReader } from "./framing.ts";
 

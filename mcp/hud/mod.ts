@@ -30,12 +30,8 @@ export {
   mcpCapability,
   rfbCapability,
 } from "./capability.ts";
-export {
-  ControlChannel,
-  MAX_TASKS,
-  PARKED_TTL_MS,
-  type SessionOptions,
-} from "./channel.ts";
+export { ControlChannel, type SessionOptions } from "./channel.ts";
+export { MAX_TASKS, PARKED_TTL_MS } from "./session_tasks.ts";
 export { ChannelError, ErrorCode } from "./rpc.ts";
 export { type GradeFrame, type TaskDefinition } from "./task_run.ts";
 export {
