@@ -41,7 +41,7 @@
  * @module
  */
 export { MCPServer } from "./server/server.ts";
-export type { MCPServerOptions } from "./server/server.ts";
+export type { MCPServerOptions } from "./server/options.ts";
 export type { ListName } from "./server/instances.ts";
 export type { RunOptions, TransportName } from "./server/run.ts";
 export type { HudOptions } from "./hud/serve.ts";

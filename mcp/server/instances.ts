@@ -16,6 +16,7 @@ export type ListName = "tools" | "resources" | "prompts";
 export class ProtocolInstances {
   readonly #instances = new Map<Server, ProtocolEra>();
   readonly #hooks: InitializeHooks;
+  readonly #listeners = new Set<(list: ListName) => void>();
 
   /**
    * Creates an empty set.
@@ -76,6 +77,31 @@ export class ProtocolInstances {
         console.error("Cannot send list-changed notification:", error)
       );
     }
+  }
+
+  /**
+   * Tells every instance that may hear it (see
+   * {@linkcode ProtocolInstances.broadcast}) and every listener that a list
+   * changed.
+   *
+   * @param list The list that changed.
+   * @param send Sends the notification on one instance.
+   */
+  changed(list: ListName, send: (server: Server) => Promise<void>): void {
+    this.broadcast(send);
+    for (const listener of this.#listeners) listener(list);
+  }
+
+  /**
+   * Calls `listener` whenever a list changes (the HTTP runner publishes
+   * these to modern clients; a server mounted elsewhere re-syncs its copies).
+   *
+   * @param listener Receives which list changed.
+   * @returns A function that removes the listener.
+   */
+  onListChanged(listener: (list: ListName) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
   /**

@@ -266,6 +266,65 @@ export async function serveUntilStopped(
   }
 }
 
+/** What a run needs from the server beside the session host. */
+export interface RunControl extends StopControl {
+  /** The server's tasks, capabilities and hooks, for `"hud"`. */
+  hud(): HudSource;
+  /** The harness token, let in past the session caps of http and sse. */
+  harnessToken?: string;
+}
+
+/** A server's runs: one transport at a time, which `stop()` closes. */
+export class ServerRun {
+  #running: StartedTransport | undefined;
+
+  /** Client sessions open on the running transport; 0 when not running. */
+  get sessionCount(): number {
+    return this.#running?.sessionCount() ?? 0;
+  }
+
+  /**
+   * Starts the transport `options` name and serves until it stops
+   * ({@linkcode startTransport}, then {@linkcode serveUntilStopped}).
+   *
+   * @param host The server.
+   * @param options `run()`'s options.
+   * @param control The server's side of running and stopping.
+   * @returns Resolves when the transport has finished.
+   * @throws {Error} When the server is running already.
+   */
+  async serve(
+    host: SessionHost,
+    options: RunOptions,
+    control: RunControl,
+  ): Promise<void> {
+    if (this.#running) {
+      throw new Error(`Server "${control.name}" is already running`);
+    }
+    const running = await startTransport(
+      host,
+      options,
+      () => control.hud(),
+      control.harnessToken,
+    );
+    this.#running = running;
+    try {
+      await serveUntilStopped(running, options, control);
+    } finally {
+      this.#running = undefined;
+    }
+  }
+
+  /**
+   * Closes the running transport, if any.
+   *
+   * @returns Resolves when it has closed.
+   */
+  async stop(): Promise<void> {
+    await this.#running?.close();
+  }
+}
+
 async function closeWithin(
   running: RunningTransport,
   ms: number,

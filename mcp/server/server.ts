@@ -1,11 +1,13 @@
 /**
  * {@linkcode MCPServer}: the SDK's `McpServer` with initialize and shutdown
  * hooks, function-returning `tool`/`resource`/`prompt`, scenarios, hubs,
- * composition and a container-ready `run()`. The class holds the server's
- * state and delegates each concern: registration to `../primitives/`
- * (`tool.ts`, `resource.ts`, `prompt.ts`, `hub.ts`) and
- * `../scenarios/wire.ts`, composition to `compose.ts`, the protocol
- * instances to `instances.ts`, and running to `run.ts`.
+ * composition and a container-ready `run()`. The class is the public API and
+ * delegates each concern: its options to `options.ts`; registration to
+ * `../primitives/` (`tool.ts`, `resource.ts`, `prompt.ts`) and
+ * `../scenarios/wire.ts`; hubs to `hubs.ts`, mounted servers to
+ * `compose.ts`; what the HUD control channel serves to `hud_registry.ts`;
+ * the protocol instances and list changes to `instances.ts`; running to
+ * `run.ts`.
  *
  * @module
  */
@@ -18,37 +20,12 @@ import {
   type Transport,
 } from "../_sdk.ts";
 import { shareRegistry } from "../_sdk_internals.ts";
-import { harnessAllowed, harnessTokenFromEnvironment } from "../harness.ts";
-import { type BaseHub, registerHub } from "../primitives/hub.ts";
-import {
-  type InitializeContext,
-  type InitializeHook,
-  InitializeHooks,
-} from "./initialize.ts";
-import { type Composition, syncComposition } from "./compose.ts";
-import { type ListName, ProtocolInstances } from "./instances.ts";
+import type { BaseHub } from "../primitives/hub.ts";
 import {
   registerResourceFunction,
   type ResourceFunction,
   type ResourceOptions,
 } from "../primitives/resource.ts";
-import { runShutdownHooks, type ShutdownHook } from "./signals.ts";
-import {
-  type RunOptions,
-  serveUntilStopped,
-  type StartedTransport,
-  startTransport,
-} from "./run.ts";
-import type {
-  ScenarioFunction,
-  ScenarioOptions,
-} from "../scenarios/scenario.ts";
-import type { Capability } from "../hud/capability.ts";
-import type { TaskDefinition } from "../hud/task_run.ts";
-import { type DisplayTool, isDisplayTool } from "../hud/display.ts";
-import { Scenarios } from "../scenarios/wire.ts";
-import { RunToolFilters } from "../scenarios/run_tools.ts";
-import { runKey } from "../scenarios/runs.ts";
 import {
   type PromptFunction,
   type PromptOptions,
@@ -65,30 +42,22 @@ import {
   type ToolMethodDecorator,
   type ToolOptions,
 } from "../primitives/tool.ts";
-
-/** Options of the {@linkcode MCPServer} constructor; the rest goes to the SDK. */
-export interface MCPServerOptions extends McpServerOptions {
-  /** Server name used in the MCP handshake. */
-  name: string;
-  /** Server version; defaults to `0.1.0`. */
-  version?: string;
-  /** Human-readable title of the server. */
-  title?: string;
-  /**
-   * How long a SIGTERM stop may take before the process exits anyway (ms,
-   * default 10 000): calls already running get up to half of it to answer,
-   * the shutdown hooks the rest.
-   */
-  shutdownTimeoutMs?: number;
-  /**
-   * When set (default `MCP_HARNESS_TOKEN`), the dispatchers of the hubs named
-   * in `harnessHubs` answer only requests whose `_meta.harness_token` equals
-   * it, so an agent on the same connection cannot set up or score its own run.
-   */
-  harnessToken?: string;
-  /** The hubs only the harness may call when `harnessToken` is set; default `["setup", "evaluate"]`. */
-  harnessHubs?: readonly string[];
-}
+import type {
+  ScenarioFunction,
+  ScenarioOptions,
+} from "../scenarios/scenario.ts";
+import { Scenarios } from "../scenarios/wire.ts";
+import { RunToolFilters } from "../scenarios/run_tools.ts";
+import { runKey } from "../scenarios/runs.ts";
+import type { Capability } from "../hud/capability.ts";
+import { Compositions } from "./compose.ts";
+import { MountedHubs } from "./hubs.ts";
+import { HudRegistry } from "./hud_registry.ts";
+import { type InitializeHook, InitializeHooks } from "./initialize.ts";
+import { type ListName, ProtocolInstances } from "./instances.ts";
+import { type MCPServerOptions, serverSettings } from "./options.ts";
+import { type RunOptions, ServerRun } from "./run.ts";
+import type { ShutdownHook } from "./signals.ts";
 
 /**
  * An MCP server for evaluation environments. It is the SDK's `McpServer`
@@ -126,22 +95,20 @@ export class MCPServer extends McpServer {
   /** How long a SIGTERM stop may take: draining calls, then shutdown hooks (ms). */
   readonly shutdownTimeoutMs: number;
   readonly #harnessToken: string | undefined;
-  readonly #harnessHubs: ReadonlySet<string>;
   readonly #sdkOptions: McpServerOptions;
   readonly #initializeHooks = new InitializeHooks();
   readonly #shutdownHooks: ShutdownHook[] = [];
   readonly #instances = new ProtocolInstances(this.#initializeHooks);
-  readonly #hubs = new Map<string, BaseHub>();
-  readonly #compositions = new Map<MCPServer, Composition>();
-  readonly #changeListeners = new Set<(list: ListName) => void>();
-  #running: StartedTransport | undefined;
+  readonly #hubs: MountedHubs;
+  readonly #compositions = new Compositions(this, {
+    initialize: this.#initializeHooks,
+    shutdown: this.#shutdownHooks,
+  });
+  readonly #run = new ServerRun();
   #scenarios: Scenarios | undefined;
-  /** Tools that take the agent's display size, for HUD's harness to size. */
-  readonly #displayTools: DisplayTool[] = [];
   /** The tool filters of the live runs (scenario prompts and HUD tasks). */
   readonly #runFilters = new RunToolFilters();
-  readonly #tasks = new Map<string, TaskDefinition>();
-  readonly #capabilities: Capability[] = [];
+  readonly #hud = new HudRegistry();
 
   /**
    * Creates the server. Tools, resources, prompts and logging are declared as
@@ -151,38 +118,24 @@ export class MCPServer extends McpServer {
    * @param options Name, version, instructions, shutdown timeout, and SDK options.
    */
   constructor(options: MCPServerOptions) {
-    const {
-      name,
-      version = "0.1.0",
-      title,
-      shutdownTimeoutMs = 10_000,
-      harnessToken = harnessTokenFromEnvironment(),
-      harnessHubs = ["setup", "evaluate"],
-      ...rest
-    } = options;
-    const info: Implementation = { name, version, ...(title && { title }) };
-    const sdkOptions: McpServerOptions = {
-      ...rest,
-      capabilities: {
-        tools: {},
-        resources: {},
-        prompts: {},
-        logging: {},
-        ...rest.capabilities,
-      },
-    };
-    super(info, sdkOptions);
-    this.info = info;
-    this.shutdownTimeoutMs = shutdownTimeoutMs;
-    this.#harnessToken = harnessToken || undefined;
-    this.#harnessHubs = new Set(harnessHubs);
-    this.#sdkOptions = sdkOptions;
+    const settings = serverSettings(options);
+    super(settings.info, settings.sdkOptions);
+    this.info = settings.info;
+    this.shutdownTimeoutMs = settings.shutdownTimeoutMs;
+    this.#harnessToken = settings.harnessToken;
+    this.#sdkOptions = settings.sdkOptions;
+    this.#hubs = new MountedHubs(
+      this,
+      settings.harnessToken,
+      settings.harnessHubs,
+      this.#toolRefusal,
+    );
     this.#instances.adopt(this.server, "legacy", true);
   }
 
   /** The mounted hubs. */
   get hubs(): readonly BaseHub[] {
-    return [...this.#hubs.values()];
+    return this.#hubs.all;
   }
 
   /**
@@ -192,7 +145,7 @@ export class MCPServer extends McpServer {
    * monitoring and for tests that prove closed sessions are released.
    */
   get sessionCount(): number {
-    return this.#running?.sessionCount() ?? 0;
+    return this.#run.sessionCount;
   }
 
   /**
@@ -266,9 +219,7 @@ export class MCPServer extends McpServer {
   addTool<S extends Shape>(
     tool: BaseTool<S, unknown> | ToolDefinition<S>,
   ): RegisteredTool {
-    if (tool instanceof BaseTool && isDisplayTool(tool)) {
-      this.#displayTools.push(tool);
-    }
+    if (tool instanceof BaseTool) this.#hud.addTool(tool);
     return this.#registerTool(
       (tool instanceof BaseTool ? tool.mcp : tool) as unknown as ToolDefinition,
     );
@@ -301,51 +252,13 @@ export class MCPServer extends McpServer {
    */
   mount(server: MCPServer, prefix?: string): void;
   mount(target: BaseHub | MCPServer, prefix?: string): void {
-    if (target instanceof MCPServer) return this.#mountServer(target, prefix);
-    if (this.#hubs.has(target.name)) {
-      throw new Error(`Hub "${target.name}" is already mounted`);
+    if (target instanceof MCPServer) {
+      return this.#compositions.mount(target, {
+        initialize: target.#initializeHooks,
+        shutdown: target.#shutdownHooks,
+      }, prefix);
     }
-    const hub = target;
-    const token = this.#harnessToken;
-    registerHub(
-      this,
-      hub,
-      this.#harnessHubs.has(hub.name)
-        ? (extra) => harnessAllowed(token, extra)
-        : undefined,
-      // The harness's hubs set up and score the run: a scenario's filters
-      // are the agent's, not theirs.
-      this.#harnessHubs.has(hub.name) ? undefined : this.#toolRefusal,
-    );
-    this.#hubs.set(hub.name, hub);
-  }
-
-  #mountServer(child: MCPServer, prefix?: string): void {
-    if (child === this) {
-      throw new Error(`Cannot mount server "${this.info.name}" on itself`);
-    }
-    if (this.#compositions.has(child)) {
-      throw new Error(`Server "${child.info.name}" is already mounted`);
-    }
-    const composition: Composition = {
-      prefix,
-      tools: [],
-      resources: [],
-      prompts: [],
-    };
-    this.#compositions.set(child, composition);
-    this.#syncComposition(child, composition);
-    child.#changeListeners.add(() => this.#syncComposition(child, composition));
-    this.#initializeHooks.add((ctx) => child.#initializeHooks.run(ctx));
-    this.#shutdownHooks.push(() =>
-      runShutdownHooks(child.#shutdownHooks, child.shutdownTimeoutMs).then(
-        () => {},
-      )
-    );
-  }
-
-  #syncComposition(child: MCPServer, composition: Composition): void {
-    syncComposition(this, child, composition);
+    this.#hubs.mount(target);
   }
 
   /**
@@ -429,10 +342,10 @@ export class MCPServer extends McpServer {
       this.#runFilters,
     );
     this.#scenarios.add(options, fn);
-    this.#tasks.set(options.name, {
-      options: options as ScenarioOptions,
-      fn: fn as unknown as ScenarioFunction,
-    });
+    this.#hud.addTask(
+      options as ScenarioOptions,
+      fn as unknown as ScenarioFunction,
+    );
     return fn;
   }
 
@@ -457,16 +370,12 @@ export class MCPServer extends McpServer {
    * @param capability `{name, protocol, url, params}`, e.g. from `rfbCapability()`.
    */
   addCapability(capability: Capability): void {
-    const index = this.#capabilities.findIndex((c) =>
-      c.name === capability.name
-    );
-    if (index >= 0) this.#capabilities.splice(index, 1);
-    this.#capabilities.push(capability);
+    this.#hud.addCapability(capability);
   }
 
   /** The capabilities published with {@linkcode MCPServer.addCapability}. */
   get capabilityBindings(): readonly Capability[] {
-    return [...this.#capabilities];
+    return this.#hud.capabilities;
   }
 
   /**
@@ -495,17 +404,23 @@ export class MCPServer extends McpServer {
 
   /** Tells every client that the tool list changed (legacy sessions by notification, modern ones on `subscriptions/listen`). */
   override sendToolListChanged(): void {
-    this.#broadcast("tools", (server) => server.sendToolListChanged());
+    this.#instances.changed("tools", (server) => server.sendToolListChanged());
   }
 
   /** Tells every client that the resource list changed. */
   override sendResourceListChanged(): void {
-    this.#broadcast("resources", (server) => server.sendResourceListChanged());
+    this.#instances.changed(
+      "resources",
+      (server) => server.sendResourceListChanged(),
+    );
   }
 
   /** Tells every client that the prompt list changed. */
   override sendPromptListChanged(): void {
-    this.#broadcast("prompts", (server) => server.sendPromptListChanged());
+    this.#instances.changed(
+      "prompts",
+      (server) => server.sendPromptListChanged(),
+    );
   }
 
   /**
@@ -516,16 +431,7 @@ export class MCPServer extends McpServer {
    * @returns A function that removes the listener.
    */
   onListChanged(listener: (list: ListName) => void): () => void {
-    this.#changeListeners.add(listener);
-    return () => this.#changeListeners.delete(listener);
-  }
-
-  #broadcast(
-    list: ListName,
-    send: Parameters<ProtocolInstances["broadcast"]>[0],
-  ): void {
-    this.#instances.broadcast(send);
-    for (const listener of this.#changeListeners) listener(list);
+    return this.#instances.onListChanged(listener);
   }
 
   /**
@@ -539,30 +445,19 @@ export class MCPServer extends McpServer {
    * @returns Resolves when the server has stopped.
    */
   async run(options: RunOptions = {}): Promise<void> {
-    if (this.#running) {
-      throw new Error(`Server "${this.info.name}" is already running`);
-    }
-    const running = await startTransport(this, options, () => ({
-      tasks: () => this.#tasks,
-      bindings: () => this.#capabilities,
-      initialize: () => this.#initializeHooks.run(hudInitializeContext()),
+    await this.#run.serve(this, options, {
+      name: this.info.name,
+      shutdownTimeoutMs: this.shutdownTimeoutMs,
+      shutdownHooks: this.#shutdownHooks,
+      busy: () => this.#instances.busy(),
+      hud: () =>
+        this.#hud.source(
+          (ctx) => this.#initializeHooks.run(ctx),
+          this.#harnessToken,
+          this.#runFilters,
+        ),
       harnessToken: this.#harnessToken,
-      filters: this.#runFilters,
-      display: (request) => {
-        for (const tool of this.#displayTools) tool.configure(request);
-      },
-    }), this.#harnessToken);
-    this.#running = running;
-    try {
-      await serveUntilStopped(running, options, {
-        name: this.info.name,
-        shutdownTimeoutMs: this.shutdownTimeoutMs,
-        shutdownHooks: this.#shutdownHooks,
-        busy: () => this.#instances.busy(),
-      });
-    } finally {
-      this.#running = undefined;
-    }
+    });
   }
 
   /**
@@ -571,7 +466,7 @@ export class MCPServer extends McpServer {
    * @returns Resolves when the transports have closed.
    */
   async stop(): Promise<void> {
-    await this.#running?.close();
+    await this.#run.stop();
   }
 
   /**
@@ -583,17 +478,4 @@ export class MCPServer extends McpServer {
   override async connect(transport: Transport): Promise<void> {
     await super.connect(transport);
   }
-}
-
-/**
- * The initialize hooks' context on the control channel, where they run
- * before the port is bound: no request, so no `_meta` and no progress.
- */
-function hudInitializeContext(): InitializeContext {
-  return {
-    meta: {},
-    session: { sendProgressNotification: () => Promise.resolve() },
-    progress: () => Promise.resolve(),
-    signal: new AbortController().signal,
-  };
 }
