@@ -160,6 +160,30 @@ function escapeRegExp(text: string): string {
 }
 
 /**
+ * Reads `MCPServer.resource()`'s arguments, `(uri, fn)` or
+ * `(uri, options, fn)`.
+ *
+ * @param args The arguments as given.
+ * @returns The URI, the options (empty without them) and the function.
+ * @throws {TypeError} When they are neither form.
+ */
+export function resourceArguments(
+  args: unknown[],
+): { uri: string; options: ResourceOptions; fn: ResourceFunction } {
+  const [uri, second, third] = args;
+  const options =
+    (typeof second === "function" ? {} : second) as ResourceOptions;
+  const fn =
+    (typeof second === "function" ? second : third) as ResourceFunction;
+  if (typeof uri !== "string" || typeof fn !== "function") {
+    throw new TypeError(
+      "Cannot register resource: expected resource(uri, fn) or resource(uri, options, fn)",
+    );
+  }
+  return { uri, options, fn };
+}
+
+/**
  * Registers `fn` as the resource (or, with `{variables}` in the URI, the
  * resource template) `uri` on `server`: what `MCPServer.resource()` does.
  *

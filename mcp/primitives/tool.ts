@@ -341,6 +341,33 @@ export function registerToolDefinition(
 }
 
 /**
+ * `MCPServer.tool()`'s two forms: with a function, registers it (named after
+ * it unless the options name the tool) and returns it; without, returns a
+ * method decorator ({@linkcode toolDecorator}).
+ *
+ * @param options The tool's options.
+ * @param fn The tool function, or none for the decorator form.
+ * @param register Registers the definition.
+ * @returns `fn`, unchanged, or the decorator.
+ * @throws {TypeError} When `options` is not an object (the SDK's own
+ * `registerTool(name, config, fn)` form, say).
+ */
+export function toolOrDecorator(
+  options: ToolOptions,
+  fn: ToolFunction | undefined,
+  register: (def: ToolDefinition) => unknown,
+): ToolFunction | ToolMethodDecorator<Shape> {
+  if (typeof options !== "object" || options === null) {
+    throw new TypeError(
+      "Cannot register a tool: expected tool({ name, description, input }, fn) (the SDK's own form is registerTool(name, config, fn))",
+    );
+  }
+  if (fn === undefined) return toolDecorator(options, register);
+  register({ ...options, name: options.name ?? fn.name, handler: fn });
+  return fn;
+}
+
+/**
  * A method decorator that registers each instance's method as a tool when the
  * instance is built (name: `options.name`, else the method's name).
  *

@@ -1,12 +1,24 @@
 /**
- * The protocol instances serving one `MCPServer`'s registry: each gets the
- * initialize hooks in front of its requests, hears of list changes while it
- * is connected, and counts towards the SIGTERM drain until it closes.
+ * The protocol instances serving one `MCPServer`'s registry: each is built
+ * over that registry, gets the initialize hooks in front of its requests,
+ * hears of list changes while it is connected, and counts towards the
+ * SIGTERM drain until it closes.
  *
  * @module
  */
-import type { ProtocolEra, Server, ServerContext } from "../_sdk.ts";
-import { guardRequestHandlers, inFlightRequests } from "../_sdk_internals.ts";
+import {
+  type Implementation,
+  McpServer,
+  type McpServerOptions,
+  type ProtocolEra,
+  type Server,
+  type ServerContext,
+} from "../_sdk.ts";
+import {
+  guardRequestHandlers,
+  inFlightRequests,
+  shareRegistry,
+} from "../_sdk_internals.ts";
 import { initializeContext, type InitializeHooks } from "./initialize.ts";
 
 /** The lists a server announces changes of. */
@@ -25,6 +37,31 @@ export class ProtocolInstances {
    */
   constructor(hooks: InitializeHooks) {
     this.#hooks = hooks;
+  }
+
+  /**
+   * A new instance whose tools, resources and prompts are `owner`'s (later
+   * ones included), adopted.
+   *
+   * @param owner The server whose registry it serves.
+   * @param info Name and version for the handshake.
+   * @param options The SDK's options; the capabilities are `owner`'s.
+   * @param era The era it serves.
+   * @returns An SDK `McpServer`, ready to `connect()`.
+   */
+  create(
+    owner: McpServer,
+    info: Implementation,
+    options: McpServerOptions,
+    era: ProtocolEra,
+  ): McpServer {
+    const instance = new McpServer(info, {
+      ...options,
+      capabilities: owner.server.getCapabilities(),
+    });
+    shareRegistry(owner, instance);
+    this.adopt(instance.server, era);
+    return instance;
   }
 
   /**

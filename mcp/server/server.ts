@@ -19,10 +19,10 @@ import {
   type RegisteredTool,
   type Transport,
 } from "../_sdk.ts";
-import { shareRegistry } from "../_sdk_internals.ts";
 import type { BaseHub } from "../primitives/hub.ts";
 import {
   registerResourceFunction,
+  resourceArguments,
   type ResourceFunction,
   type ResourceOptions,
 } from "../primitives/resource.ts";
@@ -35,12 +35,12 @@ import {
   BaseTool,
   registerToolDefinition,
   type Shape,
-  toolDecorator,
   type ToolDefinition,
   type ToolExtra,
   type ToolFunction,
   type ToolMethodDecorator,
   type ToolOptions,
+  toolOrDecorator,
 } from "../primitives/tool.ts";
 import type {
   ScenarioFunction,
@@ -193,20 +193,7 @@ export class MCPServer extends McpServer {
     fn: F,
   ): F;
   tool(options: ToolOptions, fn?: ToolFunction): unknown {
-    if (typeof options !== "object" || options === null) {
-      throw new TypeError(
-        "Cannot register a tool: expected tool({ name, description, input }, fn) (the SDK's own form is registerTool(name, config, fn))",
-      );
-    }
-    if (fn === undefined) {
-      return toolDecorator(options, (def) => this.#registerTool(def));
-    }
-    this.#registerTool({
-      ...options,
-      name: options.name ?? fn.name,
-      handler: fn,
-    });
-    return fn;
+    return toolOrDecorator(options, fn, (def) => this.#registerTool(def));
   }
 
   /**
@@ -284,16 +271,7 @@ export class MCPServer extends McpServer {
     fn: F,
   ): F;
   resource(...args: unknown[]): unknown {
-    const [uri, second, third] = args;
-    const options =
-      (typeof second === "function" ? {} : second) as ResourceOptions;
-    const fn =
-      (typeof second === "function" ? second : third) as ResourceFunction;
-    if (typeof uri !== "string" || typeof fn !== "function") {
-      throw new TypeError(
-        "Cannot register resource: expected resource(uri, fn) or resource(uri, options, fn)",
-      );
-    }
+    const { uri, options, fn } = resourceArguments(args);
     registerResourceFunction(this, uri, options, fn);
     return fn;
   }
@@ -393,13 +371,7 @@ export class MCPServer extends McpServer {
    * @returns An SDK `McpServer`, ready to `connect()`.
    */
   createInstance(era: ProtocolEra = "legacy"): McpServer {
-    const instance = new McpServer(this.info, {
-      ...this.#sdkOptions,
-      capabilities: this.server.getCapabilities(),
-    });
-    shareRegistry(this, instance);
-    this.#instances.adopt(instance.server, era);
-    return instance;
+    return this.#instances.create(this, this.info, this.#sdkOptions, era);
   }
 
   /** Tells every client that the tool list changed (legacy sessions by notification, modern ones on `subscriptions/listen`). */
