@@ -38,18 +38,22 @@ export type HeldCacheWrite = "none" | "5m" | "1h";
  */
 export function heldCacheWrite(body: unknown): HeldCacheWrite {
   let held: HeldCacheWrite = "none";
-  // A stack, not recursion: a hostile body may nest deep.
+  // A stack, not recursion: a hostile body may nest deep. Items are pushed
+  // one at a time: spreading an array of a million messages into push()
+  // passes a million arguments, past the call stack.
   const pending: unknown[] = [body];
   while (pending.length > 0) {
     const value = pending.pop();
-    if (Array.isArray(value)) pending.push(...value);
-    else if (typeof value === "object" && value !== null) {
-      const control = (value as { cache_control?: unknown }).cache_control;
+    if (Array.isArray(value)) {
+      for (const item of value) pending.push(item);
+    } else if (typeof value === "object" && value !== null) {
+      const record = value as Record<string, unknown>;
+      const control = record.cache_control;
       if (typeof control === "object" && control !== null) {
         if ((control as { ttl?: unknown }).ttl === "1h") return "1h";
         held = "5m";
       }
-      pending.push(...Object.values(value));
+      for (const key in record) pending.push(record[key]);
     }
   }
   return held;
