@@ -157,6 +157,9 @@ class Call implements AsyncDisposable {
     const notice = lifecycleHeaders(deps.model(parsed.model) ?? candidates[0]);
     const inputTokens = estimateInputTokens(parsed.body, candidates);
     this.#inputEstimate = inputTokens;
+    // Never below what the body was held at while it arrived (a key JSON
+    // repeats keeps only its last value, so the structure can count more).
+    const heldInput = Math.max(inputTokens, request.floorTokens ?? 0);
     const outputTokens = parsed.choices * (parsed.predictedTokens + Math.max(
       ...candidates.map((entry) => outputLimit(entry, parsed.maxOutputTokens)),
     ));
@@ -166,7 +169,7 @@ class Call implements AsyncDisposable {
       request.caller,
       holdFor(
         candidates,
-        inputTokens,
+        heldInput,
         parsed,
         features,
         heldCacheWrite(parsed.body),
@@ -176,7 +179,7 @@ class Call implements AsyncDisposable {
     // The caller's counted limits take the call's share after the credits,
     // so a refusal by either gives the other back and forwards nothing.
     this.#ticket = await deps.limits.reserve(request.caller, {
-      tokens: inputTokens + outputTokens,
+      tokens: heldInput + outputTokens,
       micros: this.#reservation.amountMicros,
     });
     const { exchange, upstream } = await this.#sendToFirstServing(
