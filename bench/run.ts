@@ -168,7 +168,7 @@ if (import.meta.main) {
       log,
     );
     log("large inputs bench: one large stream event, one large body");
-    const largeInputs = await benchLargeInputs();
+    const largeInputs = await benchLargeInputs(undefined, log);
     const run: RunResults = {
       facts: {
         startedAt: new Date(started).toISOString(),
