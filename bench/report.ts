@@ -54,8 +54,15 @@ export interface RunResults {
   largeInputs?: LargeInputResults;
 }
 
-/** The large-input section: CPU per MiB (flat across sizes when the work is linear), the worst `/health` meanwhile, and ten refused bodies' memory. */
-function renderLargeInputs(results: LargeInputResults): string[] {
+/**
+ * The large-input section of `BENCHMARKS.md`: CPU per MiB (flat across
+ * sizes when the work is linear), the worst `/health` meanwhile, and ten
+ * refused bodies' memory.
+ *
+ * @param results What `benchLargeInputs` measured.
+ * @returns The section's Markdown lines.
+ */
+export function renderLargeInputs(results: LargeInputResults): string[] {
   const { rows, burst } = results;
   return [
     "### Large inputs",

@@ -11,7 +11,8 @@
  * falling one. First, ten $0.000001 bodies of 31 MiB at once: the
  * gateway's resident memory before, at its peak, and 5 s after.
  *
- * `deno run -A bench/gateway/large_inputs.ts`
+ * `deno run -A bench/gateway/large_inputs.ts` (prints the section
+ * `deno task bench` writes into `BENCHMARKS.md`; progress on stderr)
  *
  * @module
  */
@@ -316,6 +317,8 @@ export async function benchLargeInputs(
 }
 
 if (import.meta.main) {
+  // The section `deno task bench` writes into BENCHMARKS.md, on stdout.
+  const { renderLargeInputs } = await import("../report.ts");
   const results = await benchLargeInputs(undefined, console.error);
-  console.log(JSON.stringify(results, null, 2));
+  console.log(renderLargeInputs(results).join("\n"));
 }
