@@ -89,8 +89,7 @@ function list(value: unknown): unknown[] {
 /** Every `cache_control` where a request can place one. */
 function cacheControls(body: unknown): unknown[] {
   // Pushed one at a time: spreading a caller's list of a million blocks into
-  // push() passes a million arguments, past the call stack (and the call,
-  // answered and billed upstream, would go uncharged).
+  // push() passes a million arguments, past the call stack.
   const holders: unknown[] = [body];
   const add = (values: unknown[]) => {
     for (const value of values) holders.push(value);
