@@ -31,6 +31,13 @@ export interface ReadBodyOptions {
 /**
  * The 413 for a body over the limit.
  *
+ * @example
+ * ```ts
+ * import { bodyTooLarge } from "./body_reader.ts";
+ *
+ * bodyTooLarge(1024).message; // "Request body is larger than 1024 bytes"
+ * ```
+ *
  * @param maxBytes The limit.
  * @returns The error.
  */
