@@ -12,13 +12,13 @@
  */
 import { ConfigError } from "../gateway/config.ts";
 import { type Demo, startDemo } from "../gateway/cli/demo.ts";
-import type { Convention } from "./agent.ts";
+import type { Convention } from "./agents/agent.ts";
 import {
   DEFAULT_MAX_TOOL_RESULT_BYTES,
   DEFAULT_MAX_TOOL_RESULT_IMAGES,
 } from "./tool_host.ts";
 import { gatewayTransport } from "./agents/model.ts";
-import { modelFacts, parseConvention } from "./convention.ts";
+import { modelFacts, parseConvention } from "./agents/convention.ts";
 import {
   parseCommandLine,
   parseCount,
@@ -30,30 +30,30 @@ import {
   parseThreshold,
   USAGE,
   UsageError,
-} from "./cli_options.ts";
-import { balanceMicros, checkGateway } from "./gateway_check.ts";
-import { endOfRunLines } from "./cli_summary.ts";
+} from "./cli/options.ts";
+import { balanceMicros, checkGateway } from "./cli/gateway_check.ts";
+import { endOfRunLines } from "./cli/summary.ts";
 import {
   type ConnectOptions,
   DEFAULT_TOOL_TIMEOUT_MS,
   Environment,
-} from "./environment.ts";
-import { EnvironmentError, parseTarget } from "./target.ts";
-import { dockerTarget } from "./environments/docker_options.ts";
-import { Recorder } from "./record.ts";
-import { Replayer } from "./replay.ts";
-import { writeReport } from "./report.ts";
-import { imagesDirFor, storeImages } from "./report_images.ts";
-import { concurrencyRefusal, runEval } from "./runner.ts";
-import { scoredReward, summaryTable } from "./stats.ts";
-import { type EvalTask, parseTasks, runIdentity } from "./tasks.ts";
-import type { EvalResult } from "./result.ts";
+} from "./environments/environment.ts";
+import { EnvironmentError, parseTarget } from "./environments/target.ts";
+import { dockerTarget } from "./cli/docker_options.ts";
+import { Recorder } from "./record/recorder.ts";
+import { Replayer } from "./record/replay.ts";
+import { writeReport } from "./report/report.ts";
+import { imagesDirFor, storeImages } from "./report/images.ts";
+import { concurrencyRefusal, runEval } from "./run/runner.ts";
+import { scoredReward, summaryTable } from "./run/stats.ts";
+import { type EvalTask, parseTasks, runIdentity } from "./run/tasks.ts";
+import type { EvalResult } from "./run/result.ts";
 import {
   createResultsFile,
   latestPerRun,
   readResultsToResume,
   type ResumedFile,
-} from "./results_file.ts";
+} from "./run/results_file.ts";
 
 /** A one-line progress display on stderr. */
 function progress(total: number) {

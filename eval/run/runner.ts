@@ -16,17 +16,20 @@ import {
   emptyOutcome,
   type ModelEndpoint,
   runAgent,
-} from "./agent.ts";
-import { agentTools, type DisplaySize } from "./tool_host.ts";
-import { fetchModelFacts } from "./convention.ts";
-import type { ModelFacts } from "./agents/model.ts";
-import { RUN_ISOLATION_CAPABILITY } from "../mcp/runs.ts";
+} from "../agents/agent.ts";
+import { agentTools, type DisplaySize } from "../tool_host.ts";
+import { fetchModelFacts } from "../agents/convention.ts";
+import type { ModelFacts } from "../agents/model.ts";
+import { RUN_ISOLATION_CAPABILITY } from "../../mcp/runs.ts";
 import {
   type ConnectOptions,
   Environment,
   type EvaluationResult,
-} from "./environment.ts";
-import type { ContainerNetwork, EnvironmentTarget } from "./target.ts";
+} from "../environments/environment.ts";
+import type {
+  ContainerNetwork,
+  EnvironmentTarget,
+} from "../environments/target.ts";
 import type { EarlierAttempt, EvalErrorKind, EvalResult } from "./result.ts";
 import { type EvalTask, runIdentity } from "./tasks.ts";
 import { scoredReward } from "./stats.ts";
@@ -118,7 +121,7 @@ interface PlannedRun {
  * @example
  * ```ts
  * import { concurrencyRefusal } from "./runner.ts";
- * import { Environment } from "./environment.ts";
+ * import { Environment } from "../environments/environment.ts";
  *
  * const target = { url: "http://127.0.0.1:8765/mcp" };
  * const env = await Environment.connect(target);

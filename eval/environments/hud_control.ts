@@ -7,14 +7,14 @@
  * @module
  */
 import { z } from "zod";
-import { CapabilitySchema } from "../mcp/hud/capability.ts";
+import { CapabilitySchema } from "../../mcp/hud/capability.ts";
 import {
   encodeFrame,
   FrameReader,
   oversizedMessage,
   writeAll,
-} from "../mcp/hud/framing.ts";
-import type { ControlAddress } from "../mcp/hud/tunnel.ts";
+} from "../../mcp/hud/framing.ts";
+import type { ControlAddress } from "../../mcp/hud/tunnel.ts";
 import type { EvaluationResult } from "./environment.ts";
 import { EnvironmentError } from "./target.ts";
 

@@ -17,18 +17,18 @@ import {
   StreamableHTTPClientTransport,
 } from "@modelcontextprotocol/client";
 import { z } from "zod";
-import type { Capability } from "../mcp/hud/capability.ts";
+import type { Capability } from "../../mcp/hud/capability.ts";
 import {
   CapabilityForwarder,
   type ControlAddress,
   parseControlAddress,
-} from "../mcp/hud/tunnel.ts";
-import { shapeToJsonSchema } from "../mcp/_schema.ts";
-import { RfbClient } from "../mcp/hud/rfb.ts";
-import { RfbExecutor } from "../mcp/hud/rfb_executor.ts";
-import { openTunnel } from "../mcp/hud/tunnel.ts";
-import { ComputerTool } from "../tools/computer.ts";
-import { boundedFetch } from "./_bounded_http.ts";
+} from "../../mcp/hud/tunnel.ts";
+import { shapeToJsonSchema } from "../../mcp/_schema.ts";
+import { RfbClient } from "../../mcp/hud/rfb.ts";
+import { RfbExecutor } from "../../mcp/hud/rfb_executor.ts";
+import { openTunnel } from "../../mcp/hud/tunnel.ts";
+import { ComputerTool } from "../../tools/computer.ts";
+import { boundedFetch } from "../_bounded_http.ts";
 import {
   type AgentTool,
   capToolContent,
@@ -37,7 +37,7 @@ import {
   DEFAULT_MAX_TOOL_RESULT_IMAGES,
   type PromptMessage,
   type ToolResult,
-} from "./tool_host.ts";
+} from "../tool_host.ts";
 import {
   type ConnectOptions,
   DEFAULT_TOOL_TIMEOUT_MS,

@@ -17,9 +17,9 @@ import {
   type Transport,
 } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { declaresRunIsolation } from "../mcp/runs.ts";
-import { boundStdio } from "./_bounded_read.ts";
-import { boundedFetch } from "./_bounded_http.ts";
+import { declaresRunIsolation } from "../../mcp/runs.ts";
+import { boundStdio } from "../_bounded_read.ts";
+import { boundedFetch } from "../_bounded_http.ts";
 import {
   type AgentTool,
   capToolContent,
@@ -30,7 +30,7 @@ import {
   type PromptMessage,
   type ToolHost,
   type ToolResult,
-} from "./tool_host.ts";
+} from "../tool_host.ts";
 import {
   type ContainerNetwork,
   type ContainerRuntime,
