@@ -36,8 +36,8 @@ import { endOfRunLines } from "./cli/summary.ts";
 import {
   type ConnectOptions,
   DEFAULT_TOOL_TIMEOUT_MS,
-  Environment,
-} from "./environments/environment.ts";
+} from "./environments/contract.ts";
+import { Environment } from "./environments/environment.ts";
 import { EnvironmentError, parseTarget } from "./environments/target.ts";
 import { dockerTarget } from "./cli/docker_options.ts";
 import { Recorder } from "./record/recorder.ts";

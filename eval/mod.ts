@@ -44,10 +44,8 @@ export type {
   EvalErrorKind,
   EvalResult,
 } from "./run/result.ts";
-export {
-  DEFAULT_TOOL_TIMEOUT_MS,
-  Environment,
-} from "./environments/environment.ts";
+export { Environment } from "./environments/environment.ts";
+export { DEFAULT_TOOL_TIMEOUT_MS } from "./environments/contract.ts";
 export {
   EnvironmentError,
   OutputTail,
@@ -65,7 +63,7 @@ export type {
   ConnectOptions,
   EvaluationResult,
   ScenarioInfo,
-} from "./environments/environment.ts";
+} from "./environments/contract.ts";
 export type {
   ContainerNetwork,
   ContainerRuntime,

@@ -6,7 +6,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { DEFAULT_TOOL_TIMEOUT_MS } from "../environments/environment.ts";
+import { DEFAULT_TOOL_TIMEOUT_MS } from "../environments/contract.ts";
 import {
   DEFAULT_MAX_TOOL_RESULT_BYTES,
   DEFAULT_MAX_TOOL_RESULT_IMAGES,

@@ -1,8 +1,11 @@
 /**
  * An evaluation environment seen from the runner: an MCP server (a stdio
  * command or an HTTP URL) whose scenarios are driven through their wire
- * names, `{env}:{scenario}` prompt and resource and the `_hud_submit` tool.
- * A HUD v6 control channel (`tcp://`) is `hud_environment.ts`'s subclass.
+ * names, `{env}:{scenario}` prompt and resource and the `_hud_submit` tool;
+ * or a HUD v6 control channel (`tcp://`), whose scenarios a
+ * {@linkcode HudSession} (`hud_session.ts`) runs while its tools are called
+ * over MCP as any other's. What a connection takes and answers is
+ * `contract.ts`.
  *
  * @module
  */
@@ -40,80 +43,15 @@ import {
   settledTail,
   startFailure,
 } from "./target.ts";
-
-/**
- * How long a tool call may take, ms, by default.
- *
- * @example
- * ```ts
- * import { DEFAULT_TOOL_TIMEOUT_MS, Environment } from "./environment.ts";
- *
- * const connect = () =>
- *   Environment.connect({ url: "http://127.0.0.1:8765/mcp" }, {
- *     toolTimeoutMs: DEFAULT_TOOL_TIMEOUT_MS * 2, // a slow environment
- *   });
- * ```
- */
-export const DEFAULT_TOOL_TIMEOUT_MS = 120_000;
-
-/**
- * How much longer than the tool time-out the runner waits for a tool's
- * answer, ms: a tool with a limit of its own of at most the tool time-out
- * (bash's 120 s) answers the agent with its own time-out first, so a long
- * command is the agent's to read, never a way to error the run.
- *
- * @example
- * ```ts
- * import { DEFAULT_TOOL_TIMEOUT_MS, TOOL_TIMEOUT_GRACE_MS } from "./environment.ts";
- *
- * (DEFAULT_TOOL_TIMEOUT_MS + TOOL_TIMEOUT_GRACE_MS) / 1000; // 130, when the runner gives up
- * ```
- */
-export const TOOL_TIMEOUT_GRACE_MS = 10_000;
-
-/** Options of {@linkcode Environment.connect}. */
-export interface ConnectOptions {
-  /** Sent as `_meta.harness_token`, and to a stdio child as `MCP_HARNESS_TOKEN`. */
-  harnessToken?: string;
-  /** More variables for a stdio child (beside PATH, HOME and the rest the SDK passes). */
-  env?: Record<string, string>;
-  /** The screen size the agent sees: `_meta.display_width/height` of initialize and of every request (default 1280×800). */
-  display?: DisplaySize;
-  /** How long a tool call may take, ms (default 120 000). */
-  toolTimeoutMs?: number;
-  /** Text of one tool result at most, UTF-8 bytes (default 100 000). */
-  maxToolResultBytes?: number;
-  /** Images of one tool result at most (default 4). */
-  maxToolResultImages?: number;
-  /** The network of a container runtime's container (default `none`). */
-  network?: ContainerNetwork;
-}
-
-/** A scenario the environment offers. */
-export interface ScenarioInfo {
-  /** Its name (without the `{env}:` prefix). */
-  name: string;
-  /** What it is. */
-  description?: string;
-  /** Its arguments, as the prompt lists them. */
-  arguments: { name: string; description?: string; required?: boolean }[];
-}
-
-/** The result of evaluating a run. */
-export interface EvaluationResult {
-  /** The score. */
-  reward: number;
-  /** Whether the task is over. */
-  done: boolean;
-  /** An explanation. */
-  content?: string;
-  /** Anything else the grader keeps. */
-  info?: Record<string, unknown>;
-  /** Whether evaluation failed. */
-  isError?: boolean;
-  /** Weighted parts of the reward. */
-  subscores?: { name: string; weight: number; value: number }[];
-}
+import {
+  type ConnectOptions,
+  DEFAULT_TOOL_TIMEOUT_MS,
+  type EvaluationResult,
+  type ScenarioInfo,
+  type ScenarioSetup,
+  TOOL_TIMEOUT_GRACE_MS,
+} from "./contract.ts";
+import type { HudSession } from "./hud_session.ts";
 
 /**
  * Adds `_meta` to the `initialize` request a transport sends: the SDK's
@@ -185,15 +123,27 @@ export class Environment {
   #hostFailed?: () => Promise<boolean>;
   /** The container runtime that started this connection, and its network. */
   #container?: { runtime: ContainerRuntime; network: ContainerNetwork };
+  /** The HUD session that runs the scenarios, for a `tcp://` environment. */
+  readonly #hud?: HudSession;
 
-  /** For subclasses that reach the tools another way (`HudEnvironment`). */
+  /**
+   * For subclasses (`HudEnvironment`) and {@linkcode Environment.connect}.
+   *
+   * @param client The connected MCP client the tools are called through.
+   * @param name The environment's name.
+   * @param options Display size, time-out and limits.
+   * @param stderr The end of a stdio environment's stderr.
+   * @param hud The HUD session that runs the scenarios instead of MCP.
+   */
   protected constructor(
     client: Client,
     name: string,
     options: ConnectOptions,
     stderr: OutputTail,
+    hud?: HudSession,
   ) {
     this.client = client;
+    this.#hud = hud;
     this.name = name;
     this.stderr = stderr;
     this.isolatesRuns = declaresRunIsolation(
@@ -234,8 +184,17 @@ export class Environment {
     options: ConnectOptions = {},
   ): Promise<Environment> {
     if ("tcp" in target) {
-      const { HudEnvironment } = await import("./hud_environment.ts");
-      return await HudEnvironment.open(target.tcp, options);
+      // Loaded only here: an MCP environment never needs the control
+      // channel, RFB or the computer tool.
+      const { HudSession } = await import("./hud_session.ts");
+      const opened = await HudSession.open(target.tcp, options);
+      return new Environment(
+        opened.client,
+        opened.name,
+        options,
+        new OutputTail(),
+        opened.session,
+      );
     }
     if ("runtime" in target) {
       return await Environment.#launch(target.runtime, options);
@@ -303,6 +262,7 @@ export class Environment {
    * @returns Their names, descriptions and arguments.
    */
   async scenarios(): Promise<ScenarioInfo[]> {
+    if (this.#hud) return await this.#hud.scenarios();
     const prefix = `${this.name}:`;
     const { prompts } = await this.client.listPrompts({
       _meta: this.#displayMeta,
@@ -326,15 +286,8 @@ export class Environment {
     scenario: string,
     args: Record<string, unknown>,
     runId: string,
-  ): Promise<
-    {
-      messages: PromptMessage[];
-      exclude: string[];
-      allowed?: string[];
-      computerEnvironment?: string;
-      network?: string;
-    }
-  > {
+  ): Promise<ScenarioSetup> {
+    if (this.#hud) return await this.#hud.setup(scenario, args, runId);
     const strings = Object.fromEntries(
       Object.entries(args).map((
         [key, value],
@@ -386,18 +339,20 @@ export class Environment {
     const { tools } = await this.client.listTools({
       _meta: this.#displayMeta,
     });
-    return tools.map((tool) => ({
+    const listed = tools.map((tool) => ({
       name: tool.name,
       description: tool.description,
       inputSchema: tool.inputSchema as Record<string, unknown>,
     }));
+    return this.#hud ? await this.#hud.withScreen(listed) : listed;
   }
 
   /**
    * Calls a tool for the agent: its result capped (text bytes, images), an
    * error the model can act on (bad arguments) as an error result. With a
    * run id, the call carries it in `_meta.run_id`, so the environment finds
-   * the run's own state.
+   * the run's own state (a HUD environment's: its session's id; the
+   * runner's own `computer` tool on a HUD screen runs in the session).
    *
    * @returns The result's text and images, and whether it is an error.
    * @throws {EnvironmentError} When the tool does not answer in time or the
@@ -409,6 +364,10 @@ export class Environment {
     signal?: AbortSignal,
     runId?: string,
   ): Promise<ToolResult> {
+    if (this.#hud?.playsTool(name)) {
+      return await this.#hud.callScreen(args, signal);
+    }
+    if (this.#hud) runId = this.#hud.mcpRunId(runId);
     let result;
     try {
       result = await this.client.callTool(
@@ -459,6 +418,7 @@ export class Environment {
 
   /** Hands the agent's answer to the run. */
   async submit(scenario: string, answer: string, runId: string): Promise<void> {
+    if (this.#hud) return await this.#hud.submit(scenario, answer, runId);
     const result = await this.client.callTool({
       name: "_hud_submit",
       arguments: { scenario, answer },
@@ -477,6 +437,7 @@ export class Environment {
    * reward is not a finite number (JSON carries NaN and Infinity as `null`).
    */
   async evaluate(scenario: string, runId: string): Promise<EvaluationResult> {
+    if (this.#hud) return await this.#hud.evaluate(scenario, runId);
     const read = await this.client.readResource({
       uri: `${this.name}:${scenario}`,
       _meta: this.#meta(runId),
@@ -538,6 +499,11 @@ export class Environment {
 
   /** Closes the connection (and the process, for stdio; the container, for a runtime). */
   async close(): Promise<void> {
+    if (this.#hud) return await this.#hud.close(() => this.#closeClient());
+    await this.#closeClient();
+  }
+
+  async #closeClient(): Promise<void> {
     try {
       await this.client.close();
     } finally {

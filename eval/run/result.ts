@@ -7,7 +7,7 @@
 import type { SafetyCheck } from "../agents/loop.ts";
 import type { Convention } from "../agents/model.ts";
 import type { Trajectory } from "../agents/trajectory.ts";
-import type { EvaluationResult } from "../environments/environment.ts";
+import type { EvaluationResult } from "../environments/contract.ts";
 
 /**
  * Why a run ended in an error: the environment or the gateway failed

@@ -21,11 +21,11 @@ import { agentTools, type DisplaySize } from "../tool_host.ts";
 import { fetchModelFacts } from "../agents/convention.ts";
 import type { ModelFacts } from "../agents/model.ts";
 import { RUN_ISOLATION_CAPABILITY } from "../../mcp/runs.ts";
-import {
-  type ConnectOptions,
-  Environment,
-  type EvaluationResult,
-} from "../environments/environment.ts";
+import type {
+  ConnectOptions,
+  EvaluationResult,
+} from "../environments/contract.ts";
+import { Environment } from "../environments/environment.ts";
 import type {
   ContainerNetwork,
   EnvironmentTarget,
