@@ -5,24 +5,19 @@
  * or a HUD v6 control channel (`tcp://`), whose scenarios a
  * {@linkcode HudSession} (`hud_session.ts`) runs while its tools are called
  * over MCP as any other's. What a connection takes and answers is
- * `contract.ts`.
+ * `contract.ts`; the MCP client is opened by `mcp_client.ts`, the scenarios'
+ * wire names read by `scenario_wire.ts`.
  *
  * @module
  */
 import {
-  Client,
-  type JSONRPCMessage,
+  type Client,
   ProtocolError,
   ProtocolErrorCode,
   SdkError,
   SdkErrorCode,
-  StreamableHTTPClientTransport,
-  type Transport,
 } from "@modelcontextprotocol/client";
-import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { declaresRunIsolation } from "../../mcp/runs.ts";
-import { boundStdio } from "../_bounded_read.ts";
-import { boundedFetch } from "../_bounded_http.ts";
 import {
   type AgentTool,
   capToolContent,
@@ -30,7 +25,6 @@ import {
   DEFAULT_MAX_TOOL_RESULT_BYTES,
   DEFAULT_MAX_TOOL_RESULT_IMAGES,
   type DisplaySize,
-  type PromptMessage,
   type ToolHost,
   type ToolResult,
 } from "../tool_host.ts";
@@ -40,8 +34,6 @@ import {
   EnvironmentError,
   type EnvironmentTarget,
   OutputTail,
-  settledTail,
-  startFailure,
 } from "./target.ts";
 import {
   type ConnectOptions,
@@ -52,29 +44,13 @@ import {
   TOOL_TIMEOUT_GRACE_MS,
 } from "./contract.ts";
 import type { HudSession } from "./hud_session.ts";
-
-/**
- * Adds `_meta` to the `initialize` request a transport sends: the SDK's
- * client builds that request itself and takes no `_meta` for it.
- */
-function withInitializeMeta<T extends Transport>(
-  transport: T,
-  meta: Record<string, unknown>,
-): T {
-  const send = transport.send.bind(transport);
-  transport.send = (message: JSONRPCMessage, options) => {
-    if ("method" in message && message.method === "initialize") {
-      const params = (message.params ?? {}) as Record<string, unknown>;
-      const own = (params._meta ?? {}) as Record<string, unknown>;
-      message = {
-        ...message,
-        params: { ...params, _meta: { ...own, ...meta } },
-      };
-    }
-    return send(message, options);
-  };
-  return transport;
-}
+import { connectClient, displayMeta } from "./mcp_client.ts";
+import {
+  evaluationOfText,
+  promptArguments,
+  scenariosOfPrompts,
+  setupOfPrompt,
+} from "./scenario_wire.ts";
 
 /**
  * One connection to an environment.
@@ -199,46 +175,7 @@ export class Environment {
     if ("runtime" in target) {
       return await Environment.#launch(target.runtime, options);
     }
-    const info = { name: "mcpkit-eval", version: "0.1.0" };
-    const display = displayMeta(options.display ?? DEFAULT_DISPLAY);
-    const stderr = new OutputTail();
-    let client: Client;
-    let transport: Transport;
-    if ("url" in target) {
-      client = new Client(info, { versionNegotiation: { mode: "auto" } });
-      transport = new StreamableHTTPClientTransport(new URL(target.url), {
-        fetch: boundedFetch(),
-      });
-    } else {
-      client = new Client(info);
-      const stdio = new StdioClientTransport({
-        command: target.command,
-        args: target.args,
-        cwd: target.cwd,
-        env: {
-          ...options.env,
-          ...(options.harnessToken &&
-            { MCP_HARNESS_TOKEN: options.harnessToken }),
-        },
-        stderr: "pipe",
-      });
-      stdio.stderr?.on("data", (chunk: Uint8Array) => stderr.push(chunk));
-      transport = boundStdio(stdio);
-    }
-    try {
-      await client.connect(withInitializeMeta(transport, display));
-    } catch (error) {
-      await client.close().catch(() => {});
-      throw new EnvironmentError(
-        startFailure(target, error, await settledTail(stderr)),
-        { cause: error },
-      );
-    }
-    const name = client.getServerVersion()?.name;
-    if (!name) {
-      await client.close();
-      throw new EnvironmentError("The environment did not say its name");
-    }
+    const { client, name, stderr } = await connectClient(target, options);
     return new Environment(client, name, options, stderr);
   }
 
@@ -263,17 +200,10 @@ export class Environment {
    */
   async scenarios(): Promise<ScenarioInfo[]> {
     if (this.#hud) return await this.#hud.scenarios();
-    const prefix = `${this.name}:`;
     const { prompts } = await this.client.listPrompts({
       _meta: this.#displayMeta,
     });
-    return prompts.filter((prompt) => prompt.name.startsWith(prefix)).map((
-      prompt,
-    ) => ({
-      name: prompt.name.slice(prefix.length),
-      description: prompt.description,
-      arguments: prompt.arguments ?? [],
-    }));
+    return scenariosOfPrompts(prompts, this.name);
   }
 
   /**
@@ -288,29 +218,12 @@ export class Environment {
     runId: string,
   ): Promise<ScenarioSetup> {
     if (this.#hud) return await this.#hud.setup(scenario, args, runId);
-    const strings = Object.fromEntries(
-      Object.entries(args).map((
-        [key, value],
-      ) => [key, typeof value === "string" ? value : JSON.stringify(value)]),
-    );
     const prompt = await this.client.getPrompt({
       name: `${this.name}:${scenario}`,
-      arguments: strings,
+      arguments: promptArguments(args),
       _meta: this.#meta(runId),
     });
-    const meta = (prompt._meta ?? {}) as Record<string, unknown>;
-    return {
-      messages: prompt.messages as unknown as PromptMessage[],
-      exclude: Array.isArray(meta.exclude_tools)
-        ? meta.exclude_tools.map(String)
-        : [],
-      allowed: Array.isArray(meta.allowed_tools)
-        ? meta.allowed_tools.map(String)
-        : undefined,
-      ...(typeof meta.computer_environment === "string" &&
-        { computerEnvironment: meta.computer_environment }),
-      ...(typeof meta.network === "string" && { network: meta.network }),
-    };
+    return setupOfPrompt(prompt);
   }
 
   /**
@@ -443,34 +356,7 @@ export class Environment {
       _meta: this.#meta(runId),
     });
     const first = read.contents[0] as { text?: string } | undefined;
-    let value: unknown;
-    try {
-      value = JSON.parse(first?.text ?? "");
-    } catch {
-      throw new EnvironmentError(
-        `The evaluation of "${scenario}" is not JSON: ${
-          String(first?.text ?? "").slice(0, 80)
-        }`,
-      );
-    }
-    if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      throw new EnvironmentError(
-        `The evaluation of "${scenario}" is not a JSON object`,
-      );
-    }
-    const evaluation = value as EvaluationResult;
-    if (evaluation.isError) return evaluation;
-    if (
-      typeof evaluation.reward !== "number" ||
-      !Number.isFinite(evaluation.reward)
-    ) {
-      throw new EnvironmentError(
-        `The reward of "${scenario}" is not a finite number: ${
-          JSON.stringify(evaluation.reward) ?? "none"
-        }`,
-      );
-    }
-    return evaluation;
+    return evaluationOfText(first?.text, scenario);
   }
 
   /**
@@ -549,8 +435,4 @@ export class Environment {
       );
     }
   }
-}
-
-function displayMeta(display: DisplaySize): Record<string, unknown> {
-  return { display_width: display.width, display_height: display.height };
 }
