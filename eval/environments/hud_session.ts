@@ -7,8 +7,8 @@
  * tools are listed and called over MCP exactly as for an MCP environment;
  * only the scenario methods speak the control channel. An environment that
  * publishes an `rfb` screen but no `computer` tool gets one played by the
- * runner itself (our RFB client, `mcp/hud/rfb.ts` and `rfb_executor.ts`,
- * through a tunnel), so the native computer-use agents drive the screen.
+ * runner itself (`hud_screen.ts`), so the native computer-use agents drive
+ * the screen.
  * This module answers in the shapes of `contract.ts` and never imports the
  * `Environment` that holds it.
  *
@@ -18,38 +18,26 @@ import {
   Client,
   StreamableHTTPClientTransport,
 } from "@modelcontextprotocol/client";
-import { z } from "zod";
 import type { Capability } from "../../mcp/hud/capability.ts";
 import {
   CapabilityForwarder,
   type ControlAddress,
   parseControlAddress,
 } from "../../mcp/hud/tunnel.ts";
-import { shapeToJsonSchema } from "../../mcp/_schema.ts";
-import { RfbClient } from "../../mcp/hud/rfb.ts";
-import { RfbExecutor } from "../../mcp/hud/rfb_executor.ts";
-import { openTunnel } from "../../mcp/hud/tunnel.ts";
-import { ComputerTool } from "../../tools/computer.ts";
 import { boundedFetch } from "../_bounded_http.ts";
 import {
   type AgentTool,
-  capToolContent,
   DEFAULT_DISPLAY,
-  DEFAULT_MAX_TOOL_RESULT_BYTES,
-  DEFAULT_MAX_TOOL_RESULT_IMAGES,
-  type DisplaySize,
   type PromptMessage,
   type ToolResult,
 } from "../tool_host.ts";
-import {
-  type ConnectOptions,
-  DEFAULT_TOOL_TIMEOUT_MS,
-  type EvaluationResult,
-  type ScenarioInfo,
-  type ScenarioSetup,
+import type {
+  ConnectOptions,
+  EvaluationResult,
+  ScenarioInfo,
+  ScenarioSetup,
 } from "./contract.ts";
 import { EnvironmentError } from "./target.ts";
-import { closeQuietly, TimeLimitError, withTimeLimit } from "./time_limit.ts";
 import {
   ControlClient,
   gradeResult,
@@ -57,6 +45,7 @@ import {
   StartSchema,
   TaskListSchema,
 } from "./hud_control.ts";
+import { HudScreen } from "./hud_screen.ts";
 
 /** A HUD session just opened, and the MCP client of its `mcp` capability. */
 export interface OpenedHudSession {
@@ -97,15 +86,8 @@ export class HudSession {
   readonly #address: ControlAddress;
   readonly #forwarder: CapabilityForwarder;
   readonly #answers = new Map<string, string>();
-  readonly #limits: { maxBytes: number; maxImages: number };
-  /** How long one call of the runner's own `computer` tool may take, ms (as any tool's). */
-  readonly #toolTimeoutMs: number;
-  /** Sent with each `tunnel.open` (a server with a token opens tunnels only for it). */
-  readonly #harnessToken: string | undefined;
-  /** The screen size the agent was told (the runner's `computer` tool plays in it). */
-  readonly #display: DisplaySize;
-  /** The `computer` tool the runner plays on the `rfb` screen, once offered. */
-  #screen: Promise<{ tool: ComputerTool; rfb: RfbClient }> | undefined;
+  /** The `computer` tool the runner plays on an `rfb` screen. */
+  readonly #screen: HudScreen;
 
   private constructor(
     options: ConnectOptions,
@@ -122,14 +104,7 @@ export class HudSession {
     this.#control = parts.control;
     this.#address = parts.address;
     this.#forwarder = parts.forwarder;
-    this.#limits = {
-      maxBytes: options.maxToolResultBytes ?? DEFAULT_MAX_TOOL_RESULT_BYTES,
-      maxImages: options.maxToolResultImages ??
-        DEFAULT_MAX_TOOL_RESULT_IMAGES,
-    };
-    this.#toolTimeoutMs = options.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
-    this.#harnessToken = options.harnessToken;
-    this.#display = options.display ?? DEFAULT_DISPLAY;
+    this.#screen = new HudScreen(parts.address, options);
   }
 
   /**
@@ -296,63 +271,13 @@ export class HudSession {
   /**
    * The `mcp` capability's tools; and, when the environment publishes an
    * `rfb` screen but no `computer` tool, a `computer` tool the runner plays
-   * on that screen itself (our RFB client through a tunnel), so the native
-   * computer-use agents drive it.
+   * on that screen itself ({@linkcode HudScreen}).
    *
    * @param tools The tools the `mcp` capability lists.
    * @returns Them, with the runner's `computer` tool when it plays one.
    */
   async withScreen(tools: AgentTool[]): Promise<AgentTool[]> {
-    const screen = this.bindings.find((b) => b.protocol.startsWith("rfb/"));
-    if (!screen || tools.some((tool) => tool.name === "computer")) {
-      return tools;
-    }
-    this.#screen ??= this.#openScreen(screen.name);
-    const { tool } = await this.#screen;
-    return [...tools, {
-      name: tool.name,
-      description: tool.description,
-      inputSchema: shapeToJsonSchema(tool.input),
-    }];
-  }
-
-  async #openScreen(
-    capability: string,
-  ): Promise<{ tool: ComputerTool; rfb: RfbClient }> {
-    let rfb: RfbClient;
-    let conn: Deno.Conn | undefined;
-    const limit = this.#toolTimeoutMs;
-    try {
-      // A screen that never finishes its handshake is cut off at the
-      // tool time limit, as a tool that does not answer is.
-      rfb = await withTimeLimit(
-        (async () => {
-          const tunnel = await openTunnel(
-            this.#address,
-            capability,
-            limit,
-            this.#harnessToken,
-          );
-          conn = tunnel.conn;
-          return await RfbClient.connect(tunnel.conn, tunnel.early);
-        })(),
-        limit,
-        () => closeQuietly(conn),
-        `it did not answer within ${limit / 1000} s`,
-      );
-    } catch (error) {
-      this.#screen = undefined;
-      throw new EnvironmentError(
-        `Cannot reach the screen "${capability}": ${(error as Error).message}`,
-        { cause: error },
-      );
-    }
-    const tool = new ComputerTool({ executor: new RfbExecutor(rfb) });
-    tool.configure({
-      display_width: this.#display.width,
-      display_height: this.#display.height,
-    });
-    return { tool, rfb };
+    return await this.#screen.offer(tools, this.bindings);
   }
 
   /**
@@ -363,7 +288,7 @@ export class HudSession {
    * @returns `true` once the runner offered its `computer` tool.
    */
   playsTool(name: string): boolean {
-    return name === "computer" && this.#screen !== undefined;
+    return this.#screen.plays(name);
   }
 
   /**
@@ -378,8 +303,7 @@ export class HudSession {
   }
 
   /**
-   * Calls the runner's own `computer` tool on the `rfb` screen: arguments
-   * checked, cut off at the tool time limit, its result capped.
+   * Calls the runner's own `computer` tool on the `rfb` screen.
    *
    * @param args The tool's arguments.
    * @param signal Ends the call early.
@@ -391,51 +315,7 @@ export class HudSession {
     args: Record<string, unknown>,
     signal?: AbortSignal,
   ): Promise<ToolResult> {
-    const screen = this.#screen;
-    if (!screen) throw new EnvironmentError("The screen was never offered");
-    const { tool } = await screen;
-    const parsed = z.object(tool.input).safeParse(args);
-    if (!parsed.success) {
-      return {
-        text: `Error: ${parsed.error.issues.map((i) => i.message).join("; ")}`,
-        images: [],
-        isError: true,
-      };
-    }
-    let result;
-    const limit = this.#toolTimeoutMs;
-    // A screen that stops answering is dropped (the next call connects
-    // again) and the call fails as a tool past its time limit does.
-    const drop = () => {
-      if (this.#screen === screen) this.#screen = undefined;
-      screen.then(({ rfb }) => rfb.close(), () => {});
-    };
-    try {
-      result = await withTimeLimit(
-        tool.call(parsed.data),
-        limit,
-        drop,
-        `The tool "computer" did not answer within ${limit / 1000} s`,
-        signal,
-      );
-    } catch (error) {
-      if (signal?.aborted) throw error;
-      if (error instanceof TimeLimitError) {
-        throw new EnvironmentError(error.message, { cause: error });
-      }
-      drop();
-      throw new EnvironmentError(
-        `The screen failed: ${(error as Error).message}`,
-        { cause: error },
-      );
-    }
-    return {
-      ...capToolContent(
-        result.content as unknown as Record<string, unknown>[],
-        this.#limits,
-      ),
-      isError: result.isError === true,
-    };
+    return await this.#screen.call(args, signal);
   }
 
   /** Keeps the answer for `tasks.grade`. */
@@ -476,7 +356,7 @@ export class HudSession {
   async close(closeTools: () => Promise<void>): Promise<void> {
     await this.#control.call("bye", {}, 5_000).catch(() => {});
     this.#control.close();
-    if (this.#screen) (await this.#screen.catch(() => undefined))?.rfb.close();
+    await this.#screen.close();
     await closeTools().catch(() => {});
     await this.#forwarder.close();
   }
