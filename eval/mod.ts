@@ -63,6 +63,7 @@ export type {
   ConnectOptions,
   EvaluationResult,
   ScenarioInfo,
+  ScenarioSetup,
 } from "./environments/contract.ts";
 export type {
   ContainerNetwork,
