@@ -1,8 +1,9 @@
 /**
- * Finds import cycles among a folder's modules: every relative `import` and
- * `export … from` (type-only ones too, since they tie two files' contracts
- * together) is an edge, and each strongly connected component of more than one
- * module is a cycle. Test files are left out: a test may import anything.
+ * Finds import cycles among a folder's modules: every relative `import`,
+ * `export … from` and dynamic `import("./…")` (type-only ones too, since they
+ * tie two files' contracts together) is an edge, and each strongly connected
+ * component of more than one module is a cycle. Test files are left out: a
+ * test may import anything.
  *
  * ```sh
  * deno run -R scripts/import_cycles.ts gateway mcp
@@ -14,8 +15,10 @@
  */
 import { dirname, join, normalize, relative } from "node:path";
 
+// Static imports and re-exports, side-effect imports, and dynamic `import()`
+// of a literal path: a module loaded later still ties the two files together.
 const SPECIFIER =
-  /(?:^|\n)\s*(?:import|export)\s+(?:type\s+)?[^"'`;]*?\sfrom\s+"(\.{1,2}\/[^"]+)"|(?:^|\n)\s*import\s+"(\.{1,2}\/[^"]+)"/g;
+  /(?:^|\n)\s*(?:import|export)\s+(?:type\s+)?[^"'`;]*?\sfrom\s+"(\.{1,2}\/[^"]+)"|(?:^|\n)\s*import\s+"(\.{1,2}\/[^"]+)"|\bimport\(\s*"(\.{1,2}\/[^"]+)"\s*\)/g;
 
 /**
  * The relative modules a source file imports, as paths beside `file`.
@@ -32,7 +35,9 @@ const SPECIFIER =
 export function importsOf(file: string, source: string): string[] {
   const found: string[] = [];
   for (const match of source.matchAll(SPECIFIER)) {
-    found.push(normalize(join(dirname(file), match[1] ?? match[2])));
+    found.push(
+      normalize(join(dirname(file), match[1] ?? match[2] ?? match[3])),
+    );
   }
   return found;
 }

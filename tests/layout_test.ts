@@ -1,7 +1,8 @@
 /**
  * The layout's rules, checked: no import cycle in gateway/, mcp/, eval/ or
- * tools/ (type-only imports count), and the gateway's data moves one way:
- * http → call → upstream / state / observe, never back up.
+ * tools/ (type-only and dynamic imports count), the gateway's data moves one
+ * way: http → call → upstream / state / observe, never back up; and so does
+ * eval's: cli → report / record → run → agents / environments.
  */
 import { deepStrictEqual } from "node:assert/strict";
 import { importCycles, importsOf } from "../scripts/import_cycles.ts";
@@ -48,6 +49,97 @@ Deno.test("the gateway's data moves one way: no layer imports the ones above it"
   }
   deepStrictEqual(upward, []);
 });
+
+// What each eval layer may not import: the layers above it. eval/ reads in
+// the order an eval runs: the command line (cli/, beside main.ts) → the report
+// and the recording (report/, record/) → running the tasks (run/) → the
+// agents and the environments (agents/, environments/), which meet only
+// through the shared modules at eval/'s root (tool_host.ts, _bounded_*.ts).
+const EVAL_LAYERS = [
+  "eval/cli/",
+  "eval/report/",
+  "eval/record/",
+  "eval/run/",
+  "eval/agents/",
+  "eval/environments/",
+];
+const EVAL_ABOVE: Record<string, string[]> = {
+  "eval/report/": ["eval/cli/", "eval/record/"],
+  "eval/record/": ["eval/cli/", "eval/report/"],
+  "eval/run/": ["eval/cli/", "eval/report/", "eval/record/"],
+  "eval/agents/": [
+    "eval/cli/",
+    "eval/report/",
+    "eval/record/",
+    "eval/run/",
+    "eval/environments/",
+  ],
+  "eval/environments/": [
+    "eval/cli/",
+    "eval/report/",
+    "eval/record/",
+    "eval/run/",
+    "eval/agents/",
+  ],
+};
+// eval/'s entry points, which may import every layer.
+const EVAL_ENTRIES = ["eval/main.ts", "eval/mod.ts"];
+
+Deno.test("eval's data moves one way: no layer imports the ones above it", async () => {
+  const upward: string[] = [];
+  for (const [layer, above] of Object.entries(EVAL_ABOVE)) {
+    for await (const file of walk(`${ROOT}${layer}`)) {
+      const path = file.slice(ROOT.length);
+      for (const imported of importsOf(path, await Deno.readTextFile(file))) {
+        if (above.some((prefix) => imported.startsWith(prefix))) {
+          upward.push(`${path} → ${imported}`);
+        }
+      }
+    }
+  }
+  deepStrictEqual(upward, []);
+});
+
+Deno.test("eval's shared root modules import none of its layers", async () => {
+  const upward: string[] = [];
+  for (const path of await rootSources("eval/")) {
+    if (EVAL_ENTRIES.includes(path)) continue;
+    for (
+      const imported of importsOf(path, await Deno.readTextFile(ROOT + path))
+    ) {
+      if (EVAL_LAYERS.some((prefix) => imported.startsWith(prefix))) {
+        upward.push(`${path} → ${imported}`);
+      }
+    }
+  }
+  deepStrictEqual(upward, []);
+});
+
+Deno.test("eval/ keeps at most 12 source files at its root, its entry points among them", async () => {
+  const root = await rootSources("eval/");
+  for (const entry of EVAL_ENTRIES) {
+    deepStrictEqual(root.includes(entry), true, `${entry} is missing`);
+  }
+  deepStrictEqual(
+    root.length <= 12,
+    true,
+    `${root.length} source files at eval/'s root: ${root.join(", ")}`,
+  );
+});
+
+/** The non-test `.ts` files directly in a folder, as paths from the root. */
+async function rootSources(folder: string): Promise<string[]> {
+  const found: string[] = [];
+  for await (const entry of Deno.readDir(`${ROOT}${folder}`)) {
+    if (
+      entry.isFile && entry.name.endsWith(".ts") &&
+      !entry.name.endsWith("_test.ts")
+    ) {
+      found.push(`${folder}${entry.name}`);
+    }
+  }
+  return found.sort();
+}
 
 async function* walk(dir: string): AsyncGenerator<string> {
   for await (const entry of Deno.readDir(dir)) {
