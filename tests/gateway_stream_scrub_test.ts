@@ -1,11 +1,12 @@
 /**
- * A provider key quoted in a stream never reaches the caller, on any route:
- * a loopback provider streams text quoting the key it was sent plainly,
- * JSON-escaped (`sk\u002d…`), cut across two TCP writes inside one event,
- * and split across two events (two text deltas). Read through the official
- * SDKs (OpenAI chat and Responses, Anthropic Messages, Google GenAI), passed
+ * A provider key quoted in an answer never reaches the caller, on any route,
+ * streamed or not. A loopback provider streams text quoting the key it was
+ * sent plainly, JSON-escaped (`sk\u002d…`), cut across two TCP writes inside
+ * one event, and split across two events (two text deltas); its whole
+ * answers quote it plainly and JSON-escaped. Read through the official SDKs
+ * (OpenAI chat and Responses, Anthropic Messages, Google GenAI), passed
  * through and translated, the text the SDK puts together names the key by
- * its id three times and holds none of it past its fixed start.
+ * its id each time and holds none of it past its fixed start.
  */
 import assert from "node:assert/strict";
 import OpenAI from "openai";
@@ -146,6 +147,33 @@ function frames(path: string, secret: string): string[] {
 }
 
 /**
+ * A non-streamed answer in the provider's shape whose text quotes the key
+ * plainly, then JSON-escaped: `a <key> b <key> d`.
+ */
+function wholeAnswer(path: string, secret: string): Response {
+  const [plain, escaped] = pieces(secret);
+  // Both quoted pieces, joined into one JSON string: "a <key> b <key> d".
+  const text = `${plain.slice(0, -1)}${escaped.slice(1, -1)}d"`;
+  let body: string;
+  if (path.endsWith("/messages")) {
+    body =
+      `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":${text}}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":20}}`;
+  } else if (path.endsWith("/responses")) {
+    body =
+      `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"m","output":[{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":${text},"annotations":[]}]}],"usage":{"input_tokens":10,"output_tokens":20,"total_tokens":30}}`;
+  } else if (path.includes("generateContent")) {
+    body =
+      `{"candidates":[{"content":{"role":"model","parts":[{"text":${text}}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":20,"totalTokenCount":30}}`;
+  } else {
+    body =
+      `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":${text}},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":20,"total_tokens":30}}`;
+  }
+  return new Response(body, {
+    headers: { "content-type": "application/json" },
+  });
+}
+
+/**
  * A provider streaming {@linkcode frames}; the frame holding the plain key
  * is written in two parts, cut inside the key, 20 ms apart.
  */
@@ -153,9 +181,13 @@ function startQuotingUpstream(): { base: string } & AsyncDisposable {
   const server = Deno.serve(
     { port: 0, hostname: "127.0.0.1", onListen: () => {} },
     async (request) => {
-      await request.body?.cancel();
+      const path = new URL(request.url).pathname;
+      const asked = await request.json() as { stream?: boolean };
       const secret = secretOf(request);
-      const all = frames(new URL(request.url).pathname, secret);
+      if (!asked.stream && !path.includes("streamGenerateContent")) {
+        return wholeAnswer(path, secret);
+      }
+      const all = frames(path, secret);
       const encoder = new TextEncoder();
       const body = new ReadableStream<Uint8Array>({
         async start(controller) {
@@ -184,15 +216,27 @@ function startQuotingUpstream(): { base: string } & AsyncDisposable {
   };
 }
 
-/** Asserts the caller's text names the key three times and holds none of its secret. */
-function assertScrubbed(text: string, provider: keyof typeof KEYS) {
+/** Asserts the caller's text names the key `times` times and holds none of its secret. */
+function assertScrubbed(
+  text: string,
+  provider: keyof typeof KEYS,
+  times = 3,
+) {
   const secret = KEYS[provider];
   assert.ok(!text.includes(secret.slice(0, 8)), text);
   const marks = text.match(
     new RegExp(`\\[key ${provider}:[0-9a-f]{8}\\]`, "g"),
   );
-  assert.equal(marks?.length, 3, text);
-  assert.match(text, /^a \[key [^\]]+\] b \[key [^\]]+\] c \[key [^\]]+\] d$/);
+  assert.equal(marks?.length, times, text);
+  const mark = String.raw`\[key [^\]]+\]`;
+  assert.match(
+    text,
+    new RegExp(
+      times === 3
+        ? `^a ${mark} b ${mark} c ${mark} d$`
+        : `^a ${mark} b ${mark} d$`,
+    ),
+  );
 }
 
 Deno.test("a provider key quoted in a stream, plainly, JSON-escaped, cut across reads or split across events, reaches no caller on any route", async () => {
@@ -274,4 +318,64 @@ Deno.test("a provider key quoted in a stream, plainly, JSON-escaped, cut across 
   let written = "";
   for await (const chunk of generated) written += chunk.text ?? "";
   assertScrubbed(written, "gemini");
+});
+
+Deno.test("a provider key quoted in a whole answer, plainly or JSON-escaped, reaches no caller on any route", async () => {
+  await using upstream = startQuotingUpstream();
+  await using h = await startHarness({
+    env: {
+      OPENAI_BASE_URL: upstream.base,
+      ANTHROPIC_BASE_URL: upstream.base,
+      GEMINI_BASE_URL: upstream.base,
+      OPENAI_API_KEYS: KEYS.openai,
+      ANTHROPIC_API_KEYS: KEYS.anthropic,
+      GEMINI_API_KEYS: KEYS.gemini,
+    },
+  });
+  const openai = new OpenAI({
+    baseURL: `${h.url}/v1`,
+    apiKey: h.caller.key,
+    maxRetries: 0,
+  });
+  const hello = [{ role: "user" as const, content: "hello" }];
+  for (
+    const [model, provider] of [
+      ["gpt-4o-mini", "openai"],
+      ["claude-haiku-4-5", "anthropic"],
+      ["gemini-2.5-pro", "gemini"],
+    ] as const
+  ) {
+    const answer = await openai.chat.completions.create({
+      model,
+      messages: hello,
+      max_completion_tokens: 50,
+    });
+    assertScrubbed(answer.choices[0].message.content ?? "", provider, 2);
+  }
+  const message = await new Anthropic({
+    baseURL: h.url,
+    apiKey: h.caller.key,
+    maxRetries: 0,
+  }).messages.create({
+    model: "claude-haiku-4-5",
+    max_tokens: 50,
+    messages: hello,
+  });
+  const block = message.content[0];
+  assertScrubbed(block.type === "text" ? block.text : "", "anthropic", 2);
+  const response = await openai.responses.create({
+    model: "gpt-4o-mini",
+    input: "hello",
+    max_output_tokens: 50,
+  });
+  assertScrubbed(response.output_text, "openai", 2);
+  const generated = await new GoogleGenAI({
+    apiKey: h.caller.key,
+    httpOptions: { baseUrl: h.url },
+  }).models.generateContent({
+    model: "gemini-2.5-computer-use-preview",
+    contents: "hello",
+    config: { maxOutputTokens: 50 },
+  });
+  assertScrubbed(generated.text ?? "", "gemini", 2);
 });
