@@ -110,6 +110,23 @@ Deno.test("server-side web searches, tiers, long context and a router's cost are
     .withResponse();
   assert.equal(cost(longClaude.response), "3.002250");
 
+  // Claude Haiku 5.5 bills by the prompt's band, without a beta: $0.10 /
+  // $0.50 up to 100,000 input tokens, $0.50 / $2.50 for the whole call above.
+  upstream.extraUsage = {};
+  const haiku = await anthropic.messages.create({
+    model: "claude-haiku-5-5",
+    max_tokens: 100,
+    messages: HELLO,
+  }).withResponse();
+  assert.equal(cost(haiku.response), "0.000051");
+  upstream.extraUsage = { input_tokens: 150_000 };
+  const longHaiku = await anthropic.messages.create({
+    model: "claude-haiku-5-5",
+    max_tokens: 100,
+    messages: HELLO,
+  }).withResponse();
+  assert.equal(cost(longHaiku.response), "0.075250");
+
   // OpenRouter's reported cost, above the tokens' $0.000186.
   upstream.extraUsage = { cost: 0.1 };
   const routed = await openai.chat.completions.create({
