@@ -239,9 +239,16 @@ function assertScrubbed(
   );
 }
 
-Deno.test("a provider key quoted in a stream, plainly, JSON-escaped, cut across reads or split across events, reaches no caller on any route", async () => {
-  await using upstream = startQuotingUpstream();
-  await using h = await startHarness({
+/** A gateway whose providers all quote its keys, and the SDKs pointed at it. */
+async function startQuotedGateway(): Promise<
+  {
+    openai: OpenAI;
+    anthropic: Anthropic;
+    gemini: GoogleGenAI;
+  } & AsyncDisposable
+> {
+  const upstream = startQuotingUpstream();
+  const h = await startHarness({
     env: {
       OPENAI_BASE_URL: upstream.base,
       ANTHROPIC_BASE_URL: upstream.base,
@@ -251,20 +258,31 @@ Deno.test("a provider key quoted in a stream, plainly, JSON-escaped, cut across 
       GEMINI_API_KEYS: KEYS.gemini,
     },
   });
-  const openai = new OpenAI({
-    baseURL: `${h.url}/v1`,
-    apiKey: h.caller.key,
-    maxRetries: 0,
-  });
-  const anthropic = new Anthropic({
-    baseURL: h.url,
-    apiKey: h.caller.key,
-    maxRetries: 0,
-  });
-  const gemini = new GoogleGenAI({
-    apiKey: h.caller.key,
-    httpOptions: { baseUrl: h.url },
-  });
+  return {
+    openai: new OpenAI({
+      baseURL: `${h.url}/v1`,
+      apiKey: h.caller.key,
+      maxRetries: 0,
+    }),
+    anthropic: new Anthropic({
+      baseURL: h.url,
+      apiKey: h.caller.key,
+      maxRetries: 0,
+    }),
+    gemini: new GoogleGenAI({
+      apiKey: h.caller.key,
+      httpOptions: { baseUrl: h.url },
+    }),
+    [Symbol.asyncDispose]: async () => {
+      await h[Symbol.asyncDispose]();
+      await upstream[Symbol.asyncDispose]();
+    },
+  };
+}
+
+Deno.test("a provider key quoted in a stream, plainly, JSON-escaped, cut across reads or split across events, reaches no caller on any route", async () => {
+  await using gateway = await startQuotedGateway();
+  const { openai, anthropic, gemini } = gateway;
   const hello = [{ role: "user" as const, content: "hello" }];
 
   // Chat: passed through to OpenAI, translated from Anthropic and Gemini.
@@ -321,22 +339,8 @@ Deno.test("a provider key quoted in a stream, plainly, JSON-escaped, cut across 
 });
 
 Deno.test("a provider key quoted in a whole answer, plainly or JSON-escaped, reaches no caller on any route", async () => {
-  await using upstream = startQuotingUpstream();
-  await using h = await startHarness({
-    env: {
-      OPENAI_BASE_URL: upstream.base,
-      ANTHROPIC_BASE_URL: upstream.base,
-      GEMINI_BASE_URL: upstream.base,
-      OPENAI_API_KEYS: KEYS.openai,
-      ANTHROPIC_API_KEYS: KEYS.anthropic,
-      GEMINI_API_KEYS: KEYS.gemini,
-    },
-  });
-  const openai = new OpenAI({
-    baseURL: `${h.url}/v1`,
-    apiKey: h.caller.key,
-    maxRetries: 0,
-  });
+  await using gateway = await startQuotedGateway();
+  const { openai, anthropic, gemini } = gateway;
   const hello = [{ role: "user" as const, content: "hello" }];
   for (
     const [model, provider] of [
@@ -352,11 +356,7 @@ Deno.test("a provider key quoted in a whole answer, plainly or JSON-escaped, rea
     });
     assertScrubbed(answer.choices[0].message.content ?? "", provider, 2);
   }
-  const message = await new Anthropic({
-    baseURL: h.url,
-    apiKey: h.caller.key,
-    maxRetries: 0,
-  }).messages.create({
+  const message = await anthropic.messages.create({
     model: "claude-haiku-4-5",
     max_tokens: 50,
     messages: hello,
@@ -369,10 +369,7 @@ Deno.test("a provider key quoted in a whole answer, plainly or JSON-escaped, rea
     max_output_tokens: 50,
   });
   assertScrubbed(response.output_text, "openai", 2);
-  const generated = await new GoogleGenAI({
-    apiKey: h.caller.key,
-    httpOptions: { baseUrl: h.url },
-  }).models.generateContent({
+  const generated = await gemini.models.generateContent({
     model: "gemini-2.5-computer-use-preview",
     contents: "hello",
     config: { maxOutputTokens: 50 },
