@@ -11,7 +11,7 @@ import { renderCost, renderCostSummary } from "./gateway/cost_report.ts";
 import type { GatewayBenchResults, Target } from "./gateway/run.ts";
 import type { McpBenchResults } from "./mcp/run.ts";
 import type { StreamsRow } from "./gateway/streams.ts";
-import type { LargeInputRow } from "./gateway/large_inputs.ts";
+import type { LargeInputResults } from "./gateway/large_inputs.ts";
 import { ms } from "./_stats.ts";
 
 /** Facts about the machine and the run. */
@@ -51,26 +51,54 @@ export interface RunResults {
   /** Issue 29's figures, cold and warm, against the relay (absent in runs before it was part of the bench). */
   cost?: CostResults;
   /** Issue 35's large stream event and large body (absent in runs before it was part of the bench). */
-  largeInputs?: LargeInputRow[];
+  largeInputs?: LargeInputResults;
 }
 
-/** The large-input section: CPU per MiB (flat across sizes when the work is linear) and the worst `/health` meanwhile. */
-function renderLargeInputs(rows: readonly LargeInputRow[]): string[] {
+/**
+ * The large-input section of `BENCHMARKS.md`: CPU per MiB (flat across
+ * sizes when the work is linear), the worst `/health` meanwhile, and ten
+ * refused bodies' memory.
+ *
+ * @param results What `benchLargeInputs` measured.
+ * @returns The section's Markdown lines.
+ */
+export function renderLargeInputs(results: LargeInputResults): string[] {
+  const { rows, burst } = results;
   return [
     "### Large inputs",
     "",
-    "One upstream stream event of each size, and chat bodies of many small messages from a caller with $0.000001 (`bench/gateway/large_inputs.ts`; the gateway in the bench process, a `/health` probe every 20 ms on its event loop). Linear work keeps CPU per MiB flat across sizes.",
+    "One upstream stream event of each size (a stream ends at an event past 8 MiB), and chat bodies of small messages from a caller with $0.000001 and from a funded one (`bench/gateway/large_inputs.ts`; the gateway as `deno task start` runs it, on a KV file; CPU from its `/proc/<pid>/stat`, in 10 ms ticks; a `/health` probe every 20 ms from a worker thread of the bench). Linear work keeps CPU per MiB flat across sizes; work that stops early makes it fall.",
     "",
     table(
-      ["input", "MiB", "status", "CPU ms per MiB", "worst /health, ms"],
+      [
+        "input",
+        "MiB",
+        "status",
+        "gateway CPU, ms",
+        "CPU ms per MiB",
+        "worst /health, ms",
+      ],
       rows.map((row) => [
-        row.kind === "event" ? "stream event" : "request body",
+        row.kind === "event" ? "stream event" : `request ${row.kind}`,
         String(row.mib),
         String(row.status),
-        row.cpuMsPerMib.toFixed(0),
+        row.cpuMs.toFixed(0),
+        row.cpuMsPerMib.toFixed(1),
         row.worstHealthMs.toFixed(0),
       ]),
     ),
+    "",
+    `${burst.bodies} bodies of ${burst.mib} MiB at once from the $0.000001 caller, sent to the gateway at rest: statuses ${
+      [...new Set(burst.statuses)].join(", ")
+    }, ${burst.cpuMs.toFixed(0)} ms of gateway CPU in all, ${
+      burst.wallMs.toFixed(0)
+    } ms until the last answer (the bench sending 310 MiB included); VmRSS ${
+      burst.rssBeforeMiB.toFixed(0)
+    } MiB before, peak ${burst.peakMiB.toFixed(0)} MiB, ${
+      burst.rssAfterMiB.toFixed(0)
+    } MiB 5 s after. After every row (the funded bodies parsed and forwarded): ${
+      results.rssAfterRowsMiB.toFixed(0)
+    } MiB.`,
     "",
   ];
 }

@@ -168,7 +168,7 @@ if (import.meta.main) {
       log,
     );
     log("large inputs bench: one large stream event, one large body");
-    const largeInputs = await benchLargeInputs();
+    const largeInputs = await benchLargeInputs(undefined, log);
     const run: RunResults = {
       facts: {
         startedAt: new Date(started).toISOString(),
@@ -192,6 +192,7 @@ if (import.meta.main) {
           `Concurrent streams: ${
             quick ? "100" : "100, 1,000 and 2,000"
           } streamed chat calls open at once against the floor relay, the floor with each chunk passed through JavaScript, and the gateway (passthrough: \`gpt-5-mini\`; translated: \`claude-haiku-4-5\`), each its own turn, a second apart (\`bench/gateway/streams.ts\`); the simulator sends 40 chunks 50 ms apart.`,
+          "Large inputs (`bench/gateway/large_inputs.ts`): the gateway as `deno task start` runs it on a KV file, in front of a loopback upstream in the bench process; stream events of 1, 2, 4, 7.5 and 16 MiB, chat bodies of 1, 4, 8, 16 and 31 MiB of small messages from a caller with $0.000001 and from a funded one, one at a time, with the gateway's CPU from `/proc/<pid>/stat` and a `/health` probe every 20 ms from a worker thread; first, ten $0.000001 bodies of 31 MiB at once with the gateway's VmRSS before, VmHWM, and VmRSS 5 s after.",
           `MCP: ${mcpOptions.calls} timed calls per server, transport and protocol era, ${mcpOptions.coldStarts} cold starts per server and era; the client is the official SDK v2 client (\`StdioClientTransport\`, \`StreamableHTTPClientTransport\`) in the bench process, legacy (the \`initialize\` handshake) or pinned to 2026-07-28 (modern).`,
         ],
       },

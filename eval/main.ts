@@ -12,13 +12,13 @@
  */
 import { ConfigError } from "../gateway/config.ts";
 import { type Demo, startDemo } from "../gateway/cli/demo.ts";
-import type { Convention } from "./agent.ts";
+import type { Convention } from "./agents/agent.ts";
 import {
   DEFAULT_MAX_TOOL_RESULT_BYTES,
   DEFAULT_MAX_TOOL_RESULT_IMAGES,
 } from "./tool_host.ts";
 import { gatewayTransport } from "./agents/model.ts";
-import { modelFacts, parseConvention } from "./convention.ts";
+import { modelFacts, parseConvention } from "./agents/convention.ts";
 import {
   parseCommandLine,
   parseCount,
@@ -30,81 +30,26 @@ import {
   parseThreshold,
   USAGE,
   UsageError,
-} from "./cli_options.ts";
-import { balanceMicros, checkGateway } from "./gateway_check.ts";
-import { endOfRunLines } from "./cli_summary.ts";
+} from "./cli/options.ts";
+import { balanceMicros, checkGateway } from "./cli/gateway_check.ts";
+import { endOfRunLines } from "./cli/summary.ts";
 import {
   type ConnectOptions,
   DEFAULT_TOOL_TIMEOUT_MS,
-  Environment,
-} from "./environment.ts";
-import { EnvironmentError, parseTarget } from "./target.ts";
-import { dockerTarget } from "./environments/docker_options.ts";
-import { Recorder } from "./record.ts";
-import { Replayer } from "./replay.ts";
-import { writeReport } from "./report.ts";
-import { imagesDirFor, storeImages } from "./report_images.ts";
-import { concurrencyRefusal, runEval } from "./runner.ts";
-import { scoredReward, summaryTable } from "./stats.ts";
-import { type EvalTask, parseTasks, runIdentity } from "./tasks.ts";
-import type { EvalResult } from "./result.ts";
-import {
-  createResultsFile,
-  latestPerRun,
-  readResultsToResume,
-  type ResumedFile,
-} from "./results_file.ts";
-
-/** A one-line progress display on stderr. */
-function progress(total: number) {
-  const tty = Deno.stderr.isTerminal();
-  const encoder = new TextEncoder();
-  let done = 0;
-  let rewarded = 0;
-  let rewards = 0;
-  let errors = 0;
-  let cost = 0;
-  return (result: EvalResult) => {
-    done++;
-    if (result.error) errors++;
-    const score = scoredReward(result);
-    if (score !== null) {
-      rewarded++;
-      rewards += score;
-    }
-    cost += result.cost_usd;
-    const width = 24;
-    const filled = Math.round((done / total) * width);
-    const bar = `[${"#".repeat(filled)}${"-".repeat(width - filled)}]`;
-    const line = `${bar} ${done}/${total} runs  mean reward ${
-      rewarded > 0 ? (rewards / rewarded).toFixed(3) : "-"
-    }${errors > 0 ? `  ${errors} error(s)` : ""}  $${cost.toFixed(6)}${
-      result.error ? `  (task ${result.task}: ${result.error})` : ""
-    }`;
-    Deno.stderr.writeSync(
-      encoder.encode(
-        tty ? `\r\x1b[2K${line}${done === total ? "\n" : ""}` : `${line}\n`,
-      ),
-    );
-  };
-}
-
-/** Reads the results file to resume; a file that is not one is a usage error. */
-async function resumeFile(file: string): Promise<ResumedFile> {
-  let text;
-  try {
-    text = await Deno.readTextFile(file);
-  } catch (error) {
-    throw new UsageError(
-      `Cannot read the results to resume, ${file}: ${(error as Error).message}`,
-    );
-  }
-  try {
-    return readResultsToResume(text, file);
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
-}
+} from "./environments/contract.ts";
+import { Environment } from "./environments/environment.ts";
+import { EnvironmentError, parseTarget } from "./environments/target.ts";
+import { dockerTarget } from "./cli/docker_options.ts";
+import { Recorder } from "./record/recorder.ts";
+import { Replayer } from "./record/replay.ts";
+import { writeReport } from "./report/report.ts";
+import { imagesDirFor, storeImages } from "./report/images.ts";
+import { concurrencyRefusal, runEval } from "./run/runner.ts";
+import { scoredReward, summaryTable } from "./run/stats.ts";
+import { type EvalTask, parseTasks, runIdentity } from "./run/tasks.ts";
+import { createResultsFile, latestPerRun } from "./run/results_file.ts";
+import { progress } from "./cli/progress.ts";
+import { refuseOtherRuns, resumeFile } from "./cli/resume.ts";
 
 async function exists(path: string): Promise<boolean> {
   try {
@@ -256,39 +201,12 @@ async function main(argv: string[]): Promise<number> {
       )
     ),
   );
-  const foreign = earlier.find((result) => !planned.has(runIdentity(result)));
-  if (foreign) {
-    throw new UsageError(
-      `${values.resume} holds a result of another task (task ${foreign.task}, ${foreign.scenario} ${
-        JSON.stringify(foreign.args)
-      }, repeat ${foreign.repeat}): resume with the same tasks and --repeat`,
-    );
-  }
-
-  // One results file, one model: a mean over two models means neither.
-  const wanted = values.model ?? replay?.index.model ?? "gpt-4o-mini";
-  const otherModel = earlier.find((r) =>
-    typeof r.model === "string" && r.model !== wanted
-  );
-  if (otherModel) {
-    throw new UsageError(
-      `${values.resume} holds results of the model ${
-        JSON.stringify(otherModel.model).slice(0, 100)
-      }: resume with --model ${otherModel.model}`,
-    );
-  }
-
-  // One results file, one environment: rewards of two servers mean neither.
-  const otherEnv = earlier.find((r) =>
-    typeof r.environment === "string" && r.environment !== probe.name
-  );
-  if (otherEnv) {
-    throw new UsageError(
-      `${values.resume} holds results of the environment ${
-        JSON.stringify(otherEnv.environment).slice(0, 100)
-      }, not ${probe.name}: resume against the environment it ran`,
-    );
-  }
+  refuseOtherRuns(earlier, {
+    file: values.resume,
+    planned,
+    model: values.model ?? replay?.index.model ?? "gpt-4o-mini",
+    environment: probe.name,
+  });
 
   let demo: Demo | undefined;
   let gatewayUrl = (values.gateway ?? Deno.env.get("GATEWAY_URL"))?.replace(

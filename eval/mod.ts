@@ -27,26 +27,31 @@
  *
  * @module
  */
-export { concurrencyRefusal, runEval } from "./runner.ts";
+export { concurrencyRefusal, runEval } from "./run/runner.ts";
 export {
   countsAsFailure,
   passAtK,
   rewardStats,
   scoredReward,
   summaryTable,
-} from "./stats.ts";
-export { parseTasks, runIdentity } from "./tasks.ts";
-export type { EvalOptions, EvalSummary } from "./runner.ts";
-export type { RewardStats } from "./stats.ts";
-export type { EvalTask } from "./tasks.ts";
-export type { EarlierAttempt, EvalErrorKind, EvalResult } from "./result.ts";
-export { DEFAULT_TOOL_TIMEOUT_MS, Environment } from "./environment.ts";
+} from "./run/stats.ts";
+export { parseTasks, runIdentity } from "./run/tasks.ts";
+export type { EvalOptions, EvalSummary } from "./run/runner.ts";
+export type { RewardStats } from "./run/stats.ts";
+export type { EvalTask } from "./run/tasks.ts";
+export type {
+  EarlierAttempt,
+  EvalErrorKind,
+  EvalResult,
+} from "./run/result.ts";
+export { Environment } from "./environments/environment.ts";
+export { DEFAULT_TOOL_TIMEOUT_MS } from "./environments/contract.ts";
 export {
   EnvironmentError,
   OutputTail,
   parseTarget,
   STDERR_TAIL_BYTES,
-} from "./target.ts";
+} from "./environments/target.ts";
 export {
   agentTools,
   capToolContent,
@@ -58,13 +63,14 @@ export type {
   ConnectOptions,
   EvaluationResult,
   ScenarioInfo,
-} from "./environment.ts";
+  ScenarioSetup,
+} from "./environments/contract.ts";
 export type {
   ContainerNetwork,
   ContainerRuntime,
   EnvironmentTarget,
   LaunchedContainer,
-} from "./target.ts";
+} from "./environments/target.ts";
 export {
   DockerRuntime,
   type DockerRuntimeOptions,
@@ -76,7 +82,7 @@ export {
   emptyOutcome,
   runAgent,
   usdToMicros,
-} from "./agent.ts";
+} from "./agents/agent.ts";
 export { DEFAULT_DISPLAY } from "./tool_host.ts";
 export type {
   AgentOptions,
@@ -85,7 +91,7 @@ export type {
   Convention,
   ModelEndpoint,
   SafetyCheck,
-} from "./agent.ts";
+} from "./agents/agent.ts";
 export type {
   DisplaySize,
   ToolHost,
@@ -97,7 +103,7 @@ export {
   fetchModelFacts,
   modelFacts,
   parseConvention,
-} from "./convention.ts";
+} from "./agents/convention.ts";
 export { claudeComputerPlan } from "./agents/claude_computer.ts";
 export { responsesComputerPlan } from "./agents/responses_computer.ts";
 export { geminiComputerPlan } from "./agents/gemini_computer.ts";
@@ -124,16 +130,20 @@ export type {
 } from "./agents/trajectory.ts";
 export type { ClaudePointer } from "./agents/claude_computer.ts";
 export { gatewayTransport } from "./agents/model.ts";
-export { renderReport, REPORT_CSP, writeReport } from "./report.ts";
-export type { ReportOptions } from "./report.ts";
+export { renderReport, REPORT_CSP, writeReport } from "./report/report.ts";
+export type { ReportOptions } from "./report/report.ts";
 export { escapeHtml } from "./report/html.ts";
-export { imagesDirFor, storeImages } from "./report_images.ts";
-export { readResults } from "./results_file.ts";
-export type { ResultsFile } from "./results_file.ts";
-export { Recorder } from "./record.ts";
-export { firstDifference, ReplayDivergence, Replayer } from "./replay.ts";
+export { imagesDirFor, storeImages } from "./report/images.ts";
+export { readResults } from "./run/results_file.ts";
+export type { ResultsFile } from "./run/results_file.ts";
+export { Recorder } from "./record/recorder.ts";
+export {
+  firstDifference,
+  ReplayDivergence,
+  Replayer,
+} from "./record/replay.ts";
 export type {
   RecordedExchange,
   RecordedTask,
   RecordingIndex,
-} from "./recording.ts";
+} from "./record/recording.ts";

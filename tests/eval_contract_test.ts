@@ -11,7 +11,7 @@
  */
 import assert from "node:assert/strict";
 import { type EvalResult, parseTarget, runEval } from "../eval/mod.ts";
-import type { EvalOptions } from "../eval/runner.ts";
+import type { EvalOptions } from "../eval/run/runner.ts";
 import { freePort } from "./_ports.ts";
 import {
   type ScriptedTurn,

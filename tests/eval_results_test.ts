@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
 import { parseTarget, runEval } from "../eval/mod.ts";
-import { readResults } from "../eval/results_file.ts";
+import { readResults } from "../eval/run/results_file.ts";
 import { ROOT } from "./_eval_cli.ts";
 import { gatewayWithCaller } from "./_eval_gateway.ts";
 

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import type { EvalResult } from "../eval/mod.ts";
-import { readResults as parseResults } from "../eval/results_file.ts";
+import { readResults as parseResults } from "../eval/run/results_file.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const RUNS_ENV = `${ROOT}tests/fixtures/eval_runs_env.ts`;

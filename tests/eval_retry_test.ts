@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { startSimulator } from "../gateway/simulator/mod.ts";
 import { type EvalResult, parseTarget, runEval } from "../eval/mod.ts";
-import { rewardStats, scoredReward } from "../eval/stats.ts";
+import { rewardStats, scoredReward } from "../eval/run/stats.ts";
 import { gatewayWithCaller } from "./_eval_gateway.ts";
 
 const GAME = new URL("../examples/text_game/main.ts", import.meta.url)

@@ -11,9 +11,9 @@
  */
 import assert from "node:assert/strict";
 import { parseTarget, runEval } from "../eval/mod.ts";
-import { rewardStats, summaryTable } from "../eval/stats.ts";
-import { endOfRunLines } from "../eval/cli_summary.ts";
-import type { EvalResult } from "../eval/result.ts";
+import { rewardStats, summaryTable } from "../eval/run/stats.ts";
+import { endOfRunLines } from "../eval/cli/summary.ts";
+import type { EvalResult } from "../eval/run/result.ts";
 import {
   type ScriptedTurn,
   startScriptedModel,

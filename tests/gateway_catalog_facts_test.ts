@@ -69,7 +69,7 @@ Deno.test("models.list() and models.retrieve() show each model's computer_use, c
       environments: ["ENVIRONMENT_BROWSER"],
     },
   );
-  const plain = listed.get("gpt-4o-mini")!;
+  const plain = listed.get("grok-4-1-fast")!;
   for (const field of ["computer_use", "context_window", "features"]) {
     assert.equal(field in plain, false, field);
   }

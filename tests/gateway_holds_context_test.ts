@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
+import { GoogleGenAI } from "@google/genai";
 import { startHarness } from "./_gateway_harness.ts";
 import { startBillingUpstream } from "./_billing_upstream.ts";
 
@@ -38,7 +39,7 @@ Deno.test("Responses conversation, stored prompt and item_reference inputs are h
     }),
     isStatus(402),
   );
-  // gpt-4o-mini has no window in the catalog: 100,000 tokens a reference.
+  // gpt-4o-mini's 128,000-token window at $0.15 per million: $0.019 held.
   await assert.rejects(
     client.responses.create({
       model: "gpt-4o-mini",
@@ -94,4 +95,31 @@ Deno.test("an Anthropic 1-hour cache write is held at the 1-hour price", async (
   assert.equal(upstream.received.length, 0);
   const fiveMinutes = await call("5m");
   assert.equal(fiveMinutes.stop_reason, "max_tokens");
+});
+
+Deno.test("stored context on a model whose context window the catalog does not give is refused with a 400 before anything is sent", async () => {
+  await using upstream = startBillingUpstream();
+  await using h = await startHarness({
+    env: { GEMINI_BASE_URL: upstream.base },
+  });
+  const client = new GoogleGenAI({
+    apiKey: h.caller.key,
+    httpOptions: { baseUrl: h.url },
+  });
+  await assert.rejects(
+    client.models.generateContent({
+      model: "gemini-2.5-computer-use-preview",
+      contents: "Go on.",
+      config: {
+        cachedContent: "cachedContents/elsewhere",
+        maxOutputTokens: 16,
+      },
+    }),
+    (error: unknown) => {
+      assert.equal((error as { status?: number }).status, 400);
+      assert.match(String(error), /no context window in the catalog/);
+      return true;
+    },
+  );
+  assert.equal(upstream.received.length, 0);
 });

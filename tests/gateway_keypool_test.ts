@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { createCaller } from "../gateway/state/callers.ts";
 import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { providerKeyId } from "../gateway/upstream/key_pool.ts";
+import Anthropic from "@anthropic-ai/sdk";
 import { startHarness } from "./_gateway_harness.ts";
 import { assertRouteError, callBody, callPath } from "./_gateway_routes.ts";
 import { delay } from "./_gateway_e2e.ts";
@@ -350,4 +351,91 @@ Deno.test("no provider key appears in any response, log record, trace or KV entr
       }`,
     );
   }
+});
+
+/**
+ * An Anthropic provider whose token counting is rate-limited for an hour
+ * (`count_tokens` has limits of its own) while its messages are served.
+ */
+function startCountLimitedUpstream(): { base: string } & AsyncDisposable {
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+    async (request) => {
+      const body = await request.json() as { model?: string };
+      if (new URL(request.url).pathname.endsWith("/count_tokens")) {
+        return Response.json({
+          type: "error",
+          error: {
+            type: "rate_limit_error",
+            message:
+              "Number of token counting requests has exceeded your rate limit",
+          },
+        }, { status: 429, headers: { "retry-after": "3600" } });
+      }
+      return Response.json({
+        id: "msg_1",
+        type: "message",
+        role: "assistant",
+        model: body.model,
+        content: [{ type: "text", text: "hi" }],
+        stop_reason: "end_turn",
+        stop_sequence: null,
+        usage: { input_tokens: 5, output_tokens: 1 },
+      });
+    },
+  );
+  return {
+    base: `http://127.0.0.1:${server.addr.port}`,
+    [Symbol.asyncDispose]: () => server.shutdown(),
+  };
+}
+
+Deno.test("a 429 about one request (OpenAI's \"Request too large\", a count_tokens 429 with an hour's retry-after) cools no key: the next call is served on it", async () => {
+  await using upstream = startCountLimitedUpstream();
+  await using h = await startHarness({
+    keysPerProvider: 1,
+    env: { ANTHROPIC_BASE_URL: upstream.base },
+  });
+  const anthropic = new Anthropic({
+    baseURL: h.url,
+    apiKey: h.caller.key,
+    maxRetries: 0,
+  });
+  const hello = [{ role: "user" as const, content: "hello" }];
+  await assert.rejects(
+    anthropic.messages.countTokens({
+      model: "claude-haiku-4-5",
+      messages: hello,
+    }),
+    (error) => (error as { status?: number }).status === 429,
+  );
+  const served = await anthropic.messages.create({
+    model: "claude-haiku-4-5",
+    max_tokens: 16,
+    messages: hello,
+  });
+  assert.equal(served.type, "message");
+
+  h.sim.enqueue({
+    match: { provider: "openai" },
+    behaviour: {
+      status: 429,
+      retryAfter: 3600,
+      message:
+        "Request too large for gpt-4o in organization org-test on tokens per min (TPM): Limit 30000, Requested 90000. The input or output tokens must be reduced in order to run successfully.",
+    },
+  });
+  const tooLarge = await h.post("/chat/completions", CHAT);
+  assert.equal(tooLarge.status, 429);
+  assert.match((await tooLarge.json()).error.message, /^Request too large/);
+  for (let i = 0; i < 3; i++) {
+    const next = await h.post("/chat/completions", CHAT);
+    assert.equal(next.status, 200, await next.clone().text());
+    await next.body?.cancel();
+  }
+  assert.deepEqual(
+    h.logs.filter((record) => record.status === 429),
+    [],
+    "no key was cooled",
+  );
 });

@@ -14,6 +14,7 @@ import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
 import { startHarness } from "./_gateway_harness.ts";
 import { startBillingUpstream } from "./_billing_upstream.ts";
+import { DEFAULT_CATALOG } from "../gateway/state/catalog.ts";
 
 const HELLO = [{ role: "user" as const, content: "hello" }];
 
@@ -100,15 +101,56 @@ Deno.test("server-side web searches, tiers, long context and a router's cost are
   }).withResponse();
   assert.equal(cost(long.response), "0.626500");
 
-  // Claude Sonnet 4.5 with the 1M-context beta at 500k input: $6 / $22.50.
+  // Claude Sonnet 4.5 with the 1M-context beta at 500k input: $6 / $22.50;
+  // once the model retires (the catalog's date), the call is refused 410.
   upstream.extraUsage = { input_tokens: 500_000 };
-  const longClaude = await anthropic.messages.create({
+  const sonnet45 = DEFAULT_CATALOG.find((m) => m.id === "claude-sonnet-4-5");
+  const longClaude = anthropic.messages.create({
     model: "claude-sonnet-4-5",
     max_tokens: 100,
     messages: HELLO,
   }, { headers: { "anthropic-beta": "context-1m-2025-08-07" } })
     .withResponse();
-  assert.equal(cost(longClaude.response), "3.002250");
+  if (Date.now() < Date.parse(sonnet45!.lifecycle!.retires!)) {
+    assert.equal(cost((await longClaude).response), "3.002250");
+  } else {
+    await assert.rejects(longClaude, (error) => {
+      assert.ok(error instanceof Anthropic.APIError);
+      assert.equal(error.status, 410);
+      return true;
+    });
+  }
+
+  // Claude Haiku 5.5 bills by the prompt's band, without a beta: $0.10 /
+  // $0.50 up to 100,000 input tokens, $0.50 / $2.50 for the whole call above.
+  upstream.extraUsage = {};
+  const haiku = await anthropic.messages.create({
+    model: "claude-haiku-5-5",
+    max_tokens: 100,
+    messages: HELLO,
+  }).withResponse();
+  assert.equal(cost(haiku.response), "0.000051");
+  upstream.extraUsage = { input_tokens: 150_000 };
+  const longHaiku = await anthropic.messages.create({
+    model: "claude-haiku-5-5",
+    max_tokens: 100,
+    messages: HELLO,
+  }).withResponse();
+  assert.equal(cost(longHaiku.response), "0.075250");
+
+  // GPT-5.4 and GPT-5.5 above 272,000 input tokens: 2× input and 1.5×
+  // output for the whole call ($5 / $22.50 and $10 / $45 per million).
+  upstream.extraUsage = { input_tokens: 300_000 };
+  for (
+    const [model, charged] of [["gpt-5.4", "1.502250"], ["gpt-5.5", "3.004500"]]
+  ) {
+    const longGpt = await openai.responses.create({
+      model,
+      input: "hello",
+      max_output_tokens: 100,
+    }).withResponse();
+    assert.equal(cost(longGpt.response), charged, model);
+  }
 
   // OpenRouter's reported cost, above the tokens' $0.000186.
   upstream.extraUsage = { cost: 0.1 };

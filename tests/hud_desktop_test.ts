@@ -21,7 +21,7 @@ import { CapabilityForwarder, openTunnel } from "../mcp/hud/tunnel.ts";
 import { RfbClient } from "../mcp/hud/rfb.ts";
 import { RfbExecutor } from "../mcp/hud/rfb_executor.ts";
 import { pngSize } from "../tools/mod.ts";
-import { HudEnvironment } from "../eval/hud_environment.ts";
+import { HudEnvironment } from "../eval/environments/hud_environment.ts";
 import { missingDesktopPrograms } from "./_desktop.ts";
 import { startHudServeProcess } from "./_example_process.ts";
 

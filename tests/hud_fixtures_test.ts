@@ -17,7 +17,7 @@ import {
   findCapability,
   FrameReader,
 } from "../mcp/hud/mod.ts";
-import { gradeResult } from "../eval/hud_control.ts";
+import { gradeResult } from "../eval/environments/hud_control.ts";
 
 const DIR = new URL("./fixtures/hud_v6/", import.meta.url);
 const WIRE_FILES = [

@@ -9,8 +9,8 @@
  */
 import assert from "node:assert/strict";
 import { MCPServer, rfbCapability } from "../mcp/mod.ts";
-import { HudEnvironment } from "../eval/hud_environment.ts";
-import { EnvironmentError } from "../eval/target.ts";
+import { HudEnvironment } from "../eval/environments/hud_environment.ts";
+import { EnvironmentError } from "../eval/environments/target.ts";
 
 /** An RFB 3.8 server that shakes hands (None security, 64×48), then goes silent. */
 function stallingVnc(options: { silentFromStart?: boolean } = {}) {

@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { cdpCapability, MCPServer, rfbCapability } from "../mcp/mod.ts";
-import { HudEnvironment } from "../eval/hud_environment.ts";
+import { HudEnvironment } from "../eval/environments/hud_environment.ts";
 import { pngSize, startXvfb } from "../tools/mod.ts";
 
 function installed(program: string): boolean {

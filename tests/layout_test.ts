@@ -1,8 +1,9 @@
 /**
  * The layout's rules, checked: no import cycle in gateway/, mcp/, eval/ or
- * tools/ (type-only and dynamic imports count); the gateway's data moves one
- * way: http → call → upstream / state / observe, never back up; and mcp/'s
- * layers do too: server → hud → transports, scenarios → primitives.
+ * tools/ (type-only and dynamic imports count), the gateway's data moves one
+ * way: http → call → upstream / state / observe, never back up; and so does
+ * eval's: cli → report / record → run → agents / environments; and mcp/'s:
+ * server → hud → transports, scenarios → primitives.
  */
 import assert, { deepStrictEqual } from "node:assert/strict";
 import { importCycles, importsOf } from "../scripts/import_cycles.ts";
@@ -50,6 +51,83 @@ Deno.test("the gateway's data moves one way: no layer imports the ones above it"
   deepStrictEqual(upward, []);
 });
 
+// What each eval layer may not import: the layers above it. eval/ reads in
+// the order an eval runs: the command line (cli/, beside main.ts) → the report
+// and the recording (report/, record/) → running the tasks (run/) → the
+// agents and the environments (agents/, environments/), which meet only
+// through the shared modules at eval/'s root (tool_host.ts, _bounded_*.ts).
+const EVAL_LAYERS = [
+  "eval/cli/",
+  "eval/report/",
+  "eval/record/",
+  "eval/run/",
+  "eval/agents/",
+  "eval/environments/",
+];
+const EVAL_ABOVE: Record<string, string[]> = {
+  "eval/report/": ["eval/cli/", "eval/record/"],
+  "eval/record/": ["eval/cli/", "eval/report/"],
+  "eval/run/": ["eval/cli/", "eval/report/", "eval/record/"],
+  "eval/agents/": [
+    "eval/cli/",
+    "eval/report/",
+    "eval/record/",
+    "eval/run/",
+    "eval/environments/",
+  ],
+  "eval/environments/": [
+    "eval/cli/",
+    "eval/report/",
+    "eval/record/",
+    "eval/run/",
+    "eval/agents/",
+  ],
+};
+// eval/'s entry points, which may import every layer.
+const EVAL_ENTRIES = ["eval/main.ts", "eval/mod.ts"];
+
+Deno.test("eval's data moves one way: no layer imports the ones above it", async () => {
+  const upward: string[] = [];
+  for (const [layer, above] of Object.entries(EVAL_ABOVE)) {
+    for await (const file of walk(`${ROOT}${layer}`)) {
+      const path = file.slice(ROOT.length);
+      for (const imported of importsOf(path, await Deno.readTextFile(file))) {
+        if (above.some((prefix) => imported.startsWith(prefix))) {
+          upward.push(`${path} → ${imported}`);
+        }
+      }
+    }
+  }
+  deepStrictEqual(upward, []);
+});
+
+Deno.test("eval's shared root modules import none of its layers", async () => {
+  const upward: string[] = [];
+  for (const path of await rootSources("eval/")) {
+    if (EVAL_ENTRIES.includes(path)) continue;
+    for (
+      const imported of importsOf(path, await Deno.readTextFile(ROOT + path))
+    ) {
+      if (EVAL_LAYERS.some((prefix) => imported.startsWith(prefix))) {
+        upward.push(`${path} → ${imported}`);
+      }
+    }
+  }
+  deepStrictEqual(upward, []);
+});
+
+Deno.test("eval/ keeps at most 12 source files at its root, its entry points among them", async () => {
+  const root = await rootSources("eval/");
+  for (const entry of EVAL_ENTRIES) {
+    deepStrictEqual(root.includes(entry), true, `${entry} is missing`);
+  }
+  deepStrictEqual(
+    root.length <= 12,
+    true,
+    `${root.length} source files at eval/'s root: ${root.join(", ")}`,
+  );
+});
+
 // What each mcp/ layer may not import: the layers above it. server/ (the
 // class and its run()) is on top; hud/ serves the class's tasks over HUD's
 // control channel with the transports' and scenarios' pieces; transports/ and
@@ -86,7 +164,7 @@ Deno.test("mcp/'s layers import one way: none imports the ones above it", async 
       }
     }
   }
-  for (const path of await rootSourceFiles("mcp")) {
+  for (const path of await rootSources("mcp/")) {
     if (path === MCP_ENTRY) continue;
     for (
       const imported of importsOf(path, await Deno.readTextFile(ROOT + path))
@@ -98,23 +176,25 @@ Deno.test("mcp/'s layers import one way: none imports the ones above it", async 
 });
 
 Deno.test(`mcp/ has at most ${MCP_MAX_ROOT_FILES} source files at its root`, async () => {
-  const files = await rootSourceFiles("mcp");
+  const files = await rootSources("mcp/");
   assert.ok(
     files.length <= MCP_MAX_ROOT_FILES,
     `${files.length} source files at mcp/'s root: ${files.join(", ")}`,
   );
 });
 
-/** The non-test `.ts` files directly in `folder`, as paths from the root. */
-async function rootSourceFiles(folder: string): Promise<string[]> {
-  const files: string[] = [];
+/** The non-test `.ts` files directly in a folder, as paths from the root. */
+async function rootSources(folder: string): Promise<string[]> {
+  const found: string[] = [];
   for await (const entry of Deno.readDir(`${ROOT}${folder}`)) {
     if (
       entry.isFile && entry.name.endsWith(".ts") &&
       !entry.name.endsWith("_test.ts")
-    ) files.push(`${folder}/${entry.name}`);
+    ) {
+      found.push(`${folder}${entry.name}`);
+    }
   }
-  return files.sort();
+  return found.sort();
 }
 
 async function* walk(dir: string): AsyncGenerator<string> {

@@ -84,7 +84,7 @@ export interface ModelEndpoint {
   /**
    * How model calls travel (default {@linkcode gatewayTransport} of this
    * endpoint): the one seam every loop's model calls pass, which recording
-   * and replay wrap (see `eval/record.ts`).
+   * and replay wrap (see `eval/record/recorder.ts`).
    */
   transport?: ModelTransport;
 }

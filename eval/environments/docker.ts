@@ -27,7 +27,7 @@ import type {
   ContainerNetwork,
   ContainerRuntime,
   LaunchedContainer,
-} from "../target.ts";
+} from "./target.ts";
 
 /** The label of every container the runtime starts: `<machine>/<pid>/<start>` of its runner. */
 export const RUNNER_LABEL = "org.mcpkit.eval.runner";
@@ -175,7 +175,7 @@ export function runnerGone(id: string): boolean {
  * @example
  * ```ts ignore
  * import { DockerRuntime } from "./docker.ts";
- * import { Environment } from "../environment.ts";
+ * import { Environment } from "./environment.ts";
  *
  * const runtime = new DockerRuntime({ image: "desktop-env" });
  * const env = await Environment.connect({ runtime });

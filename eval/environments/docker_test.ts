@@ -6,8 +6,8 @@ import {
   runnerGone,
   runnerId,
 } from "./docker.ts";
-import { dockerTarget } from "./docker_options.ts";
-import { UsageError } from "../cli_options.ts";
+import { dockerTarget } from "../cli/docker_options.ts";
+import { UsageError } from "../cli/options.ts";
 
 Deno.test("parseDockerImage() reads docker://name[:tag] and refuses what could pass as an option", () => {
   assert.equal(parseDockerImage("docker://desktop-env"), "desktop-env");

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { EvalResult } from "../result.ts";
+import type { EvalResult } from "../run/result.ts";
 
 /**
  * Escapes text for HTML (element content and quoted attributes).

@@ -4,8 +4,8 @@
  *
  * @module
  */
-import type { EvalResult } from "../result.ts";
-import { countsAsFailure, rewardStats } from "../stats.ts";
+import type { EvalResult } from "../run/result.ts";
+import { countsAsFailure, rewardStats } from "../run/stats.ts";
 import { esc, isScored, num, usd } from "./html.ts";
 
 export function summarySection(results: EvalResult[]): string {

@@ -11,16 +11,11 @@ import type {
   TrajectoryStep,
   TrajectoryToolCall,
 } from "../agents/trajectory.ts";
-import type { EvalResult } from "../result.ts";
-import {
-  BASE64,
-  imageExt,
-  type ImageReader,
-  SHA256,
-} from "../report_images.ts";
+import type { EvalResult } from "../run/result.ts";
+import { BASE64, imageExt, type ImageReader, SHA256 } from "./images.ts";
 import { esc, json, num, statusOf, usd } from "./html.ts";
 import { type ShotAction, shotAction, shotFigure } from "./shot.ts";
-import { countsAsFailure } from "../stats.ts";
+import { countsAsFailure } from "../run/stats.ts";
 
 /** What a task's section needs of the report's options. */
 export interface TaskSectionOptions {

@@ -21,6 +21,7 @@
 import {
   buildExchange,
   fallbackCandidates,
+  jsonObject,
   outputLimit,
   parseCall,
   type ParsedCall,
@@ -124,7 +125,11 @@ class Call implements AsyncDisposable {
    */
   async run(): Promise<Response> {
     const { deps, request } = this;
-    const parsed = parseCall(request);
+    const large = request.bodyText.length >= LARGE_BODY_CHARS;
+    const json = jsonObject(request.bodyText);
+    if (large) await otherWorkFirst();
+    const parsed = parseCall(request, json);
+    if (large) await otherWorkFirst();
     this.stream = parsed.stream;
     // What no catalog prices is refused here, before any money moves.
     const features = billableFeatures(
@@ -157,6 +162,10 @@ class Call implements AsyncDisposable {
     const notice = lifecycleHeaders(deps.model(parsed.model) ?? candidates[0]);
     const inputTokens = estimateInputTokens(parsed.body, candidates);
     this.#inputEstimate = inputTokens;
+    if (large) await otherWorkFirst();
+    // Never below what the body was held at while it arrived (a key JSON
+    // repeats keeps only its last value, so the structure can count more).
+    const heldInput = Math.max(inputTokens, request.floorTokens ?? 0);
     const outputTokens = parsed.choices * (parsed.predictedTokens + Math.max(
       ...candidates.map((entry) => outputLimit(entry, parsed.maxOutputTokens)),
     ));
@@ -166,7 +175,7 @@ class Call implements AsyncDisposable {
       request.caller,
       holdFor(
         candidates,
-        inputTokens,
+        heldInput,
         parsed,
         features,
         heldCacheWrite(parsed.body),
@@ -176,9 +185,10 @@ class Call implements AsyncDisposable {
     // The caller's counted limits take the call's share after the credits,
     // so a refusal by either gives the other back and forwards nothing.
     this.#ticket = await deps.limits.reserve(request.caller, {
-      tokens: inputTokens + outputTokens,
+      tokens: heldInput + outputTokens,
       micros: this.#reservation.amountMicros,
     });
+    if (large) await otherWorkFirst();
     const { exchange, upstream } = await this.#sendToFirstServing(
       candidates,
       parsed,
@@ -491,6 +501,20 @@ class Call implements AsyncDisposable {
       time: this.started,
     };
   }
+}
+
+/**
+ * A body at least this long (characters) lets the process's other work run
+ * between the stages that walk it (parse, validate, estimate and hold,
+ * build the provider's request), each of which holds the event loop for as long as the body takes: a 31
+ * MiB body's stages took seconds in one piece, and every other call and
+ * `/health` waited for all of them.
+ */
+const LARGE_BODY_CHARS = 256 * 1024;
+
+/** Resolves once the event loop has run what was waiting (a timer, so I/O goes first). */
+function otherWorkFirst(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
 /**

@@ -50,6 +50,8 @@ export interface CallRequest {
   headers: Headers;
   /** The raw body text (already size-limited). */
   bodyText: string;
+  /** The input tokens the body's structure holds at least, counted as it was read (`hold_floor.ts`); the hold is never below it. */
+  floorTokens?: number;
   /** Gemini's model and action come from the path. */
   pathModel?: string;
   /** Whether the path asked for a stream (Gemini `:streamGenerateContent`). */

@@ -38,18 +38,22 @@ export type HeldCacheWrite = "none" | "5m" | "1h";
  */
 export function heldCacheWrite(body: unknown): HeldCacheWrite {
   let held: HeldCacheWrite = "none";
-  // A stack, not recursion: a hostile body may nest deep.
+  // A stack, not recursion: a hostile body may nest deep. Items are pushed
+  // one at a time: spreading an array of a million messages into push()
+  // passes a million arguments, past the call stack.
   const pending: unknown[] = [body];
   while (pending.length > 0) {
     const value = pending.pop();
-    if (Array.isArray(value)) pending.push(...value);
-    else if (typeof value === "object" && value !== null) {
-      const control = (value as { cache_control?: unknown }).cache_control;
+    if (Array.isArray(value)) {
+      for (const item of value) pending.push(item);
+    } else if (typeof value === "object" && value !== null) {
+      const record = value as Record<string, unknown>;
+      const control = record.cache_control;
       if (typeof control === "object" && control !== null) {
         if ((control as { ttl?: unknown }).ttl === "1h") return "1h";
         held = "5m";
       }
-      pending.push(...Object.values(value));
+      for (const key in record) pending.push(record[key]);
     }
   }
   return held;
@@ -64,9 +68,9 @@ export function heldCacheWrite(body: unknown): HeldCacheWrite {
  * @param parsed The caller's output limit, answers asked for and predicted tokens.
  * @param features What the call asks for beyond tokens (a tier, web searches).
  * @param cacheWrite The dearest cache write the body asks for: the input is held at its price.
- * @param storedContext The body names stored context of unknown size (`namesStoredContext`): on a model whose context window the catalog gives, the input is held at the window less the output.
+ * @param storedContext The body names stored context of unknown size (`namesStoredContext`): the input is held at the model's context window less the output.
  * @returns The amount to hold and the candidate it is for.
- * @throws {GatewayError} A 500 for a model whose price the money maths cannot hold.
+ * @throws {GatewayError} A 500 for a model whose price the money maths cannot hold; a 400 for stored context on a model whose context window the catalog does not give.
  */
 export function holdFor(
   candidates: readonly CatalogEntry[],
@@ -80,8 +84,14 @@ export function holdFor(
   for (const entry of candidates) {
     const limit = outputLimit(entry, parsed.maxOutputTokens);
     // Stored context can fill the window, whatever the body shows of it.
-    const input = storedContext && entry.contextWindow !== undefined
-      ? Math.max(Math.ceil(inputTokens), entry.contextWindow - limit)
+    // Without a window nothing bounds what the provider bills for it, and
+    // concurrent calls held below their bill ran a caller into debt and
+    // past its spend cap: such a call is refused instead.
+    if (storedContext && entry.contextWindow === undefined) {
+      throw unboundedContext(entry);
+    }
+    const input = storedContext
+      ? Math.max(Math.ceil(inputTokens), entry.contextWindow! - limit)
       : Math.ceil(inputTokens);
     let amount: number;
     try {
@@ -111,6 +121,21 @@ export function holdFor(
     if (amount > hold.amount) hold = { amount, entry };
   }
   return hold;
+}
+
+/**
+ * The 400 for a call naming stored context on a model whose context window
+ * the catalog does not give: nothing bounds what it would be billed.
+ *
+ * @param entry The model.
+ * @returns The error to throw.
+ */
+function unboundedContext(entry: CatalogEntry): GatewayError {
+  return new GatewayError(
+    400,
+    `Model "${entry.id}" has no context window in the catalog, so the stored context this call names (previous_response_id, conversation, a stored prompt, an item_reference input or cachedContent) cannot be held for: send the context in the body, or ask the operator to set the model's contextWindow`,
+    { code: "stored_context_unbounded" },
+  );
 }
 
 /**

@@ -95,11 +95,14 @@ export function jsonObject(text: string): Record<string, unknown> {
  * Reads a call's body: one JSON object, valid for its route's schema.
  *
  * @param request The call's request.
+ * @param read Its body parsed already ({@linkcode jsonObject}), if it was.
  * @returns The model asked for, the body, whether it streams and its output limit.
  * @throws {GatewayError} A 400 naming the first invalid field.
  */
-export function parseCall(request: CallRequest): ParsedCall {
-  const read = jsonObject(request.bodyText);
+export function parseCall(
+  request: CallRequest,
+  read: Record<string, unknown> = jsonObject(request.bodyText),
+): ParsedCall {
   const json = request.route === "gemini" ? geminiSpelling(read) : read;
   const parsed = routeSchemas[request.route].safeParse(json);
   if (!parsed.success) {

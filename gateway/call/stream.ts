@@ -18,6 +18,7 @@ import { deadlines, upstreamTimeout } from "../upstream/deadlines.ts";
 import { outputTextTokens } from "./estimate.ts";
 import { boundedFeed } from "./sse_feed.ts";
 import { scrubKey, scrubsKey } from "../upstream/scrub.ts";
+import { type ScrubbedEvent, StreamScrub } from "../upstream/scrub_stream.ts";
 import type { Exchange } from "../upstream/providers/provider.ts";
 import { parseJson } from "../upstream/providers/provider.ts";
 import type { ProviderKey } from "../upstream/key_pool.ts";
@@ -185,11 +186,15 @@ export function relayStream(options: RelayOptions): Relay {
   const { exchange, upstream } = options;
   const relay = exchange.relay();
   const encoder = new TextEncoder();
-  // A provider that quotes its key in a streamed error must not hand it to
-  // the caller: the key is named by its id instead, as in whole answers. A
-  // key too short to be a real provider's is never scrubbed (see
-  // MIN_SCRUBBED_KEY_LENGTH): words and tool ids that contain it pass whole.
+  // A provider that quotes its key in a stream must not hand it to the
+  // caller: the key is named by its id instead, as in whole answers. Events
+  // are scrubbed as parsed JSON before the relay sees them (escaped
+  // spellings, a key split across events: StreamScrub); what the relay
+  // writes is scrubbed once more as text. A key too short to be a real
+  // provider's is never scrubbed (see MIN_SCRUBBED_KEY_LENGTH): words and
+  // tool ids that contain it pass whole.
   const { provider } = upstream.key;
+  const scrub = new StreamScrub(upstream.key);
   const scrubs = scrubsKey(upstream.key);
   const redact = (text: string) => scrubKey(text, upstream.key);
   const frames = (text: string) => encoder.encode(redact(text));
@@ -213,11 +218,15 @@ export function relayStream(options: RelayOptions): Relay {
           { code: "upstream_garbage" },
         );
       }
-      const out = relay.event(event, data);
-      if (out) relayedOutput += outputTextTokens(data);
-      pending += out;
+      for (const clean of scrub.push(event, data)) relayEvent(clean);
     },
   });
+  /** Hands one scrubbed event to the relay and keeps what it writes. */
+  const relayEvent = (clean: ScrubbedEvent) => {
+    const out = relay.event(clean.event, clean.data);
+    if (out) relayedOutput += outputTextTokens(clean.data);
+    pending += out;
+  };
   const reads = upstreamReader(upstream.response.body!);
   const decoder = new TextDecoder();
   // Whether the decoder holds the start of a character split across reads.
@@ -287,6 +296,8 @@ export function relayStream(options: RelayOptions): Relay {
         const { value, done } = await readChunk(left);
         if (done) return;
         feed(value);
+        // Nothing reaches the caller now: held events only count usage.
+        scrub.flush().forEach(relayEvent);
         pending = "";
       }
     } catch {
@@ -305,6 +316,7 @@ export function relayStream(options: RelayOptions): Relay {
             deadlines.forget(watched);
             lines.feed(decoder.decode());
             lines.flush();
+            scrub.flush().forEach(relayEvent);
             pending += relay.end();
             if (pending) controller.enqueue(frames(pending));
             // Ended before the caller sees the close, so the call's owner

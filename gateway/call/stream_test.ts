@@ -111,6 +111,25 @@ Deno.test("relayStream() names the key instead of relaying its secret, in a read
   );
 });
 
+Deno.test("relayStream() names a key JSON-escaped, cut across two reads, or split across two events", async () => {
+  const encode = (text: string) => new TextEncoder().encode(text);
+  const escaped = chunk("a " + SECRET).replace("sk-", "sk\\u002d");
+  const whole = chunk("b " + SECRET);
+  const cut = whole.indexOf(SECRET) + 5;
+  const out = await relayReads([
+    encode(escaped),
+    encode(whole.slice(0, cut)),
+    encode(whole.slice(cut)),
+    encode(chunk("c " + SECRET.slice(0, 12))),
+    encode(chunk(SECRET.slice(12) + " d") + "data: [DONE]\n\n"),
+  ]);
+  assert.equal(
+    new TextDecoder().decode(out),
+    chunk("a [key k1]") + chunk("b [key k1]") + chunk("c [key k1]") +
+      chunk(" d") + "data: [DONE]\n\n",
+  );
+});
+
 Deno.test("relayStream() drops the usage chunk the caller did not ask for from a read it otherwise passes on", async () => {
   const usage = `data: ${
     JSON.stringify({

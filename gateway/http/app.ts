@@ -11,9 +11,9 @@
  */
 import { uuidV7 } from "../_ids.ts";
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import type { SettleJournal } from "../state/credits/journal.ts";
 import { BodyBudget, bodyGuard } from "./body_guard.ts";
+import { cheapestRates } from "../call/hold_floor.ts";
 import { createAdminRoutes } from "./admin.ts";
 import { consolePages } from "./console/pages.ts";
 import { callerAuth } from "./auth.ts";
@@ -221,25 +221,16 @@ export function createGateway(options: GatewayOptions): GatewayApp {
     )
   );
 
-  const bodySizeLimit = bodyLimit({
-    maxSize: config.maxBodyBytes,
-    onError: () => {
-      throw new GatewayError(
-        413,
-        `Request body is larger than ${config.maxBodyBytes} bytes`,
-        {
-          code: "request_too_large",
-        },
-      );
-    },
-  });
-
-  // Before a body is read: an expired key, no credit for a large body, and
-  // too many bytes of bodies in flight for one caller are refused.
-  const preBody = bodyGuard({
+  // Before a body is parsed: an expired key, no credit for a large body,
+  // counted limits already reached, too many bytes of bodies in flight for
+  // one caller, and a body whose first pieces already hold more than the
+  // balance are refused; the body is read within GATEWAY_MAX_BODY_BYTES.
+  const readBody = bodyGuard({
     billing,
+    limits,
     budget: new BodyBudget(config.maxCallerBodyBytes),
     maxBodyBytes: config.maxBodyBytes,
+    cheapestRates: (route) => cheapestRates(catalog.list(), route),
   });
 
   const api = new Hono<GatewayEnv>();
@@ -258,7 +249,7 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   api.route("/", callerRoutes(kv, billing, authenticate));
   api.route(
     "/",
-    callRoutes(deps, { authenticate, preBody, bodySizeLimit }),
+    callRoutes(deps, { authenticate, readBody }),
   );
   api.route(
     "/admin",

@@ -1,11 +1,15 @@
 /**
- * The refusals a call gets before its body is read: a key past its expiry,
- * a large body from a caller with no credit, and a caller with too many
- * bytes of bodies in flight. Reading, parsing and estimating a body costs
+ * The refusals a call gets before its body is parsed, and the reading of
+ * the body: a key past its expiry; for a large body, a caller with no
+ * credit, or whose counted limits (rpm, tpm, spend cap) are already
+ * reached; a caller with too many bytes of bodies in flight; and, while the
+ * body arrives, a balance below the least its structure can be held at
+ * (`../call/hold_floor.ts`). Reading, parsing and estimating a body costs
  * time and memory in proportion to its size (a 31 MiB body took seconds and
- * hundreds of MB before its 402), so what can be refused from the headers
- * and one balance read is refused first, and each caller's share of that
- * work at any moment is bounded ({@linkcode BodyBudget}).
+ * hundreds of MB before its 402), so what can be refused from the headers,
+ * one balance read and the body's first pieces is refused first, and each
+ * caller's share of that work at any moment is bounded
+ * ({@linkcode BodyBudget}).
  *
  * @module
  */
@@ -14,7 +18,12 @@ import { GatewayError } from "../errors.ts";
 import type { Billing } from "../state/credits/billing.ts";
 import { formatUsd } from "../state/credits/money.ts";
 import { checkKeyExpiry } from "../state/limits/limits.ts";
-import type { CallerEnv } from "./auth.ts";
+import type { LimitCounters } from "../state/limits/counters.ts";
+import type { TokenPrices } from "../state/catalog.ts";
+import type { RouteName } from "../conventions.ts";
+import { floorHoldMicros } from "../call/hold_floor.ts";
+import type { Caller } from "../state/callers.ts";
+import { type ReadBody, readBody } from "./body_reader.ts";
 
 /**
  * A body at least this large is refused before it is read when its caller
@@ -87,38 +96,50 @@ export class BodyBudget {
   }
 }
 
+/** What {@linkcode bodyGuard} puts on the context: the caller (set before it) and the body read. */
+export type BodyEnv = { Variables: { caller: Caller; body: ReadBody } };
+
 /** What {@linkcode bodyGuard} needs. */
 export interface BodyGuardOptions {
   /** The callers' balances. */
   billing: Pick<Billing, "balance">;
+  /** The callers' counted limits, read before a large body is. */
+  limits: Pick<LimitCounters, "refusalBeforeBody">;
   /** Each caller's bytes in flight. */
   budget: BodyBudget;
   /** The largest body the gateway accepts (a body of unknown size counts as this). */
   maxBodyBytes: number;
+  /** The cheapest rates any call on a route is held at (`cheapestRates`), from the catalog as it is now. */
+  cheapestRates(route: RouteName): TokenPrices;
 }
 
 /**
- * Middleware run after the caller is authenticated and before the body is
- * read: refuses an expired key (401), a body of at least
- * {@linkcode PREFLIGHT_BODY_BYTES} from a caller whose balance is not above
- * zero (402), and a body that would take its caller past the bytes it may
- * have in flight (429, `retry-after: 1`). The body's size is its
- * `content-length`; a body without one counts as the largest accepted.
+ * Middleware run after the caller is authenticated: refuses an expired key
+ * (401); for a body of at least {@linkcode PREFLIGHT_BODY_BYTES} (its
+ * `content-length`; a body without one counts as the largest accepted), a
+ * caller whose balance is not above zero (402) and, on an inference route,
+ * one whose counted limits are already reached (429 or 402, as the call's
+ * own check says); a body that would take its caller past the bytes it may
+ * have in flight (429, `retry-after: 1`). Then it reads the body
+ * (`c.get("body")`), refused with 413 past the largest accepted and, on an
+ * inference route with a large body, with 402 as soon as what has arrived
+ * is held at more than the balance: the rest is not read, nothing is parsed.
  *
- * @param options Balances, the budget and the largest body.
- * @returns The middleware.
+ * @param options Balances, limits, the budget, the largest body and the catalog's rates.
+ * @returns For a route, its middleware (`undefined`: a request that holds no credit, as counting tokens).
  */
 export function bodyGuard(
   options: BodyGuardOptions,
-): MiddlewareHandler<CallerEnv> {
-  const { billing, budget, maxBodyBytes } = options;
-  return async (c, next) => {
+): (route?: RouteName) => MiddlewareHandler<BodyEnv> {
+  const { billing, limits, budget, maxBodyBytes } = options;
+  return (route) => async (c, next) => {
     const caller = c.get("caller");
     checkKeyExpiry(caller.limits, Date.now());
     const declared = Number(c.req.header("content-length") ?? NaN);
     const bytes = Number.isSafeInteger(declared) && declared >= 0
       ? Math.min(declared, maxBodyBytes)
       : maxBodyBytes;
+    let check: ((floorTokens: number) => void) | undefined;
     if (bytes >= PREFLIGHT_BODY_BYTES) {
       const balance = await billing.balance(caller.id);
       if (balance <= 0) {
@@ -128,6 +149,18 @@ export function bodyGuard(
             formatUsd(balance)
           }, and a call needs a balance above zero; add credits`,
         );
+      }
+      if (route !== undefined) {
+        const rates = options.cheapestRates(route);
+        const refusal = await limits.refusalBeforeBody(
+          caller,
+          floorHoldMicros(1, rates),
+        );
+        if (refusal) throw refusal;
+        check = (floorTokens) => {
+          const least = floorHoldMicros(floorTokens, rates);
+          if (least > balance) throw bodyOverBalance(least, balance);
+        };
       }
     }
     if (!budget.take(caller.id, bytes)) {
@@ -140,9 +173,29 @@ export function bodyGuard(
       );
     }
     try {
+      c.set(
+        "body",
+        await readBody(c.req.raw, { maxBytes: maxBodyBytes, check }),
+      );
       await next();
     } finally {
       budget.give(caller.id, bytes);
     }
   };
+}
+
+/**
+ * The 402 of a body whose structure alone is held at more than the balance:
+ * the hold's own refusal (`reserveHold`), with what is known before the
+ * body is parsed.
+ */
+function bodyOverBalance(leastMicros: number, balance: number): GatewayError {
+  return new GatewayError(
+    402,
+    `Insufficient credits: this call may cost at least $${
+      formatUsd(leastMicros)
+    } (what its body holds at the cheapest price on this route) and $${
+      formatUsd(Math.max(0, balance))
+    } is available; send a smaller body or add credits`,
+  );
 }

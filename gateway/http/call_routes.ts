@@ -15,6 +15,7 @@ import { modelPathOf } from "./_path.ts";
 import { GatewayError } from "../errors.ts";
 import type { GatewayEnv } from "./_env.ts";
 import type { CallerEnv } from "./auth.ts";
+import type { BodyEnv } from "./body_guard.ts";
 import { ROUTE_CONVENTIONS, type RouteName } from "../conventions.ts";
 
 /** The routes whose calls take the route from their path alone. */
@@ -28,33 +29,37 @@ const PLAIN_CALL_ROUTES: readonly RouteName[] = [
 export interface CallGuards {
   /** Authenticates the caller from the headers (sets `c.get("caller")`). */
   authenticate: MiddlewareHandler<CallerEnv>;
-  /** Refuses, before the body is read, what the headers and the balance can refuse, and bounds each caller's bytes in flight (`body_guard.ts`). */
-  preBody: MiddlewareHandler<CallerEnv>;
-  /** Refuses a body over the configured size. */
-  bodySizeLimit: MiddlewareHandler;
+  /**
+   * Refuses, before the body is parsed, what the headers, the balance, the
+   * limits and the body's first pieces can refuse, bounds each caller's
+   * bytes in flight, and reads the body within the size limit
+   * (`body_guard.ts`); given the route of a call that holds credit.
+   */
+  readBody: (route?: RouteName) => MiddlewareHandler<BodyEnv>;
 }
 
 /**
  * Creates the inference routes, relative to where they are mounted.
  *
  * @param deps What a call needs (billing, limits, key pool, catalog, providers).
- * @param guards The caller check and the body limit.
+ * @param guards The caller check and the body's guard.
  * @returns A Hono app to mount at the gateway's root and under `/v1`.
  */
 export function callRoutes(
   deps: CallDeps,
   guards: CallGuards,
 ): Hono<GatewayEnv> {
-  const { authenticate, preBody, bodySizeLimit } = guards;
+  const { authenticate, readBody } = guards;
   const api = new Hono<GatewayEnv>();
   const run =
     (route: RouteName, extra: Partial<CallRequest> = {}) =>
-    async (c: Context<GatewayEnv>) => {
+    (c: Context<GatewayEnv>) => {
       const request: CallRequest = {
         route,
         caller: c.get("caller"),
         headers: c.req.raw.headers,
-        bodyText: await c.req.text(),
+        bodyText: c.get("body").text,
+        floorTokens: c.get("body").floorTokens,
         query: c.req.query(),
         signal: c.req.raw.signal,
         requestId: c.get("requestId"),
@@ -65,24 +70,17 @@ export function callRoutes(
     };
   for (const route of PLAIN_CALL_ROUTES) {
     for (const path of ROUTE_CONVENTIONS[route].callPaths) {
-      api.post(
-        path,
-        authenticate,
-        preBody,
-        bodySizeLimit,
-        (c) => run(route)(c),
-      );
+      api.post(path, authenticate, readBody(route), (c) => run(route)(c));
     }
   }
   // A Responses conversation, pinned to the key that created it.
   api.post(
     "/conversations",
     authenticate,
-    preBody,
-    bodySizeLimit,
-    async (c) =>
+    readBody(),
+    (c) =>
       createConversation(deps, {
-        body: jsonObject(await c.req.text()),
+        body: jsonObject(c.get("body").text),
         caller: c.get("caller"),
         signal: c.req.raw.signal,
         requestId: c.get("requestId"),
@@ -91,10 +89,9 @@ export function callRoutes(
   api.post(
     "/messages/count_tokens",
     authenticate,
-    preBody,
-    bodySizeLimit,
-    async (c) => {
-      const body = jsonObject(await c.req.text());
+    readBody(),
+    (c) => {
+      const body = jsonObject(c.get("body").text);
       if (typeof body.model !== "string" || body.model === "") {
         throw new GatewayError(400, 'Invalid "model": expected a model id', {
           param: "model",
@@ -122,7 +119,7 @@ export function callRoutes(
       return countTokens(deps, {
         route: "gemini",
         model: target.slice(0, colon),
-        body: jsonObject(await c.req.text()),
+        body: jsonObject(c.get("body").text),
         headers: c.req.raw.headers,
         caller: c.get("caller"),
         signal: c.req.raw.signal,
@@ -143,8 +140,16 @@ export function callRoutes(
       pathStream: method === "streamGenerateContent",
     })(c);
   };
+  // Counting tokens holds no credit: its body is read without a call's
+  // refusals.
+  const geminiCallBody = readBody("gemini");
+  const geminiCountBody = readBody();
+  const geminiBody: MiddlewareHandler<BodyEnv> = (c, next) =>
+    (modelPathOf(c.req.path).endsWith(":countTokens")
+      ? geminiCountBody
+      : geminiCallBody)(c, next);
   for (const path of ROUTE_CONVENTIONS.gemini.callPaths) {
-    api.post(path, authenticate, preBody, bodySizeLimit, geminiCall);
+    api.post(path, authenticate, geminiBody, geminiCall);
   }
   return api;
 }

@@ -222,8 +222,13 @@ export async function sendUpstream(
           return { response, key, abort, signal, clearTimeout: clear };
         }
         const text = await response.text().catch(() => "");
-        // Providers may quote the key they were sent; it never goes further.
-        const message = scrubKey(provider.errorMessage(text), key);
+        // Providers may quote the key they were sent; it never goes further,
+        // however the JSON spells it, and it is scrubbed from the whole body
+        // before the message is cut short (a cut would keep part of it).
+        const message = scrubKey(
+          provider.errorMessage(scrubAnswer(text, key)),
+          key,
+        );
         rule = aboutTheRequest(rule, message, {
           requestRefusals: provider.requestRefusals,
           ownRateLimits: request.ownRateLimits,

@@ -246,6 +246,33 @@ Deno.test("sendUpstream() never passes on the key a provider quotes in its error
   assert.equal(settings.keyPool.health()[0].inFlight, 0);
 });
 
+Deno.test("sendUpstream() scrubs a quoted key from an error however the JSON spells it, and before a long body is cut short", async () => {
+  const bodies = [
+    // A field the message is not read from: the body is passed on as text.
+    JSON.stringify({ detail: `bad key ${KEY_A}` }).replace(
+      KEY_A,
+      KEY_A.replaceAll("-", "\\u002d"),
+    ),
+    // Not JSON, the key across the 200 characters a message keeps.
+    `${"x".repeat(175)} key ${KEY_A}`,
+  ];
+  for (const body of bodies) {
+    await using upstream = loopbackUpstream(() =>
+      new Response(body, { status: 400 })
+    );
+    const settings = settingsFor(upstream.base, [KEY_A]);
+    const error = await sendUpstream(settings, requestOf()).then(
+      () => undefined,
+      (thrown) => thrown,
+    );
+    assert.ok(error instanceof GatewayError);
+    assert.equal(error.status, 400);
+    for (const spelling of [KEY_A, KEY_A.slice(0, 12), "\\u002d"]) {
+      assert.ok(!error.message.includes(spelling), error.message);
+    }
+  }
+});
+
 Deno.test("sendUpstream() fails an upstream that does not answer in time with a 504 and gives its key back", async () => {
   const gate = Promise.withResolvers<void>();
   await using upstream = loopbackUpstream(async () => {

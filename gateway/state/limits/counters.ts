@@ -132,6 +132,42 @@ export class LimitCounters {
     return this.#engine.idle();
   }
 
+  /**
+   * The refusal a call would get from the caller's counted limits as they
+   * stand, whatever its body: this minute's requests at the rpm, its tokens
+   * at the tpm, or the period's spend at the cap less `leastMicros`. Reads
+   * the counters and counts nothing, so a body can be refused before it is
+   * read; the call still takes its share in {@linkcode LimitCounters.reserve}.
+   *
+   * @param caller The authenticated caller.
+   * @param leastMicros The least any call on the route is held at.
+   * @returns The refusal, or `undefined` when the limits may let the call in.
+   */
+  async refusalBeforeBody(
+    caller: Caller,
+    leastMicros: number,
+  ): Promise<GatewayError | undefined> {
+    const limits = caller.limits;
+    if (!limits || !hasCountedLimits(limits)) return undefined;
+    const now = this.#now();
+    const minute = windowOf("minute", now);
+    const period = limits.spend
+      ? windowOf(limits.spend.period, now)
+      : undefined;
+    const [usage, spent] = await this.#kv.getMany<[MinuteUsage, number]>([
+      limitMinuteKey(caller.id, minute.start),
+      limitSpendKey(caller.id, period?.start ?? 0),
+    ]);
+    return limitRefusal(
+      limits,
+      now,
+      usage.value ?? { requests: 0, tokens: 0 },
+      period ? spent.value ?? 0 : 0,
+      { tokens: 1, micros: leastMicros },
+      true,
+    );
+  }
+
   #submit(callerId: string, job: LimitJob): void {
     this.#engine.submit(callerId, job);
   }
@@ -220,42 +256,14 @@ export class LimitCounters {
       const { limits, demand } = job;
       const key = minuteKeyOf(minute.start);
       const usage = minuteOf(key);
-      const waitSeconds = Math.max(1, Math.ceil((minute.end - now) / 1000));
-      if (limits.rpm !== undefined && usage.requests + 1 > limits.rpm) {
-        return new GatewayError(
-          429,
-          `This key's limit of ${limits.rpm} requests per minute is reached; it frees up in ${waitSeconds} s`,
-          { code: "key_rpm_limit", retryAfterSeconds: waitSeconds },
-        );
-      }
-      if (
-        limits.tpm !== undefined && usage.tokens + demand.tokens > limits.tpm
-      ) {
-        return new GatewayError(
-          429,
-          `This key's limit of ${limits.tpm} tokens per minute is reached (this call may use ${demand.tokens}, ${usage.tokens} are counted); it frees up in ${waitSeconds} s`,
-          { code: "key_tpm_limit", retryAfterSeconds: waitSeconds },
-        );
-      }
-      let period: { start: number; end: number } | undefined;
-      if (limits.spend) {
-        period = windowOf(limits.spend.period, now);
-        const spendKey = spendKeyOf(period.start, period.end);
-        const spent = spendOf(spendKey);
-        const cap = usdToMicros(limits.spend.amount);
-        if (spent + demand.micros > cap) {
-          return new GatewayError(
-            402,
-            `This key's spend cap of $${
-              formatUsd(cap)
-            } per ${limits.spend.period} is reached ($${
-              formatUsd(spent)
-            } spent or held, and this call may cost up to $${
-              formatUsd(demand.micros)
-            }); it resets at ${new Date(period.end).toISOString()}`,
-            { code: "key_spend_limit" },
-          );
-        }
+      const period = limits.spend
+        ? windowOf(limits.spend.period, now)
+        : undefined;
+      const spendKey = period && spendKeyOf(period.start, period.end);
+      const spent = spendKey ? spendOf(spendKey) : 0;
+      const refusal = limitRefusal(limits, now, usage, spent, demand);
+      if (refusal) return refusal;
+      if (spendKey) {
         values.set(JSON.stringify(spendKey), spent + demand.micros);
         changed.add(JSON.stringify(spendKey));
       }
@@ -288,4 +296,59 @@ export class LimitCounters {
     }
     return results;
   }
+}
+
+/**
+ * The refusal of a call asking `demand` of counters standing at `usage`
+ * (this minute) and `spent` (this spend period), or `undefined`: 429 with
+ * `retry-after` at the rpm or tpm, 402 at the spend cap. `atLeast`: the
+ * demand is the least the call can ask (before its body is read), not the
+ * most.
+ */
+function limitRefusal(
+  limits: CallerLimits,
+  now: number,
+  usage: MinuteUsage,
+  spent: number,
+  demand: LimitDemand,
+  atLeast = false,
+): GatewayError | undefined {
+  const minute = windowOf("minute", now);
+  const waitSeconds = Math.max(1, Math.ceil((minute.end - now) / 1000));
+  if (limits.rpm !== undefined && usage.requests + 1 > limits.rpm) {
+    return new GatewayError(
+      429,
+      `This key's limit of ${limits.rpm} requests per minute is reached; it frees up in ${waitSeconds} s`,
+      { code: "key_rpm_limit", retryAfterSeconds: waitSeconds },
+    );
+  }
+  if (limits.tpm !== undefined && usage.tokens + demand.tokens > limits.tpm) {
+    return new GatewayError(
+      429,
+      `This key's limit of ${limits.tpm} tokens per minute is reached (this call may use ${
+        atLeast ? "at least " : ""
+      }${demand.tokens}, ${usage.tokens} are counted); it frees up in ${waitSeconds} s`,
+      { code: "key_tpm_limit", retryAfterSeconds: waitSeconds },
+    );
+  }
+  if (limits.spend) {
+    const cap = usdToMicros(limits.spend.amount);
+    if (spent + demand.micros > cap) {
+      const period = windowOf(limits.spend.period, now);
+      return new GatewayError(
+        402,
+        `This key's spend cap of $${
+          formatUsd(cap)
+        } per ${limits.spend.period} is reached ($${
+          formatUsd(spent)
+        } spent or held, and this call may cost ${
+          atLeast ? "at least" : "up to"
+        } $${formatUsd(demand.micros)}); it resets at ${
+          new Date(period.end).toISOString()
+        }`,
+        { code: "key_spend_limit" },
+      );
+    }
+  }
+  return undefined;
 }

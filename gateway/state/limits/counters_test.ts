@@ -141,6 +141,46 @@ Deno.test("LimitCounters counts spend against the cap of its period and gives ba
   });
 });
 
+Deno.test("LimitCounters.refusalBeforeBody() refuses from the counters as they stand, counting nothing", async () => {
+  await withKv(async (kv) => {
+    const counters = new LimitCounters(kv, () => NOON);
+    assert.equal(
+      await counters.refusalBeforeBody(callerWith(undefined), 1),
+      undefined,
+    );
+    const limited = callerWith({
+      rpm: 2,
+      tpm: 100,
+      spend: { amount: 1, period: "day" },
+    });
+    // Peeking counts nothing: both calls are still granted after it.
+    assert.equal(await counters.refusalBeforeBody(limited, 1), undefined);
+    await counters.reserve(limited, { tokens: 10, micros: 400_000 });
+    await counters.reserve(limited, { tokens: 10, micros: 400_000 });
+    const rpm = await counters.refusalBeforeBody(limited, 1);
+    assert.equal(rpm?.status, 429);
+    assert.equal(rpm?.code, "key_rpm_limit");
+    assert.equal(rpm?.retryAfterSeconds, 50);
+
+    const tokens = callerWith({ tpm: 100 }, "ck_tpm");
+    await counters.reserve(tokens, { tokens: 99, micros: 0 });
+    assert.equal(await counters.refusalBeforeBody(tokens, 1), undefined);
+    await counters.reserve(tokens, { tokens: 1, micros: 0 });
+    const tpm = await counters.refusalBeforeBody(tokens, 1);
+    assert.equal(tpm?.code, "key_tpm_limit");
+    assert.match(tpm?.message ?? "", /may use at least 1, 100 are counted/);
+
+    const spender = callerWith({ spend: { amount: 1, period: "day" } }, "ck_s");
+    await counters.reserve(spender, { tokens: 1, micros: 999_990 });
+    // The least a call is held at decides: 10 micro-USD fit, 11 do not.
+    assert.equal(await counters.refusalBeforeBody(spender, 10), undefined);
+    const spend = await counters.refusalBeforeBody(spender, 11);
+    assert.equal(spend?.status, 402);
+    assert.equal(spend?.code, "key_spend_limit");
+    assert.match(spend?.message ?? "", /may cost at least \$0\.000011/);
+  });
+});
+
 Deno.test("LimitCounters of two processes on one KV grant exactly rpm calls between them (conflicting commits are retried)", async () => {
   await withKv(async (store) => {
     const kv = countingLostCommits(store);

@@ -88,11 +88,18 @@ function list(value: unknown): unknown[] {
 
 /** Every `cache_control` where a request can place one. */
 function cacheControls(body: unknown): unknown[] {
+  // Pushed one at a time: spreading a caller's list of a million blocks into
+  // push() passes a million arguments, past the call stack.
   const holders: unknown[] = [body];
-  holders.push(...list(field(body, "system")), ...list(field(body, "tools")));
+  const add = (values: unknown[]) => {
+    for (const value of values) holders.push(value);
+  };
+  add(list(field(body, "system")));
+  add(list(field(body, "tools")));
   for (const message of list(field(body, "messages"))) {
     for (const block of list(field(message, "content"))) {
-      holders.push(block, ...list(field(block, "content")));
+      holders.push(block);
+      add(list(field(block, "content")));
     }
   }
   return holders.map((holder) => field(holder, "cache_control"))

@@ -107,3 +107,21 @@ Deno.test("anthropicUsage() refuses a split count that cannot be read", () => {
       error.message.includes("usage.cache_creation.ephemeral_1h_input_tokens"),
   );
 });
+
+Deno.test("unsplitCacheTtl() reads a request of a million system blocks and tool result parts", () => {
+  const blocks = Array.from({ length: 1_000_000 }, () => ({
+    type: "text",
+    text: "s",
+    cache_control: oneHour,
+  }));
+  assert.equal(unsplitCacheTtl({ system: blocks, messages: [] }), "1h");
+  assert.equal(
+    unsplitCacheTtl({
+      messages: [{
+        role: "user",
+        content: [{ type: "tool_result", tool_use_id: "x", content: blocks }],
+      }],
+    }),
+    "1h",
+  );
+});

@@ -289,8 +289,13 @@ function geminiContents(chat: ChatRequest): GeminiContent[] {
   const append = (role: "user" | "model", parts: GeminiPart[]) => {
     if (parts.length === 0) return;
     const last = contents.at(-1);
-    if (last?.role === role) last.parts.push(...parts);
-    else contents.push({ role, parts });
+    // One at a time: a message of a million parts spread into push() would
+    // pass a million arguments, past the call stack.
+    if (last?.role === role) {
+      for (const part of parts) {
+        last.parts.push(part);
+      }
+    } else contents.push({ role, parts });
   };
   chat.messages.forEach((message, i) => {
     const param = `messages[${i}]`;

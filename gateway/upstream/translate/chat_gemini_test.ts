@@ -119,6 +119,25 @@ Deno.test("toGeminiRequest() merges consecutive turns of the same role", () => {
   ]);
 });
 
+Deno.test("toGeminiRequest() merges a turn of 300 000 parts into the one before it", () => {
+  const parts = Array.from({ length: 300_000 }, () => ({
+    type: "text" as const,
+    text: "x",
+  }));
+  const { body } = toGeminiRequest(
+    chat({
+      model: "m",
+      messages: [
+        { role: "user", content: "First" },
+        { role: "user", content: parts },
+      ],
+    }),
+    "m",
+  );
+  assert.equal(body.contents.length, 1);
+  assert.equal(body.contents[0].parts.length, 300_001);
+});
+
 Deno.test("toGeminiRequest() sends data URL images inline and http URLs as fileData", () => {
   const { body } = toGeminiRequest(
     chat({

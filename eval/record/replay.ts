@@ -1,5 +1,5 @@
 /**
- * `--replay <dir>` answers each model call from a recording (`record.ts`,
+ * `--replay <dir>` answers each model call from a recording (`recorder.ts`,
  * format `recording.ts`), with no network at all, and fails the task with a
  * {@linkcode ReplayDivergence} naming the step and the first difference when
  * the request the agent would send differs from the recorded one (the
@@ -20,8 +20,8 @@ import type {
   JsonObject,
   ModelRequest,
   ModelTransport,
-} from "./agents/model.ts";
-import type { EvalTask } from "./tasks.ts";
+} from "../agents/model.ts";
+import type { EvalTask } from "../run/tasks.ts";
 import {
   exchangeFile,
   extractBlobs,

@@ -11,7 +11,7 @@ import type {
   ComputerUseWire,
   Convention,
   JsonObject,
-} from "./agents/model.ts";
+} from "../agents/model.ts";
 
 /** The recording's format version. */
 export const VERSION = 1;

@@ -7,15 +7,15 @@
  * @module
  */
 import { z } from "zod";
-import { CapabilitySchema } from "../mcp/hud/capability.ts";
+import { CapabilitySchema } from "../../mcp/hud/capability.ts";
 import {
   encodeFrame,
   FrameReader,
   oversizedMessage,
   writeAll,
-} from "../mcp/hud/framing.ts";
-import type { ControlAddress } from "../mcp/hud/tunnel.ts";
-import type { EvaluationResult } from "./environment.ts";
+} from "../../mcp/hud/framing.ts";
+import type { ControlAddress } from "../../mcp/hud/tunnel.ts";
+import type { EvaluationResult } from "./contract.ts";
 import { EnvironmentError } from "./target.ts";
 
 /** How long one control call may take, ms (setup and grading included). */

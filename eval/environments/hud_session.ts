@@ -1,14 +1,16 @@
 /**
- * The runner's client for HUD v6 environments (hud-python 0.6): the control
- * channel at `tcp://host:port` for the task (`hello`, `tasks.list`,
+ * The runner's session with a HUD v6 environment (hud-python 0.6): the
+ * control channel at `tcp://host:port` for the task (`hello`, `tasks.list`,
  * `tasks.start`, `tasks.grade`, `bye`; its client is `hud_control.ts`), and
- * the `mcp` capability, reached through `tunnel.open`, for the agent's tools. It is an
- * {@linkcode Environment} to the runner: tools are listed and called over
- * MCP exactly as for an MCP environment; only the scenario methods speak the
- * control channel. An environment that publishes an `rfb` screen but no
- * `computer` tool gets one played by the runner itself (our RFB client,
- * `mcp/hud/rfb.ts` and `rfb_executor.ts`, through a tunnel), so the native computer-use agents
- * drive the screen.
+ * the `mcp` capability, reached through `tunnel.open`, for the agent's tools.
+ * An `Environment` (`environment.ts`) opened on a `tcp://` target holds one:
+ * tools are listed and called over MCP exactly as for an MCP environment;
+ * only the scenario methods speak the control channel. An environment that
+ * publishes an `rfb` screen but no `computer` tool gets one played by the
+ * runner itself (`hud_screen.ts`), so the native computer-use agents drive
+ * the screen.
+ * This module answers in the shapes of `contract.ts` and never imports the
+ * `Environment` that holds it.
  *
  * @module
  */
@@ -16,37 +18,26 @@ import {
   Client,
   StreamableHTTPClientTransport,
 } from "@modelcontextprotocol/client";
-import { z } from "zod";
-import type { Capability } from "../mcp/hud/capability.ts";
+import type { Capability } from "../../mcp/hud/capability.ts";
 import {
   CapabilityForwarder,
   type ControlAddress,
   parseControlAddress,
-} from "../mcp/hud/tunnel.ts";
-import { shapeToJsonSchema } from "../mcp/primitives/_schema.ts";
-import { RfbClient } from "../mcp/hud/rfb.ts";
-import { RfbExecutor } from "../mcp/hud/rfb_executor.ts";
-import { openTunnel } from "../mcp/hud/tunnel.ts";
-import { ComputerTool } from "../tools/computer.ts";
-import { boundedFetch } from "./_bounded_http.ts";
+} from "../../mcp/hud/tunnel.ts";
+import { boundedFetch } from "../_bounded_http.ts";
 import {
   type AgentTool,
-  capToolContent,
   DEFAULT_DISPLAY,
-  DEFAULT_MAX_TOOL_RESULT_BYTES,
-  DEFAULT_MAX_TOOL_RESULT_IMAGES,
   type PromptMessage,
   type ToolResult,
-} from "./tool_host.ts";
-import {
-  type ConnectOptions,
-  DEFAULT_TOOL_TIMEOUT_MS,
-  Environment,
-  type EvaluationResult,
-  type ScenarioInfo,
-} from "./environment.ts";
-import { EnvironmentError, OutputTail } from "./target.ts";
-import { closeQuietly, TimeLimitError, withTimeLimit } from "./time_limit.ts";
+} from "../tool_host.ts";
+import type {
+  ConnectOptions,
+  EvaluationResult,
+  ScenarioInfo,
+  ScenarioSetup,
+} from "./contract.ts";
+import { EnvironmentError } from "./target.ts";
 import {
   ControlClient,
   gradeResult,
@@ -54,12 +45,39 @@ import {
   StartSchema,
   TaskListSchema,
 } from "./hud_control.ts";
+import { HudScreen } from "./hud_screen.ts";
+
+/** A HUD session just opened, and the MCP client of its `mcp` capability. */
+export interface OpenedHudSession {
+  /** The session. */
+  session: HudSession;
+  /** The SDK v2 client connected to the `mcp` capability. */
+  client: Client;
+  /** The environment's name (`hello`'s `env.name`). */
+  name: string;
+}
 
 /**
- * A HUD v6 environment, driven by the runner: tasks on the control channel,
- * tools over the `mcp` capability.
+ * A HUD v6 session, driven by the runner: tasks on the control channel,
+ * tools over the `mcp` capability (whose client the `Environment` holding
+ * this session calls), plus the `computer` tool the runner plays on an
+ * `rfb` screen.
+ *
+ * @example
+ * ```ts
+ * import { HudSession } from "./hud_session.ts";
+ *
+ * async function taskNames(address: string): Promise<string[]> {
+ *   const { session, client } = await HudSession.open(address);
+ *   try {
+ *     return (await session.scenarios()).map((task) => task.name);
+ *   } finally {
+ *     await session.close(() => client.close());
+ *   }
+ * }
+ * ```
  */
-export class HudEnvironment extends Environment {
+export class HudSession {
   /** The control session's id (`hello`). */
   readonly sessionId: string;
   /** The capability bindings `hello` published. */
@@ -68,17 +86,10 @@ export class HudEnvironment extends Environment {
   readonly #address: ControlAddress;
   readonly #forwarder: CapabilityForwarder;
   readonly #answers = new Map<string, string>();
-  readonly #limits: { maxBytes: number; maxImages: number };
-  /** How long one call of the runner's own `computer` tool may take, ms (as any tool's). */
-  readonly #toolTimeoutMs: number;
-  /** Sent with each `tunnel.open` (a server with a token opens tunnels only for it). */
-  readonly #harnessToken: string | undefined;
-  /** The `computer` tool the runner plays on the `rfb` screen, once offered. */
-  #screen: Promise<{ tool: ComputerTool; rfb: RfbClient }> | undefined;
+  /** The `computer` tool the runner plays on an `rfb` screen. */
+  readonly #screen: HudScreen;
 
   private constructor(
-    client: Client,
-    name: string,
     options: ConnectOptions,
     parts: {
       sessionId: string;
@@ -88,19 +99,12 @@ export class HudEnvironment extends Environment {
       forwarder: CapabilityForwarder;
     },
   ) {
-    super(client, name, options, new OutputTail());
     this.sessionId = parts.sessionId;
     this.bindings = parts.bindings;
     this.#control = parts.control;
     this.#address = parts.address;
     this.#forwarder = parts.forwarder;
-    this.#limits = {
-      maxBytes: options.maxToolResultBytes ?? DEFAULT_MAX_TOOL_RESULT_BYTES,
-      maxImages: options.maxToolResultImages ??
-        DEFAULT_MAX_TOOL_RESULT_IMAGES,
-    };
-    this.#toolTimeoutMs = options.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
-    this.#harnessToken = options.harnessToken;
+    this.#screen = new HudScreen(parts.address, options);
   }
 
   /**
@@ -110,14 +114,15 @@ export class HudEnvironment extends Environment {
    *
    * @param address `tcp://host:port` or `host:port`.
    * @param options Harness token (sent in `hello`), display size, limits.
-   * @returns The connected environment.
+   * @returns The session, the client of its `mcp` capability, and the
+   * environment's name.
    * @throws {EnvironmentError} When the environment cannot be reached, its
    * `hello` is malformed, or it offers no `mcp` capability.
    */
   static async open(
     address: string,
     options: ConnectOptions = {},
-  ): Promise<HudEnvironment> {
+  ): Promise<OpenedHudSession> {
     let parsed: ControlAddress;
     try {
       parsed = parseControlAddress(address);
@@ -169,13 +174,14 @@ export class HudEnvironment extends Environment {
           { fetch: boundedFetch() },
         ),
       );
-      return new HudEnvironment(client, env.name, options, {
+      const session = new HudSession(options, {
         sessionId,
         bindings,
         control,
         address: parsed,
         forwarder,
       });
+      return { session, client, name: env.name };
     } catch (error) {
       await client?.close().catch(() => {});
       await forwarder?.close();
@@ -195,7 +201,7 @@ export class HudEnvironment extends Environment {
    *
    * @returns Names, descriptions and arguments.
    */
-  override async scenarios(): Promise<ScenarioInfo[]> {
+  async scenarios(): Promise<ScenarioInfo[]> {
     const listed = TaskListSchema.safeParse(
       await this.#control.call("tasks.list"),
     );
@@ -230,13 +236,11 @@ export class HudEnvironment extends Environment {
    *
    * @returns The prompt as messages, and the tool filters of its `_meta`.
    */
-  override async setup(
+  async setup(
     scenario: string,
     args: Record<string, unknown>,
     runId: string,
-  ): Promise<
-    { messages: PromptMessage[]; exclude: string[]; allowed?: string[] }
-  > {
+  ): Promise<ScenarioSetup> {
     const started = StartSchema.safeParse(
       await this.#control.call("tasks.start", { id: scenario, args }),
     );
@@ -267,132 +271,55 @@ export class HudEnvironment extends Environment {
   /**
    * The `mcp` capability's tools; and, when the environment publishes an
    * `rfb` screen but no `computer` tool, a `computer` tool the runner plays
-   * on that screen itself (our RFB client through a tunnel), so the native
-   * computer-use agents drive it.
+   * on that screen itself ({@linkcode HudScreen}).
+   *
+   * @param tools The tools the `mcp` capability lists.
+   * @returns Them, with the runner's `computer` tool when it plays one.
    */
-  override async tools(): Promise<AgentTool[]> {
-    const tools = await super.tools();
-    const screen = this.bindings.find((b) => b.protocol.startsWith("rfb/"));
-    if (!screen || tools.some((tool) => tool.name === "computer")) {
-      return tools;
-    }
-    this.#screen ??= this.#openScreen(screen.name);
-    const { tool } = await this.#screen;
-    return [...tools, {
-      name: tool.name,
-      description: tool.description,
-      inputSchema: shapeToJsonSchema(tool.input),
-    }];
-  }
-
-  async #openScreen(
-    capability: string,
-  ): Promise<{ tool: ComputerTool; rfb: RfbClient }> {
-    let rfb: RfbClient;
-    let conn: Deno.Conn | undefined;
-    const limit = this.#toolTimeoutMs;
-    try {
-      // A screen that never finishes its handshake is cut off at the
-      // tool time limit, as a tool that does not answer is.
-      rfb = await withTimeLimit(
-        (async () => {
-          const tunnel = await openTunnel(
-            this.#address,
-            capability,
-            limit,
-            this.#harnessToken,
-          );
-          conn = tunnel.conn;
-          return await RfbClient.connect(tunnel.conn, tunnel.early);
-        })(),
-        limit,
-        () => closeQuietly(conn),
-        `it did not answer within ${limit / 1000} s`,
-      );
-    } catch (error) {
-      this.#screen = undefined;
-      throw new EnvironmentError(
-        `Cannot reach the screen "${capability}": ${(error as Error).message}`,
-        { cause: error },
-      );
-    }
-    const tool = new ComputerTool({ executor: new RfbExecutor(rfb) });
-    tool.configure({
-      display_width: this.display.width,
-      display_height: this.display.height,
-    });
-    return { tool, rfb };
+  async withScreen(tools: AgentTool[]): Promise<AgentTool[]> {
+    return await this.#screen.offer(tools, this.bindings);
   }
 
   /**
-   * Calls a tool over the `mcp` capability. A run's calls carry this
-   * session's id as `_meta.run_id`: the key the environment gave the task's
-   * state. The runner's own `computer` tool (on the `rfb` screen) runs here.
+   * Whether a tool is the runner's own `computer` tool on the `rfb` screen
+   * ({@linkcode callScreen} runs it), not one of the `mcp` capability's.
+   *
+   * @param name The tool's name.
+   * @returns `true` once the runner offered its `computer` tool.
    */
-  override async callTool(
-    name: string,
+  playsTool(name: string): boolean {
+    return this.#screen.plays(name);
+  }
+
+  /**
+   * The `_meta.run_id` a run's calls over the `mcp` capability carry: this
+   * session's id, the key the environment gave the task's state.
+   *
+   * @param runId The runner's run id, if the call is a run's.
+   * @returns The session's id for a run's call, else `undefined`.
+   */
+  mcpRunId(runId: string | undefined): string | undefined {
+    return runId === undefined ? undefined : this.sessionId;
+  }
+
+  /**
+   * Calls the runner's own `computer` tool on the `rfb` screen.
+   *
+   * @param args The tool's arguments.
+   * @param signal Ends the call early.
+   * @returns The result's text and images, and whether it is an error.
+   * @throws {EnvironmentError} When the screen does not answer in time or
+   * fails.
+   */
+  async callScreen(
     args: Record<string, unknown>,
     signal?: AbortSignal,
-    runId?: string,
   ): Promise<ToolResult> {
-    if (name === "computer" && this.#screen) {
-      const { tool } = await this.#screen;
-      const parsed = z.object(tool.input).safeParse(args);
-      if (!parsed.success) {
-        return {
-          text: `Error: ${
-            parsed.error.issues.map((i) => i.message).join("; ")
-          }`,
-          images: [],
-          isError: true,
-        };
-      }
-      let result;
-      const limit = this.#toolTimeoutMs;
-      const screen = this.#screen;
-      // A screen that stops answering is dropped (the next call connects
-      // again) and the call fails as a tool past its time limit does.
-      const drop = () => {
-        if (this.#screen === screen) this.#screen = undefined;
-        screen.then(({ rfb }) => rfb.close(), () => {});
-      };
-      try {
-        result = await withTimeLimit(
-          tool.call(parsed.data),
-          limit,
-          drop,
-          `The tool "computer" did not answer within ${limit / 1000} s`,
-          signal,
-        );
-      } catch (error) {
-        if (signal?.aborted) throw error;
-        if (error instanceof TimeLimitError) {
-          throw new EnvironmentError(error.message, { cause: error });
-        }
-        drop();
-        throw new EnvironmentError(
-          `The screen failed: ${(error as Error).message}`,
-          { cause: error },
-        );
-      }
-      return {
-        ...capToolContent(
-          result.content as unknown as Record<string, unknown>[],
-          this.#limits,
-        ),
-        isError: result.isError === true,
-      };
-    }
-    return await super.callTool(
-      name,
-      args,
-      signal,
-      runId === undefined ? undefined : this.sessionId,
-    );
+    return await this.#screen.call(args, signal);
   }
 
   /** Keeps the answer for `tasks.grade`. */
-  override submit(
+  submit(
     _scenario: string,
     answer: string,
     runId: string,
@@ -407,7 +334,7 @@ export class HudEnvironment extends Environment {
    * @throws {EnvironmentError} When the grade frame is malformed or its
    * score is not a finite number.
    */
-  override async evaluate(
+  async evaluate(
     scenario: string,
     runId: string,
   ): Promise<EvaluationResult> {
@@ -419,12 +346,18 @@ export class HudEnvironment extends Environment {
     );
   }
 
-  /** Ends the session (`bye`), closes the tools' client and the channel. */
-  override async close(): Promise<void> {
+  /**
+   * Ends the session (`bye`), closes the channel and the screen, then the
+   * tools' client, then the forwarder its connections ride on.
+   *
+   * @param closeTools Closes the `mcp` capability's client (its errors are
+   * ignored: the session is over either way).
+   */
+  async close(closeTools: () => Promise<void>): Promise<void> {
     await this.#control.call("bye", {}, 5_000).catch(() => {});
     this.#control.close();
-    if (this.#screen) (await this.#screen.catch(() => undefined))?.rfb.close();
-    await super.close().catch(() => {});
+    await this.#screen.close();
+    await closeTools().catch(() => {});
     await this.#forwarder.close();
   }
 }

@@ -6,8 +6,8 @@
  *
  * @module
  */
-import type { Trajectory, TrajectoryImage } from "./agents/trajectory.ts";
-import type { EvalResult } from "./result.ts";
+import type { Trajectory, TrajectoryImage } from "../agents/trajectory.ts";
+import type { EvalResult } from "../run/result.ts";
 
 /** Reads a stored image by its SHA-256 and extension; `undefined` when it is missing. */
 export type ImageReader = (
@@ -42,7 +42,7 @@ export const MAX_IMAGE_FILE_BYTES = 20 * 1024 * 1024;
  *
  * @example
  * ```ts
- * import { imagesDirFor } from "./report_images.ts";
+ * import { imagesDirFor } from "./images.ts";
  * imagesDirFor("runs/eval-results.jsonl"); // "runs/eval-results.images"
  * ```
  *
@@ -72,7 +72,7 @@ export async function sha256Hex(bytes: Uint8Array): Promise<string> {
  *
  * @example
  * ```ts ignore
- * import { imagesDirFor, storeImages } from "./report_images.ts";
+ * import { imagesDirFor, storeImages } from "./images.ts";
  * const line = JSON.stringify(await storeImages(result, imagesDirFor(out)));
  * ```
  *

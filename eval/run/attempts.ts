@@ -8,7 +8,7 @@
  */
 import { SdkError } from "@modelcontextprotocol/client";
 import type { EarlierAttempt, EvalErrorKind, EvalResult } from "./result.ts";
-import { EnvironmentError } from "./target.ts";
+import { EnvironmentError } from "../environments/target.ts";
 
 /** A failed try as the next try's result keeps it. */
 export function earlierAttempt(result: EvalResult): EarlierAttempt {

@@ -13,19 +13,19 @@
  * one per action, and JSONL lines would grow without bound): the runner's
  * command line writes each image once, named by its SHA-256, into the
  * folder beside the results (`eval-results.images/` for
- * `eval-results.jsonl`; see `report_images.ts`), and the report embeds them
+ * `eval-results.jsonl`; see `images.ts`), and the report embeds them
  * when it is built. The page's parts are in `report/`.
  *
  * @module
  */
-import type { EvalResult } from "./result.ts";
-import { imagesDirFor, MAX_IMAGE_FILE_BYTES } from "./report_images.ts";
-import { readResults } from "./results_file.ts";
-import { REPORT_CSS } from "./report/_style.ts";
-import { esc, num, usd } from "./report/html.ts";
-import { distribution, summarySection } from "./report/summary.ts";
-import { rewardStats } from "./stats.ts";
-import { taskSection } from "./report/task.ts";
+import type { EvalResult } from "../run/result.ts";
+import { imagesDirFor, MAX_IMAGE_FILE_BYTES } from "./images.ts";
+import { readResults } from "../run/results_file.ts";
+import { REPORT_CSS } from "./_style.ts";
+import { esc, num, usd } from "./html.ts";
+import { distribution, summarySection } from "./summary.ts";
+import { rewardStats } from "../run/stats.ts";
+import { taskSection } from "./task.ts";
 
 /**
  * The page's Content-Security-Policy: nothing is fetched, no script runs.

@@ -18,9 +18,9 @@ import type {
   ModelRequest,
   ModelResponse,
   ModelTransport,
-} from "./agents/model.ts";
-import { wireFacts } from "./convention.ts";
-import type { EvalResult } from "./result.ts";
+} from "../agents/model.ts";
+import { wireFacts } from "../agents/convention.ts";
+import type { EvalResult } from "../run/result.ts";
 import {
   exchangeFile,
   extractBlobs,
@@ -36,8 +36,8 @@ import {
  *
  * @example
  * ```ts ignore
- * import { Recorder } from "./record.ts";
- * import { gatewayTransport } from "./agents/model.ts";
+ * import { Recorder } from "./recorder.ts";
+ * import { gatewayTransport } from "../agents/model.ts";
  *
  * const recorder = await Recorder.create("runs/today");
  * const endpoint = { gatewayUrl, key, model };

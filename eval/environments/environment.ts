@@ -1,25 +1,23 @@
 /**
  * An evaluation environment seen from the runner: an MCP server (a stdio
  * command or an HTTP URL) whose scenarios are driven through their wire
- * names, `{env}:{scenario}` prompt and resource and the `_hud_submit` tool.
- * A HUD v6 control channel (`tcp://`) is `hud_environment.ts`'s subclass.
+ * names, `{env}:{scenario}` prompt and resource and the `_hud_submit` tool;
+ * or a HUD v6 control channel (`tcp://`), whose scenarios a
+ * {@linkcode HudSession} (`hud_session.ts`) runs while its tools are called
+ * over MCP as any other's. What a connection takes and answers is
+ * `contract.ts`; the MCP client is opened by `mcp_client.ts`, the scenarios'
+ * wire names read by `scenario_wire.ts`.
  *
  * @module
  */
 import {
-  Client,
-  type JSONRPCMessage,
+  type Client,
   ProtocolError,
   ProtocolErrorCode,
   SdkError,
   SdkErrorCode,
-  StreamableHTTPClientTransport,
-  type Transport,
 } from "@modelcontextprotocol/client";
-import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { declaresRunIsolation } from "../mcp/scenarios/runs.ts";
-import { boundStdio } from "./_bounded_read.ts";
-import { boundedFetch } from "./_bounded_http.ts";
+import { declaresRunIsolation } from "../../mcp/scenarios/runs.ts";
 import {
   type AgentTool,
   capToolContent,
@@ -27,116 +25,32 @@ import {
   DEFAULT_MAX_TOOL_RESULT_BYTES,
   DEFAULT_MAX_TOOL_RESULT_IMAGES,
   type DisplaySize,
-  type PromptMessage,
   type ToolHost,
   type ToolResult,
-} from "./tool_host.ts";
+} from "../tool_host.ts";
 import {
   type ContainerNetwork,
   type ContainerRuntime,
   EnvironmentError,
   type EnvironmentTarget,
   OutputTail,
-  settledTail,
-  startFailure,
 } from "./target.ts";
-
-/**
- * How long a tool call may take, ms, by default.
- *
- * @example
- * ```ts
- * import { DEFAULT_TOOL_TIMEOUT_MS, Environment } from "./environment.ts";
- *
- * const connect = () =>
- *   Environment.connect({ url: "http://127.0.0.1:8765/mcp" }, {
- *     toolTimeoutMs: DEFAULT_TOOL_TIMEOUT_MS * 2, // a slow environment
- *   });
- * ```
- */
-export const DEFAULT_TOOL_TIMEOUT_MS = 120_000;
-
-/**
- * How much longer than the tool time-out the runner waits for a tool's
- * answer, ms: a tool with a limit of its own of at most the tool time-out
- * (bash's 120 s) answers the agent with its own time-out first, so a long
- * command is the agent's to read, never a way to error the run.
- *
- * @example
- * ```ts
- * import { DEFAULT_TOOL_TIMEOUT_MS, TOOL_TIMEOUT_GRACE_MS } from "./environment.ts";
- *
- * (DEFAULT_TOOL_TIMEOUT_MS + TOOL_TIMEOUT_GRACE_MS) / 1000; // 130, when the runner gives up
- * ```
- */
-export const TOOL_TIMEOUT_GRACE_MS = 10_000;
-
-/** Options of {@linkcode Environment.connect}. */
-export interface ConnectOptions {
-  /** Sent as `_meta.harness_token`, and to a stdio child as `MCP_HARNESS_TOKEN`. */
-  harnessToken?: string;
-  /** More variables for a stdio child (beside PATH, HOME and the rest the SDK passes). */
-  env?: Record<string, string>;
-  /** The screen size the agent sees: `_meta.display_width/height` of initialize and of every request (default 1280×800). */
-  display?: DisplaySize;
-  /** How long a tool call may take, ms (default 120 000). */
-  toolTimeoutMs?: number;
-  /** Text of one tool result at most, UTF-8 bytes (default 100 000). */
-  maxToolResultBytes?: number;
-  /** Images of one tool result at most (default 4). */
-  maxToolResultImages?: number;
-  /** The network of a container runtime's container (default `none`). */
-  network?: ContainerNetwork;
-}
-
-/** A scenario the environment offers. */
-export interface ScenarioInfo {
-  /** Its name (without the `{env}:` prefix). */
-  name: string;
-  /** What it is. */
-  description?: string;
-  /** Its arguments, as the prompt lists them. */
-  arguments: { name: string; description?: string; required?: boolean }[];
-}
-
-/** The result of evaluating a run. */
-export interface EvaluationResult {
-  /** The score. */
-  reward: number;
-  /** Whether the task is over. */
-  done: boolean;
-  /** An explanation. */
-  content?: string;
-  /** Anything else the grader keeps. */
-  info?: Record<string, unknown>;
-  /** Whether evaluation failed. */
-  isError?: boolean;
-  /** Weighted parts of the reward. */
-  subscores?: { name: string; weight: number; value: number }[];
-}
-
-/**
- * Adds `_meta` to the `initialize` request a transport sends: the SDK's
- * client builds that request itself and takes no `_meta` for it.
- */
-function withInitializeMeta<T extends Transport>(
-  transport: T,
-  meta: Record<string, unknown>,
-): T {
-  const send = transport.send.bind(transport);
-  transport.send = (message: JSONRPCMessage, options) => {
-    if ("method" in message && message.method === "initialize") {
-      const params = (message.params ?? {}) as Record<string, unknown>;
-      const own = (params._meta ?? {}) as Record<string, unknown>;
-      message = {
-        ...message,
-        params: { ...params, _meta: { ...own, ...meta } },
-      };
-    }
-    return send(message, options);
-  };
-  return transport;
-}
+import {
+  type ConnectOptions,
+  DEFAULT_TOOL_TIMEOUT_MS,
+  type EvaluationResult,
+  type ScenarioInfo,
+  type ScenarioSetup,
+  TOOL_TIMEOUT_GRACE_MS,
+} from "./contract.ts";
+import type { HudSession } from "./hud_session.ts";
+import { connectClient, displayMeta } from "./mcp_client.ts";
+import {
+  evaluationOfText,
+  promptArguments,
+  scenariosOfPrompts,
+  setupOfPrompt,
+} from "./scenario_wire.ts";
 
 /**
  * One connection to an environment.
@@ -185,15 +99,27 @@ export class Environment {
   #hostFailed?: () => Promise<boolean>;
   /** The container runtime that started this connection, and its network. */
   #container?: { runtime: ContainerRuntime; network: ContainerNetwork };
+  /** The HUD session that runs the scenarios, for a `tcp://` environment. */
+  readonly #hud?: HudSession;
 
-  /** For subclasses that reach the tools another way (`HudEnvironment`). */
+  /**
+   * For subclasses (`HudEnvironment`) and {@linkcode Environment.connect}.
+   *
+   * @param client The connected MCP client the tools are called through.
+   * @param name The environment's name.
+   * @param options Display size, time-out and limits.
+   * @param stderr The end of a stdio environment's stderr.
+   * @param hud The HUD session that runs the scenarios instead of MCP.
+   */
   protected constructor(
     client: Client,
     name: string,
     options: ConnectOptions,
     stderr: OutputTail,
+    hud?: HudSession,
   ) {
     this.client = client;
+    this.#hud = hud;
     this.name = name;
     this.stderr = stderr;
     this.isolatesRuns = declaresRunIsolation(
@@ -234,52 +160,22 @@ export class Environment {
     options: ConnectOptions = {},
   ): Promise<Environment> {
     if ("tcp" in target) {
-      const { HudEnvironment } = await import("./hud_environment.ts");
-      return await HudEnvironment.open(target.tcp, options);
+      // Loaded only here: an MCP environment never needs the control
+      // channel, RFB or the computer tool.
+      const { HudSession } = await import("./hud_session.ts");
+      const opened = await HudSession.open(target.tcp, options);
+      return new Environment(
+        opened.client,
+        opened.name,
+        options,
+        new OutputTail(),
+        opened.session,
+      );
     }
     if ("runtime" in target) {
       return await Environment.#launch(target.runtime, options);
     }
-    const info = { name: "mcpkit-eval", version: "0.1.0" };
-    const display = displayMeta(options.display ?? DEFAULT_DISPLAY);
-    const stderr = new OutputTail();
-    let client: Client;
-    let transport: Transport;
-    if ("url" in target) {
-      client = new Client(info, { versionNegotiation: { mode: "auto" } });
-      transport = new StreamableHTTPClientTransport(new URL(target.url), {
-        fetch: boundedFetch(),
-      });
-    } else {
-      client = new Client(info);
-      const stdio = new StdioClientTransport({
-        command: target.command,
-        args: target.args,
-        cwd: target.cwd,
-        env: {
-          ...options.env,
-          ...(options.harnessToken &&
-            { MCP_HARNESS_TOKEN: options.harnessToken }),
-        },
-        stderr: "pipe",
-      });
-      stdio.stderr?.on("data", (chunk: Uint8Array) => stderr.push(chunk));
-      transport = boundStdio(stdio);
-    }
-    try {
-      await client.connect(withInitializeMeta(transport, display));
-    } catch (error) {
-      await client.close().catch(() => {});
-      throw new EnvironmentError(
-        startFailure(target, error, await settledTail(stderr)),
-        { cause: error },
-      );
-    }
-    const name = client.getServerVersion()?.name;
-    if (!name) {
-      await client.close();
-      throw new EnvironmentError("The environment did not say its name");
-    }
+    const { client, name, stderr } = await connectClient(target, options);
     return new Environment(client, name, options, stderr);
   }
 
@@ -303,17 +199,11 @@ export class Environment {
    * @returns Their names, descriptions and arguments.
    */
   async scenarios(): Promise<ScenarioInfo[]> {
-    const prefix = `${this.name}:`;
+    if (this.#hud) return await this.#hud.scenarios();
     const { prompts } = await this.client.listPrompts({
       _meta: this.#displayMeta,
     });
-    return prompts.filter((prompt) => prompt.name.startsWith(prefix)).map((
-      prompt,
-    ) => ({
-      name: prompt.name.slice(prefix.length),
-      description: prompt.description,
-      arguments: prompt.arguments ?? [],
-    }));
+    return scenariosOfPrompts(prompts, this.name);
   }
 
   /**
@@ -326,38 +216,14 @@ export class Environment {
     scenario: string,
     args: Record<string, unknown>,
     runId: string,
-  ): Promise<
-    {
-      messages: PromptMessage[];
-      exclude: string[];
-      allowed?: string[];
-      computerEnvironment?: string;
-      network?: string;
-    }
-  > {
-    const strings = Object.fromEntries(
-      Object.entries(args).map((
-        [key, value],
-      ) => [key, typeof value === "string" ? value : JSON.stringify(value)]),
-    );
+  ): Promise<ScenarioSetup> {
+    if (this.#hud) return await this.#hud.setup(scenario, args, runId);
     const prompt = await this.client.getPrompt({
       name: `${this.name}:${scenario}`,
-      arguments: strings,
+      arguments: promptArguments(args),
       _meta: this.#meta(runId),
     });
-    const meta = (prompt._meta ?? {}) as Record<string, unknown>;
-    return {
-      messages: prompt.messages as unknown as PromptMessage[],
-      exclude: Array.isArray(meta.exclude_tools)
-        ? meta.exclude_tools.map(String)
-        : [],
-      allowed: Array.isArray(meta.allowed_tools)
-        ? meta.allowed_tools.map(String)
-        : undefined,
-      ...(typeof meta.computer_environment === "string" &&
-        { computerEnvironment: meta.computer_environment }),
-      ...(typeof meta.network === "string" && { network: meta.network }),
-    };
+    return setupOfPrompt(prompt);
   }
 
   /**
@@ -386,18 +252,20 @@ export class Environment {
     const { tools } = await this.client.listTools({
       _meta: this.#displayMeta,
     });
-    return tools.map((tool) => ({
+    const listed = tools.map((tool) => ({
       name: tool.name,
       description: tool.description,
       inputSchema: tool.inputSchema as Record<string, unknown>,
     }));
+    return this.#hud ? await this.#hud.withScreen(listed) : listed;
   }
 
   /**
    * Calls a tool for the agent: its result capped (text bytes, images), an
    * error the model can act on (bad arguments) as an error result. With a
    * run id, the call carries it in `_meta.run_id`, so the environment finds
-   * the run's own state.
+   * the run's own state (a HUD environment's: its session's id; the
+   * runner's own `computer` tool on a HUD screen runs in the session).
    *
    * @returns The result's text and images, and whether it is an error.
    * @throws {EnvironmentError} When the tool does not answer in time or the
@@ -409,6 +277,10 @@ export class Environment {
     signal?: AbortSignal,
     runId?: string,
   ): Promise<ToolResult> {
+    if (this.#hud?.playsTool(name)) {
+      return await this.#hud.callScreen(args, signal);
+    }
+    if (this.#hud) runId = this.#hud.mcpRunId(runId);
     let result;
     try {
       result = await this.client.callTool(
@@ -459,6 +331,7 @@ export class Environment {
 
   /** Hands the agent's answer to the run. */
   async submit(scenario: string, answer: string, runId: string): Promise<void> {
+    if (this.#hud) return await this.#hud.submit(scenario, answer, runId);
     const result = await this.client.callTool({
       name: "_hud_submit",
       arguments: { scenario, answer },
@@ -477,39 +350,13 @@ export class Environment {
    * reward is not a finite number (JSON carries NaN and Infinity as `null`).
    */
   async evaluate(scenario: string, runId: string): Promise<EvaluationResult> {
+    if (this.#hud) return await this.#hud.evaluate(scenario, runId);
     const read = await this.client.readResource({
       uri: `${this.name}:${scenario}`,
       _meta: this.#meta(runId),
     });
     const first = read.contents[0] as { text?: string } | undefined;
-    let value: unknown;
-    try {
-      value = JSON.parse(first?.text ?? "");
-    } catch {
-      throw new EnvironmentError(
-        `The evaluation of "${scenario}" is not JSON: ${
-          String(first?.text ?? "").slice(0, 80)
-        }`,
-      );
-    }
-    if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      throw new EnvironmentError(
-        `The evaluation of "${scenario}" is not a JSON object`,
-      );
-    }
-    const evaluation = value as EvaluationResult;
-    if (evaluation.isError) return evaluation;
-    if (
-      typeof evaluation.reward !== "number" ||
-      !Number.isFinite(evaluation.reward)
-    ) {
-      throw new EnvironmentError(
-        `The reward of "${scenario}" is not a finite number: ${
-          JSON.stringify(evaluation.reward) ?? "none"
-        }`,
-      );
-    }
-    return evaluation;
+    return evaluationOfText(first?.text, scenario);
   }
 
   /**
@@ -538,6 +385,11 @@ export class Environment {
 
   /** Closes the connection (and the process, for stdio; the container, for a runtime). */
   async close(): Promise<void> {
+    if (this.#hud) return await this.#hud.close(() => this.#closeClient());
+    await this.#closeClient();
+  }
+
+  async #closeClient(): Promise<void> {
     try {
       await this.client.close();
     } finally {
@@ -583,8 +435,4 @@ export class Environment {
       );
     }
   }
-}
-
-function displayMeta(display: DisplaySize): Record<string, unknown> {
-  return { display_width: display.width, display_height: display.height };
 }

@@ -6,9 +6,9 @@
  *
  * @module
  */
-import type { EvalResult } from "./result.ts";
-import { runIdentity } from "./tasks.ts";
-import { countsAsFailure } from "./stats.ts";
+import type { EvalResult } from "../run/result.ts";
+import { runIdentity } from "../run/tasks.ts";
+import { countsAsFailure } from "../run/stats.ts";
 
 /** What {@linkcode endOfRunLines} reports on besides the results. */
 export interface EndOfRun {

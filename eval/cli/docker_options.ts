@@ -5,9 +5,13 @@
  *
  * @module
  */
-import { UsageError } from "../cli_options.ts";
-import type { EnvironmentTarget } from "../target.ts";
-import { DockerRuntime, parseDockerImage, parseMemory } from "./docker.ts";
+import { UsageError } from "./options.ts";
+import type { EnvironmentTarget } from "../environments/target.ts";
+import {
+  DockerRuntime,
+  parseDockerImage,
+  parseMemory,
+} from "../environments/docker.ts";
 
 /** The `--docker-*` options as `parseArgs` gives them. */
 export interface DockerFlags {

@@ -5,11 +5,11 @@
  *
  * @module
  */
-import { usdToMicros } from "./agent.ts";
-import { isObject } from "./agents/loop.ts";
-import type { ModelFacts } from "./agents/model.ts";
-import { modelFacts } from "./convention.ts";
-import { UsageError } from "./cli_options.ts";
+import { usdToMicros } from "../agents/agent.ts";
+import { isObject } from "../agents/loop.ts";
+import type { ModelFacts } from "../agents/model.ts";
+import { modelFacts } from "../agents/convention.ts";
+import { UsageError } from "./options.ts";
 
 /**
  * The key's balance at the gateway, µUSD, or `undefined` when the gateway

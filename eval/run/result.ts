@@ -4,10 +4,10 @@
  *
  * @module
  */
-import type { SafetyCheck } from "./agents/loop.ts";
-import type { Convention } from "./agents/model.ts";
-import type { Trajectory } from "./agents/trajectory.ts";
-import type { EvaluationResult } from "./environment.ts";
+import type { SafetyCheck } from "../agents/loop.ts";
+import type { Convention } from "../agents/model.ts";
+import type { Trajectory } from "../agents/trajectory.ts";
+import type { EvaluationResult } from "../environments/contract.ts";
 
 /**
  * Why a run ended in an error: the environment or the gateway failed

@@ -4,10 +4,10 @@ import {
   type ModelRequest,
   type ModelResponse,
   type ModelTransport,
-} from "./agents/model.ts";
-import { Recorder } from "./record.ts";
+} from "../agents/model.ts";
+import { Recorder } from "./recorder.ts";
 import { firstDifference, ReplayDivergence, Replayer } from "./replay.ts";
-import type { EvalResult } from "./result.ts";
+import type { EvalResult } from "../run/result.ts";
 
 const IMAGE = "iVBORw0KGgo".padEnd(2000, "A");
 

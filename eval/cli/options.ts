@@ -6,12 +6,12 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { DEFAULT_TOOL_TIMEOUT_MS } from "./environment.ts";
+import { DEFAULT_TOOL_TIMEOUT_MS } from "../environments/contract.ts";
 import {
   DEFAULT_MAX_TOOL_RESULT_BYTES,
   DEFAULT_MAX_TOOL_RESULT_IMAGES,
   type DisplaySize,
-} from "./tool_host.ts";
+} from "../tool_host.ts";
 
 /** One command-line option: how `parseArgs` reads it and how `--help` shows it. */
 export interface OptionRow {

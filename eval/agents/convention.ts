@@ -12,14 +12,14 @@
  *
  * @module
  */
-import { isObject } from "./agents/loop.ts";
+import { isObject } from "./loop.ts";
 import {
   type ComputerUseWire,
   type Convention,
   CONVENTIONS,
   type ModelFacts,
   type ModelFeatures,
-} from "./agents/model.ts";
+} from "./model.ts";
 
 /**
  * The convention for a model served on these routes.

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { renderReport, REPORT_CSP } from "./report.ts";
-import { readResults } from "./results_file.ts";
-import { escapeHtml } from "./report/html.ts";
-import { imagesDirFor, storeImages } from "./report_images.ts";
-import type { EvalResult } from "./result.ts";
+import { readResults } from "../run/results_file.ts";
+import { escapeHtml } from "./html.ts";
+import { imagesDirFor, storeImages } from "./images.ts";
+import type { EvalResult } from "../run/result.ts";
 
 /** A 1×1 PNG. */
 const PIXEL =

@@ -7,38 +7,34 @@
  *
  * @module
  */
-import { runChat } from "./agents/chat.ts";
-import { runGemini } from "./agents/gemini.ts";
-import { type AgentOutcome, emptyOutcome } from "./agents/loop.ts";
+import { runChat } from "./chat.ts";
+import { runGemini } from "./gemini.ts";
+import { type AgentOutcome, emptyOutcome } from "./loop.ts";
 import type {
   ComputerUseWire,
   Convention,
   ModelEndpoint,
   ModelFeatures,
   RunPlace,
-} from "./agents/model.ts";
+} from "./model.ts";
 import {
   type AgentTool,
   DEFAULT_DISPLAY,
   type DisplaySize,
   type PromptMessage,
   type ToolHost,
-} from "./tool_host.ts";
-import { runMessages } from "./agents/messages.ts";
-import { runResponses } from "./agents/responses.ts";
+} from "../tool_host.ts";
+import { runMessages } from "./messages.ts";
+import { runResponses } from "./responses.ts";
 
-export { type ChatMessage, chatMessages } from "./agents/chat.ts";
-export {
-  type AgentOutcome,
-  emptyOutcome,
-  type SafetyCheck,
-} from "./agents/loop.ts";
+export { type ChatMessage, chatMessages } from "./chat.ts";
+export { type AgentOutcome, emptyOutcome, type SafetyCheck } from "./loop.ts";
 export {
   type Convention,
   CONVENTIONS,
   type ModelEndpoint,
   usdToMicros,
-} from "./agents/model.ts";
+} from "./model.ts";
 
 /** Options of {@linkcode runAgent}. */
 export interface AgentOptions {
