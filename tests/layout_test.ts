@@ -24,7 +24,7 @@ Deno.test("no import cycle among the modules of gateway/, mcp/, eval/ and tools/
 });
 
 // What each gateway layer may not import: the layers above it.
-const ABOVE: Record<string, string[]> = {
+const GATEWAY_ABOVE: Record<string, string[]> = {
   "gateway/upstream/": ["gateway/call/", "gateway/http/", "gateway/cli/"],
   "gateway/state/": [
     "gateway/call/",
@@ -36,34 +36,11 @@ const ABOVE: Record<string, string[]> = {
   "gateway/call/": ["gateway/http/", "gateway/cli/"],
 };
 
-Deno.test("the gateway's data moves one way: no layer imports the ones above it", async () => {
-  const upward: string[] = [];
-  for (const [layer, above] of Object.entries(ABOVE)) {
-    for await (const file of walk(`${ROOT}${layer}`)) {
-      const path = file.slice(ROOT.length);
-      for (const imported of importsOf(path, await Deno.readTextFile(file))) {
-        if (above.some((prefix) => imported.startsWith(prefix))) {
-          upward.push(`${path} → ${imported}`);
-        }
-      }
-    }
-  }
-  deepStrictEqual(upward, []);
-});
-
 // What each eval layer may not import: the layers above it. eval/ reads in
 // the order an eval runs: the command line (cli/, beside main.ts) → the report
 // and the recording (report/, record/) → running the tasks (run/) → the
 // agents and the environments (agents/, environments/), which meet only
 // through the shared modules at eval/'s root (tool_host.ts, _bounded_*.ts).
-const EVAL_LAYERS = [
-  "eval/cli/",
-  "eval/report/",
-  "eval/record/",
-  "eval/run/",
-  "eval/agents/",
-  "eval/environments/",
-];
 const EVAL_ABOVE: Record<string, string[]> = {
   "eval/report/": ["eval/cli/", "eval/record/"],
   "eval/record/": ["eval/cli/", "eval/report/"],
@@ -83,50 +60,6 @@ const EVAL_ABOVE: Record<string, string[]> = {
     "eval/agents/",
   ],
 };
-// eval/'s entry points, which may import every layer.
-const EVAL_ENTRIES = ["eval/main.ts", "eval/mod.ts"];
-
-Deno.test("eval's data moves one way: no layer imports the ones above it", async () => {
-  const upward: string[] = [];
-  for (const [layer, above] of Object.entries(EVAL_ABOVE)) {
-    for await (const file of walk(`${ROOT}${layer}`)) {
-      const path = file.slice(ROOT.length);
-      for (const imported of importsOf(path, await Deno.readTextFile(file))) {
-        if (above.some((prefix) => imported.startsWith(prefix))) {
-          upward.push(`${path} → ${imported}`);
-        }
-      }
-    }
-  }
-  deepStrictEqual(upward, []);
-});
-
-Deno.test("eval's shared root modules import none of its layers", async () => {
-  const upward: string[] = [];
-  for (const path of await rootSources("eval/")) {
-    if (EVAL_ENTRIES.includes(path)) continue;
-    for (
-      const imported of importsOf(path, await Deno.readTextFile(ROOT + path))
-    ) {
-      if (EVAL_LAYERS.some((prefix) => imported.startsWith(prefix))) {
-        upward.push(`${path} → ${imported}`);
-      }
-    }
-  }
-  deepStrictEqual(upward, []);
-});
-
-Deno.test("eval/ keeps at most 12 source files at its root, its entry points among them", async () => {
-  const root = await rootSources("eval/");
-  for (const entry of EVAL_ENTRIES) {
-    deepStrictEqual(root.includes(entry), true, `${entry} is missing`);
-  }
-  deepStrictEqual(
-    root.length <= 12,
-    true,
-    `${root.length} source files at eval/'s root: ${root.join(", ")}`,
-  );
-});
 
 // What each mcp/ layer may not import: the layers above it. server/ (the
 // class and its run()) is on top; hud/ serves the class's tasks over HUD's
@@ -147,41 +80,69 @@ const MCP_ABOVE: Record<string, string[]> = {
   ],
 };
 
-// The public entry re-exports every layer; the other root files (the SDK
-// glue, the harness token) are shared by all of them and import none.
-const MCP_ENTRY = "mcp/mod.ts";
-const MCP_MAX_ROOT_FILES = 12;
+// Each tree's entry points, at its root, which may import every layer; the
+// other root files are shared by the layers and import none of them.
+const ENTRIES: Record<string, string[]> = {
+  "eval/": ["eval/main.ts", "eval/mod.ts"],
+  "mcp/": ["mcp/mod.ts"],
+};
+const MAX_ROOT_FILES = 12;
 
-Deno.test("mcp/'s layers import one way: none imports the ones above it", async () => {
+for (
+  const [tree, above] of [
+    ["the gateway's", GATEWAY_ABOVE],
+    ["eval's", EVAL_ABOVE],
+    ["mcp/'s", MCP_ABOVE],
+  ] as const
+) {
+  Deno.test(`${tree} data moves one way: no layer imports the ones above it`, async () => {
+    deepStrictEqual(await upwardImports(above), []);
+  });
+}
+
+for (const [folder, entries] of Object.entries(ENTRIES)) {
+  Deno.test(`${folder}'s shared root modules import none of its layers`, async () => {
+    const upward: string[] = [];
+    const layer = new RegExp(`^${folder}[^/]+/`);
+    for (const path of await rootSources(folder)) {
+      if (entries.includes(path)) continue;
+      const source = await Deno.readTextFile(ROOT + path);
+      for (const imported of importsOf(path, source)) {
+        if (layer.test(imported)) upward.push(`${path} → ${imported}`);
+      }
+    }
+    deepStrictEqual(upward, []);
+  });
+
+  Deno.test(`${folder} keeps at most ${MAX_ROOT_FILES} source files at its root, its entry points among them`, async () => {
+    const root = await rootSources(folder);
+    for (const entry of entries) {
+      assert.ok(root.includes(entry), `${entry} is missing`);
+    }
+    assert.ok(
+      root.length <= MAX_ROOT_FILES,
+      `${root.length} source files at ${folder}'s root: ${root.join(", ")}`,
+    );
+  });
+}
+
+/** Every import of a layer's files that reaches a layer above it. */
+async function upwardImports(
+  above: Record<string, string[]>,
+): Promise<string[]> {
   const upward: string[] = [];
-  for (const [layer, above] of Object.entries(MCP_ABOVE)) {
+  for (const [layer, forbidden] of Object.entries(above)) {
     for await (const file of walk(`${ROOT}${layer}`)) {
       const path = file.slice(ROOT.length);
       for (const imported of importsOf(path, await Deno.readTextFile(file))) {
-        if (above.some((prefix) => imported.startsWith(prefix))) {
+        if (forbidden.some((prefix) => imported.startsWith(prefix))) {
           upward.push(`${path} → ${imported}`);
         }
       }
     }
   }
-  for (const path of await rootSources("mcp/")) {
-    if (path === MCP_ENTRY) continue;
-    for (
-      const imported of importsOf(path, await Deno.readTextFile(ROOT + path))
-    ) {
-      if (/^mcp\/[^/]+\//.test(imported)) upward.push(`${path} → ${imported}`);
-    }
-  }
-  deepStrictEqual(upward, []);
-});
-
-Deno.test(`mcp/ has at most ${MCP_MAX_ROOT_FILES} source files at its root`, async () => {
-  const files = await rootSources("mcp/");
-  assert.ok(
-    files.length <= MCP_MAX_ROOT_FILES,
-    `${files.length} source files at mcp/'s root: ${files.join(", ")}`,
-  );
-});
+  return upward;
+}
 
 /** The non-test `.ts` files directly in a folder, as paths from the root. */
 async function rootSources(folder: string): Promise<string[]> {
