@@ -24,7 +24,7 @@
  * advisory lock, so several gateways starting at once migrate it once;
  * `gateway_schema` records the version (`_postgres_schema.ts`). The atomic
  * operation, the list iterator and the row encoding are
- * `_postgres_atomic.ts`.
+ * `_postgres_atomic.ts`, listing `_postgres_list.ts`.
  *
  * A database that goes away (stopped, restarting, a pooled connection it
  * dropped) is waited for, not reported: every operation goes through one
@@ -48,16 +48,14 @@
  * @module
  */
 import postgres from "postgres";
-import { Buffer } from "node:buffer";
-import { decodeKey, encodeKey, toHex } from "./key_codec.ts";
+import { encodeKey, toHex } from "./key_codec.ts";
+import { listEntries } from "./_postgres_list.ts";
 import { migrate } from "./_postgres_schema.ts";
 import {
   type Check,
-  concat,
   entryOf,
   type Mutation,
   PostgresAtomic,
-  PostgresListIterator,
   type Row,
   versionstampOf,
 } from "./_postgres_atomic.ts";
@@ -66,8 +64,6 @@ import { neverReachedStore, StoreOutage } from "./outage.ts";
 
 /** Expired rows are deleted this often (reads ignore them meanwhile). */
 const EXPIRY_SWEEP_MS = 60_000;
-/** Rows a list reads per round trip. */
-const LIST_PAGE = 500;
 /** Attempts of a commit that failed for a transient database reason. */
 const TRANSIENT_ATTEMPTS = 5;
 /** How long an operation waits for an unreachable database by default, ms. */
@@ -256,64 +252,13 @@ export class PostgresKv implements Deno.Kv {
     selector: Deno.KvListSelector,
     options: Deno.KvListOptions = {},
   ): Deno.KvListIterator<T> {
-    const prefix = "prefix" in selector && selector.prefix
-      ? encodeKey(selector.prefix)
-      : undefined;
-    let lo = "start" in selector && selector.start
-      ? encodeKey(selector.start)
-      : prefix
-      ? concat(prefix, [0x00])
-      : new Uint8Array();
-    let hi = "end" in selector && selector.end
-      ? encodeKey(selector.end)
-      : prefix
-      ? concat(prefix, [0xff])
-      : new Uint8Array([0xff]);
-    if (options.cursor) {
-      const after = Uint8Array.from(
-        atob(options.cursor),
-        (c) => c.charCodeAt(0),
-      );
-      if (options.reverse) hi = after;
-      else lo = concat(after, [0x00]);
-    }
-    const reverse = options.reverse === true;
-    const limit = options.limit ?? Infinity;
-    const sql = this.#sql;
-    const now = this.now;
-    const read = <R>(query: () => Promise<R>) => this.#run(query, always);
-    return new PostgresListIterator<T>(async function* (setCursor) {
-      let served = 0;
-      while (served < limit) {
-        const page = Math.min(LIST_PAGE, limit - served);
-        const rows = await read(() =>
-          reverse
-            ? sql<Row[]>`
-            SELECT key, value, u64::text AS u64, version::text AS version
-            FROM gateway_kv
-            WHERE key >= ${Buffer.from(lo)} AND key < ${Buffer.from(hi)}
-              AND (expires_at IS NULL OR expires_at > ${now()})
-            ORDER BY key DESC LIMIT ${page}`
-            : sql<Row[]>`
-            SELECT key, value, u64::text AS u64, version::text AS version
-            FROM gateway_kv
-            WHERE key >= ${Buffer.from(lo)} AND key < ${Buffer.from(hi)}
-              AND (expires_at IS NULL OR expires_at > ${now()})
-            ORDER BY key LIMIT ${page}`
-        );
-        for (const row of rows) {
-          const key = new Uint8Array(row.key);
-          setCursor(key);
-          served++;
-          yield entryOf<T>(decodeKey(key), row) as Deno.KvEntry<T>;
-        }
-        if (rows.length < page) return undefined;
-        const last = new Uint8Array(rows[rows.length - 1].key);
-        if (reverse) hi = last;
-        else lo = concat(last, [0x00]);
-      }
-      return undefined;
-    });
+    return listEntries<T>(
+      this.#sql,
+      this.now,
+      (query) => this.#run(query, always),
+      selector,
+      options,
+    );
   }
 
   /**
