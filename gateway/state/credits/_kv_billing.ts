@@ -455,7 +455,9 @@ export class KvBilling {
           this.#logLostSettle(settlement, error);
           return;
         }
-        if (round % LOG_EVERY_ROUNDS === 1) {
+        // An unreachable store is logged once, by its outage, not by each
+        // charge that waits for it.
+        if (round % LOG_EVERY_ROUNDS === 1 && storeReachable(this.#kv)) {
           this.#log({
             level: "warn",
             message:

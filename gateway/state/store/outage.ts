@@ -36,6 +36,8 @@
 export const PROBE_MIN_MS = 50;
 /** The longest delay between two probes, ms: a store that is back is seen within it. */
 export const PROBE_MAX_MS = 1_000;
+/** How long a probe may go unanswered before it counts as failed, ms. */
+export const PROBE_TIMEOUT_MS = 2_000;
 /** Probes in a row sent again at once after failing on a pooled connection that was lost (more than a pool holds). */
 const STALE_PROBES = 32;
 /** What a caller refused past the bound is told to wait before trying again, seconds. */
@@ -308,8 +310,20 @@ export class StoreOutage {
   }
 
   async #probeOnce(ceilingMs: number): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      await this.#probe();
+      // A probe sent on a connection whose server half died (a backend
+      // orphaned by a killed postmaster) may never be answered: it counts
+      // as failed after a while, and the next goes on another connection.
+      await Promise.race([
+        this.#probe(),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error("The probe was not answered")),
+            PROBE_TIMEOUT_MS,
+          );
+        }),
+      ]);
     } catch (error) {
       if (this.#closed || this.#since === undefined) return;
       // A pooled connection that was already lost fails the probe sent on
@@ -326,6 +340,8 @@ export class StoreOutage {
       }
       this.#schedule(Math.min(ceilingMs * 2, PROBE_MAX_MS));
       return;
+    } finally {
+      clearTimeout(timer);
     }
     this.#staleProbes = 0;
     if (this.#closed || this.#since === undefined) return;

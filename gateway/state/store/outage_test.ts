@@ -3,6 +3,7 @@ import {
   isStoreUnreachable,
   neverReachedStore,
   PROBE_MAX_MS,
+  PROBE_TIMEOUT_MS,
   StoreOutage,
   StoreUnavailableError,
 } from "./outage.ts";
@@ -118,4 +119,23 @@ Deno.test("isStoreUnreachable() and neverReachedStore() tell a lost store from a
   assert.equal(outage.report(new TypeError("bug")), false);
   assert.equal(outage.reachable, true);
   outage.close();
+});
+
+Deno.test("StoreOutage counts a probe nobody answers as failed and probes again", async () => {
+  let probes = 0;
+  const outage = new StoreOutage({
+    waitMs: 10_000,
+    // The first probe hangs for ever; the next is answered.
+    probe: () => probes++ === 0 ? new Promise(() => {}) : Promise.resolve(),
+  });
+  try {
+    outage.report(refused());
+    const started = performance.now();
+    await outage.back(performance.now() + 10_000);
+    const took = performance.now() - started;
+    assert.ok(took >= PROBE_TIMEOUT_MS && took < PROBE_TIMEOUT_MS + 1_500);
+    assert.equal(probes, 2);
+  } finally {
+    outage.close();
+  }
 });
