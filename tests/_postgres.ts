@@ -351,6 +351,12 @@ export interface CutProxy {
    * connection is then closed.
    */
   cut(): void;
+  /**
+   * Stops answering, without closing anything: every byte either way is
+   * dropped, and new connections are accepted and never answered, as a
+   * database host that vanished from the network (no reset ever comes).
+   */
+  freeze(): void;
   /** Stops listening and closes every connection. */
   close(): void;
 }
@@ -383,12 +389,24 @@ export function startCutProxy(targetPort: number): CutProxy {
     { client: Deno.Conn; server: Deno.Conn; cut: boolean }
   >();
   let accepted = 0;
+  let frozen = false;
+  const held = new Set<Deno.Conn>();
   const close = (conn: Deno.Conn) => {
     try {
       conn.close();
     } catch { /* closed */ }
   };
   const serve = async (client: Deno.Conn) => {
+    if (frozen) {
+      // Read and drop, never answer.
+      held.add(client);
+      try {
+        while (await client.read(new Uint8Array(1024)) !== null) { /* drop */ }
+      } catch { /* closed */ }
+      held.delete(client);
+      close(client);
+      return;
+    }
     let server: Deno.Conn;
     try {
       server = await Deno.connect({ hostname: "127.0.0.1", port: targetPort });
@@ -412,6 +430,7 @@ export function startCutProxy(targetPort: number): CutProxy {
         for (;;) {
           const n = await server.read(chunk);
           if (n === null) break;
+          if (frozen) continue;
           let written = 0;
           while (written < n) {
             written += await client.write(chunk.subarray(written, n));
@@ -425,6 +444,7 @@ export function startCutProxy(targetPort: number): CutProxy {
       for (;;) {
         const n = await client.read(buffer);
         if (n === null || pair.cut) break;
+        if (frozen) continue;
         let written = 0;
         while (written < n) {
           written += await server.write(buffer.subarray(written, n));
@@ -453,8 +473,12 @@ export function startCutProxy(targetPort: number): CutProxy {
         close(pair.server);
       }
     },
+    freeze() {
+      frozen = true;
+    },
     close() {
       listener.close();
+      for (const conn of held) close(conn);
       for (const pair of pairs) {
         close(pair.client);
         close(pair.server);

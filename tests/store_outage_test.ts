@@ -23,6 +23,7 @@ import {
 import { usdToMicros } from "../gateway/state/credits/money.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
 import { openPostgresStore } from "../gateway/state/store/postgres.ts";
+import { isStoreUnreachable } from "../gateway/state/store/outage.ts";
 import { delay, ledgerSum, postJson, spawnGateway } from "./_gateway_e2e.ts";
 import {
   POSTGRES_MISSING,
@@ -69,7 +70,7 @@ Deno.test({
       const held = await billing.reserve(caller.id, 2_000);
       assert.ok(held.ok, "the reservation is granted");
       const took = performance.now() - started;
-      assert.ok(took < 1_500, `reserved in ${took} ms`);
+      assert.ok(took < 3_000, `reserved in ${took} ms`);
       await billing.settle({
         reservation: held.reservation,
         costMicros: 1_500,
@@ -129,7 +130,7 @@ Deno.test({
       // One probe at a time, 50, 100, 200... up to 1 000 ms apart: the
       // fifty waiting reads send nothing.
       const attempts = proxy.accepted - before;
-      assert.ok(attempts <= 8, `${attempts} connections in 2 s`);
+      assert.ok(attempts <= 10, `${attempts} connections in 2 s`);
       assert.equal(store.outage.reachable, false);
       await pg.up();
       const values = await Promise.all([first, ...await reads]);
@@ -139,6 +140,42 @@ Deno.test({
     } finally {
       await store.end();
       proxy.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "a database that stops answering without closing anything fails reads and commits at the wait's bound, not never",
+  ignore: POSTGRES_MISSING !== undefined,
+  async fn() {
+    await using pg = await startPostgres();
+    const url = await pg.createDatabase("silent");
+    const proxy = startCutProxy(pg.port);
+    const store = await openPostgresStore(
+      url.replace(`:${pg.port}/`, `:${proxy.port}/`),
+      { waitMs: 1_500 },
+    );
+    try {
+      await store.set(["k"], "v");
+      proxy.freeze();
+      for (
+        const operation of [
+          () => store.get(["k"]),
+          () => store.set(["k"], "w"),
+        ]
+      ) {
+        const started = performance.now();
+        const error = await operation().then(() => undefined, (e) => e);
+        const took = performance.now() - started;
+        assert.ok(error instanceof Error, "it fails");
+        assert.ok(isStoreUnreachable(error), String(error));
+        assert.ok(took < 3_000, `failed after ${took} ms`);
+      }
+      assert.equal(store.outage.reachable, false);
+    } finally {
+      proxy.close();
+      await store.end();
     }
   },
 });
@@ -230,7 +267,7 @@ Deno.test({
       for (let i = 0; i < 3; i++) {
         const covered = await call(leased.key);
         assert.equal(covered.status, 200);
-        assert.ok(covered.ms < 1_000, `a leased call took ${covered.ms} ms`);
+        assert.ok(covered.ms < 2_000, `a leased call took ${covered.ms} ms`);
         answered++;
       }
       const late = await refused;

@@ -36,6 +36,8 @@
 export const PROBE_MIN_MS = 50;
 /** The longest delay between two probes, ms: a store that is back is seen within it. */
 export const PROBE_MAX_MS = 1_000;
+/** How often operations under way are checked against their deadline, ms. */
+const WATCHDOG_MS = 250;
 /** How long a probe may go unanswered before it counts as failed, ms. */
 export const PROBE_TIMEOUT_MS = 2_000;
 /** Probes in a row sent again at once after failing on a pooled connection that was lost (more than a pool holds). */
@@ -163,6 +165,27 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+/**
+ * The store did not answer an operation before its deadline: a database
+ * that accepts connections and never answers, or a connection whose far
+ * side vanished without a reset. Whether a write that timed out was applied
+ * is unknown (`code` is `ETIMEDOUT`, which `neverReachedStore` refuses).
+ */
+export class StoreTimeoutError extends Error {
+  /** `ETIMEDOUT`, as a socket that timed out says. */
+  readonly code = "ETIMEDOUT";
+
+  /**
+   * Creates the error.
+   *
+   * @param waitedMs How long the operation waited, ms.
+   */
+  constructor(waitedMs: number) {
+    super(`The store did not answer within ${Math.round(waitedMs)} ms`);
+    this.name = "StoreTimeoutError";
+  }
+}
+
 /** Options of {@linkcode StoreOutage}. */
 export interface StoreOutageOptions {
   /** The longest an operation waits for the store, ms (`GATEWAY_STORE_WAIT_MS`). */
@@ -197,6 +220,9 @@ export class StoreOutage {
   #closed = false;
   /** Probes in a row that failed on a connection that was open, not on connecting. */
   #staleProbes = 0;
+  /** Operations under way, each failed at its deadline by one watchdog. */
+  readonly #running = new Set<{ deadline: number; fail: () => void }>();
+  #watchdog: ReturnType<typeof setInterval> | undefined;
 
   /**
    * Creates the tracker; the store is taken to be reachable.
@@ -291,10 +317,56 @@ export class StoreOutage {
     }
   }
 
+  /**
+   * Runs one operation, failing it with a {@linkcode StoreTimeoutError} if
+   * the store has not answered by `deadline` (the operation itself is left
+   * to end, unheard). One watchdog checks every operation under way, a
+   * quarter of a second apart, rather than a timer each.
+   *
+   * @param attempt The operation.
+   * @param deadline When it is given up (`performance.now()` ms).
+   * @returns What the operation returned.
+   * @throws {StoreTimeoutError} When the store did not answer in time.
+   */
+  async within<T>(attempt: () => Promise<T>, deadline: number): Promise<T> {
+    const started = performance.now();
+    const { promise: timedOut, reject } = Promise.withResolvers<never>();
+    const entry = {
+      deadline,
+      fail: () => reject(new StoreTimeoutError(performance.now() - started)),
+    };
+    const running = attempt();
+    // Answered after its deadline, or failing then: nobody listens.
+    running.catch(() => {});
+    this.#running.add(entry);
+    this.#watchdog ??= setInterval(() => this.#expire(), WATCHDOG_MS);
+    try {
+      return await Promise.race([running, timedOut]);
+    } finally {
+      this.#running.delete(entry);
+      if (this.#running.size === 0) {
+        clearInterval(this.#watchdog);
+        this.#watchdog = undefined;
+      }
+    }
+  }
+
+  #expire(): void {
+    const now = performance.now();
+    for (const entry of this.#running) {
+      if (entry.deadline <= now) {
+        this.#running.delete(entry);
+        entry.fail();
+      }
+    }
+  }
+
   /** Stops probing; operations waiting are told the store is closed. */
   close(): void {
     this.#closed = true;
     clearTimeout(this.#timer);
+    clearInterval(this.#watchdog);
+    this.#watchdog = undefined;
     this.#back?.reject(new Deno.errors.BadResource("The store is closed"));
     // Nobody may be waiting.
     this.#back?.promise.catch(() => {});

@@ -5,6 +5,7 @@ import {
   PROBE_MAX_MS,
   PROBE_TIMEOUT_MS,
   StoreOutage,
+  StoreTimeoutError,
   StoreUnavailableError,
 } from "./outage.ts";
 
@@ -135,6 +136,31 @@ Deno.test("StoreOutage counts a probe nobody answers as failed and probes again"
     const took = performance.now() - started;
     assert.ok(took >= PROBE_TIMEOUT_MS && took < PROBE_TIMEOUT_MS + 1_500);
     assert.equal(probes, 2);
+  } finally {
+    outage.close();
+  }
+});
+
+Deno.test("StoreOutage.within() fails an operation the store never answers at its deadline, as a timeout whose write may have been applied", async () => {
+  const outage = new StoreOutage({
+    waitMs: 10_000,
+    probe: () => Promise.resolve(),
+  });
+  try {
+    const started = performance.now();
+    const error = await outage.within(
+      () => new Promise<never>(() => {}),
+      performance.now() + 300,
+    ).then(() => undefined, (thrown) => thrown);
+    const took = performance.now() - started;
+    assert.ok(error instanceof StoreTimeoutError, String(error));
+    assert.ok(took >= 300 && took < 1_000, `${took} ms`);
+    assert.ok(isStoreUnreachable(error));
+    assert.ok(!neverReachedStore(error));
+    assert.equal(
+      await outage.within(() => Promise.resolve(7), performance.now() + 300),
+      7,
+    );
   } finally {
     outage.close();
   }

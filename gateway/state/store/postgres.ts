@@ -372,7 +372,8 @@ export class PostgresKv implements Deno.Kv {
    * the database is unreachable the operation waits for the probe loop to
    * find it back (at most `waitMs`), and an attempt that finds it
    * unreachable is made again once it is back when `mayRepeat` says the
-   * attempt cannot have been applied.
+   * attempt cannot have been applied. An attempt the database never answers
+   * (it accepts connections and stays silent) fails at the same deadline.
    */
   async #run<T>(
     attempt: () => Promise<T>,
@@ -382,7 +383,7 @@ export class PostgresKv implements Deno.Kv {
     for (;;) {
       await this.outage.back(deadline);
       try {
-        return await attempt();
+        return await this.outage.within(attempt, deadline);
       } catch (error) {
         if (!this.outage.report(error) || !mayRepeat(error)) throw error;
       }
