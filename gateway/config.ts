@@ -55,6 +55,7 @@ const configSchema = z.object({
   journalDir: z.string().min(1).optional(),
   clockOffsetMs: z.coerce.number().int().min(-86_400_000).max(86_400_000)
     .default(0),
+  storeWaitMs: positiveInt.max(3_600_000).default(60_000),
   upstreamTimeoutMs: positiveInt.default(120_000),
   keyCooldownMs: positiveInt.default(60_000),
   callerCacheMs: z.coerce.number().int().min(0).max(1000).default(1000),
@@ -109,6 +110,12 @@ export interface GatewayConfig {
    * keeps to the database's clock whatever this says.
    */
   clockOffsetMs: number;
+  /**
+   * How long a call waits for an unreachable PostgreSQL store before it is
+   * answered 503 with `retry-after`, ms (`GATEWAY_STORE_WAIT_MS`, default
+   * 60 000). Calls its credit lease covers do not wait at all.
+   */
+  storeWaitMs: number;
   /** Time an upstream may take to answer, or between two stream events, ms (`GATEWAY_UPSTREAM_TIMEOUT_MS`). */
   upstreamTimeoutMs: number;
   /** Cool-down of a key after a 429 without `retry-after`, ms (`GATEWAY_KEY_COOLDOWN_MS`). */
@@ -206,6 +213,7 @@ export function parseConfig(sources: ConfigSources = {}): GatewayConfig {
   set("maxCallerBodyBytes", env.GATEWAY_MAX_CALLER_BODY_BYTES);
   set("journalDir", env.GATEWAY_JOURNAL_DIR);
   set("clockOffsetMs", env.GATEWAY_CLOCK_OFFSET_MS);
+  set("storeWaitMs", env.GATEWAY_STORE_WAIT_MS);
   set("upstreamTimeoutMs", env.GATEWAY_UPSTREAM_TIMEOUT_MS);
   set("keyCooldownMs", env.GATEWAY_KEY_COOLDOWN_MS);
   set("drainTimeoutMs", env.GATEWAY_DRAIN_TIMEOUT_MS);

@@ -25,6 +25,10 @@ import {
   ROUTE_CONVENTIONS,
   type RouteName,
 } from "./conventions.ts";
+import {
+  isStoreUnreachable,
+  StoreUnavailableError,
+} from "./state/store/outage.ts";
 
 /**
  * A failure the caller is meant to see, with the status it is sent with.
@@ -157,33 +161,12 @@ export function streamErrorFrame(
   }\n\n`;
 }
 
-/** Error codes of a store that cannot be reached: the client's own (postgres.js, Node) and PostgreSQL's shutdown and start-up states. */
-const STORE_UNREACHABLE = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "EPIPE",
-  "ETIMEDOUT",
-  "CONNECTION_CLOSED",
-  "CONNECTION_ENDED",
-  "CONNECTION_DESTROYED",
-  "CONNECT_TIMEOUT",
-  "57P01",
-  "57P02",
-  "57P03",
-]);
-
-/** Whether an error says the store cannot be reached now (a database down or restarting), not that the gateway has a bug. */
-function storeUnreachable(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return (typeof code === "string" && STORE_UNREACHABLE.has(code)) ||
-    error instanceof Deno.errors.ConnectionRefused ||
-    error instanceof Deno.errors.ConnectionReset;
-}
-
 /**
  * Turns anything thrown into a {@linkcode GatewayError}. A store that
- * cannot be reached (the database down or restarting) is a 503 with
- * `retry-after: 1`. Anything else is a bug: a 500 that names the request id
+ * stayed unreachable past the wait (`GATEWAY_STORE_WAIT_MS`) is a 503 with
+ * `retry-after: 5`; any other sign of an unreachable store (a commit whose
+ * answer a dropped connection lost, where the domain cannot tell whether to
+ * repeat it) a 503 with `retry-after: 1`. Anything else is a bug: a 500 that names the request id
  * for the operator's log and hides what went wrong from the caller.
  *
  * @param error What was thrown.
@@ -205,7 +188,13 @@ export function toGatewayError(
   requestId?: string,
 ): GatewayError {
   if (error instanceof GatewayError) return error;
-  if (storeUnreachable(error)) {
+  if (error instanceof StoreUnavailableError) {
+    return new GatewayError(503, error.message, {
+      code: "store_unavailable",
+      retryAfterSeconds: error.retryAfterSeconds,
+    });
+  }
+  if (isStoreUnreachable(error)) {
     return new GatewayError(
       503,
       "The gateway's store is unreachable; retry shortly",

@@ -8,6 +8,7 @@ import {
   streamErrorFrame,
   toGatewayError,
 } from "./errors.ts";
+import { StoreUnavailableError } from "./state/store/outage.ts";
 
 Deno.test("errorBody() writes each route's convention", () => {
   const error = new GatewayError(429, "Slow down", { retryAfterSeconds: 3 });
@@ -85,4 +86,12 @@ Deno.test("toGatewayError() answers a store that cannot be reached with a 503 an
     assert.equal(error.retryAfterSeconds, 1);
   }
   assert.equal(toGatewayError(new TypeError("x"), "req_1").status, 500);
+});
+
+Deno.test("toGatewayError() answers a store still unreachable past the wait with a 503 that says how long, and retry-after: 5", () => {
+  const error = toGatewayError(new StoreUnavailableError(61_000), "req_1");
+  assert.equal(error.status, 503);
+  assert.equal(error.code, "store_unavailable");
+  assert.equal(error.retryAfterSeconds, 5);
+  assert.match(error.message, /unreachable for 61 s/);
 });

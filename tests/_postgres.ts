@@ -337,3 +337,152 @@ export async function storeEnvForTests(): Promise<Record<string, string>> {
   }
   return { GATEWAY_STORE: server.replace(/\/[^/]*$/, `/${name}`) };
 }
+
+/** A TCP proxy that can lose every connection's far side without telling the near side. */
+export interface CutProxy {
+  /** The port to connect to instead of the target's. */
+  readonly port: number;
+  /** How many connections it has accepted so far. */
+  readonly accepted: number;
+  /**
+   * Closes the target side of every open connection and leaves the client
+   * side open, as a load balancer or NAT that lost its state does: the
+   * client learns it only when it next sends something, and its
+   * connection is then closed.
+   */
+  cut(): void;
+  /**
+   * Stops answering, without closing anything: every byte either way is
+   * dropped, and new connections are accepted and never answered, as a
+   * database host that vanished from the network (no reset ever comes).
+   */
+  freeze(): void;
+  /** Stops listening and closes every connection. */
+  close(): void;
+}
+
+/** PostgreSQL's ErrorResponse for a connection while it starts up (57P03). */
+function startingUp(): Uint8Array {
+  const fields =
+    "SFATAL\0VFATAL\0C57P03\0Mthe database system is starting up\0\0";
+  const body = new TextEncoder().encode(fields);
+  const packet = new Uint8Array(5 + body.length);
+  packet[0] = "E".charCodeAt(0);
+  new DataView(packet.buffer).setInt32(1, 4 + body.length);
+  packet.set(body, 5);
+  return packet;
+}
+
+/**
+ * Starts a loopback TCP proxy to `targetPort` whose {@linkcode CutProxy.cut}
+ * makes every pooled connection stale: a stand-in for a database restarted
+ * behind a proxy, where a client's pool keeps connections that look open.
+ * A connection the target refuses is answered with PostgreSQL's "starting
+ * up" error and closed.
+ *
+ * @param targetPort The port to forward to on 127.0.0.1.
+ * @returns The running proxy.
+ */
+export function startCutProxy(targetPort: number): CutProxy {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const pairs = new Set<
+    { client: Deno.Conn; server: Deno.Conn; cut: boolean }
+  >();
+  let accepted = 0;
+  let frozen = false;
+  const held = new Set<Deno.Conn>();
+  const close = (conn: Deno.Conn) => {
+    try {
+      conn.close();
+    } catch { /* closed */ }
+  };
+  const serve = async (client: Deno.Conn) => {
+    if (frozen) {
+      // Read and drop, never answer.
+      held.add(client);
+      try {
+        while (await client.read(new Uint8Array(1024)) !== null) { /* drop */ }
+      } catch { /* closed */ }
+      held.delete(client);
+      close(client);
+      return;
+    }
+    let server: Deno.Conn;
+    try {
+      server = await Deno.connect({ hostname: "127.0.0.1", port: targetPort });
+    } catch {
+      // Answered as PostgreSQL answers while it starts: an error for the
+      // startup message (a client that saw its connection just close
+      // would try again at once, on its own).
+      try {
+        await client.read(new Uint8Array(1024));
+        await client.write(startingUp());
+      } catch { /* closed */ }
+      close(client);
+      return;
+    }
+    const pair = { client, server, cut: false };
+    pairs.add(pair);
+    const buffer = new Uint8Array(64 * 1024);
+    const downstream = (async () => {
+      const chunk = new Uint8Array(64 * 1024);
+      try {
+        for (;;) {
+          const n = await server.read(chunk);
+          if (n === null) break;
+          if (frozen) continue;
+          let written = 0;
+          while (written < n) {
+            written += await client.write(chunk.subarray(written, n));
+          }
+        }
+      } catch { /* closed */ }
+      // A cut leaves the client side open until the client writes.
+      if (!pair.cut) close(client);
+    })();
+    try {
+      for (;;) {
+        const n = await client.read(buffer);
+        if (n === null || pair.cut) break;
+        if (frozen) continue;
+        let written = 0;
+        while (written < n) {
+          written += await server.write(buffer.subarray(written, n));
+        }
+      }
+    } catch { /* closed */ }
+    close(client);
+    close(server);
+    await downstream;
+    pairs.delete(pair);
+  };
+  (async () => {
+    for await (const client of listener) {
+      accepted++;
+      serve(client);
+    }
+  })().catch(() => {});
+  return {
+    port: (listener.addr as Deno.NetAddr).port,
+    get accepted() {
+      return accepted;
+    },
+    cut() {
+      for (const pair of pairs) {
+        pair.cut = true;
+        close(pair.server);
+      }
+    },
+    freeze() {
+      frozen = true;
+    },
+    close() {
+      listener.close();
+      for (const conn of held) close(conn);
+      for (const pair of pairs) {
+        close(pair.client);
+        close(pair.server);
+      }
+    },
+  };
+}

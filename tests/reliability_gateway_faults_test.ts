@@ -191,13 +191,15 @@ Deno.test("an upstream that hangs past the timeout gives 504, is cancelled, and 
       );
       // A model with alternates times out on each (a timeout is not retried
       // on another key of the same provider): each candidate was sent once,
-      // and the first was cancelled. Not every cancellation is counted: the
-      // simulator misses the abort of some hung OpenRouter streams that
-      // carry max_tokens (also on cu-gateway once a caller sets one), and
-      // every call now carries a limit.
+      // and each was cancelled: no upstream request outlives its timeout.
       await h.sim.waitFor(() =>
         h.sim.requests.length === recorded + candidates(c.model) &&
-        h.sim.aborted > aborted
+        h.sim.aborted === aborted + candidates(c.model)
+      );
+      assert.deepEqual(
+        h.sim.requests.slice(recorded).map((r) => `${r.path} ${r.aborted}`),
+        h.sim.requests.slice(recorded).map((r) => `${r.path} true`),
+        `${label}: every candidate's request cancelled`,
       );
     }
   }

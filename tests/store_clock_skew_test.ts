@@ -2,11 +2,20 @@
  * Two gateway hosts on one PostgreSQL whose clocks disagree by 20 minutes
  * (an injected offset in the second process, `GATEWAY_CLOCK_OFFSET_MS`):
  * time-based state keeps to the database's clock, so a caller's `rpm`
- * holds across both.
+ * holds across both, and a lease one host spends is not swept by the other
+ * (which would hand its money out twice: a $0.50 key ended at -$0.46).
  */
 import assert from "node:assert/strict";
 import { createCaller } from "../gateway/state/callers.ts";
 import { usdToMicros } from "../gateway/state/credits/money.ts";
+import { createBilling } from "../gateway/state/credits/billing.ts";
+import {
+  listLeases,
+  listLedger,
+  readBalance,
+} from "../gateway/state/credits/ledger.ts";
+import { sweepExpiredLeases } from "../gateway/state/credits/sweep.ts";
+import { storeClock } from "../gateway/state/store/mod.ts";
 import { startSimulator } from "../gateway/simulator/mod.ts";
 import { openPostgresStore } from "../gateway/state/store/postgres.ts";
 import { delay, postJson, spawnGateway } from "./_gateway_e2e.ts";
@@ -92,6 +101,66 @@ Deno.test({
       await a.stop();
       await b.stop();
       await store.end();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "a lease one host spends is not swept by a host whose clock is 20 minutes ahead, so a $0.50 key is never spent twice",
+  ignore: POSTGRES_MISSING !== undefined,
+  async fn() {
+    await using pg = await startPostgres();
+    const url = await pg.createDatabase("lease_skew");
+    const a = await openPostgresStore(url);
+    const b = await openPostgresStore(url, {
+      now: () => Date.now() + SKEW_MS,
+    });
+    try {
+      const caller = await createCaller(a, {
+        name: "half-dollar",
+        creditsMicros: usdToMicros(0.5),
+      });
+      const billingA = createBilling(a, { now: storeClock(a) });
+      const billingB = createBilling(b, { now: storeClock(b) });
+      const held = await billingA.reserve(caller.id, usdToMicros(0.4));
+      assert.ok(held.ok);
+      // Host B's sweep, on the clock it keeps time-based state by: the
+      // lease expires in 15 minutes of the database's time, not 20 ago.
+      await sweepExpiredLeases(b, storeClock(b)());
+      assert.equal((await listLeases(b, caller.id)).length, 1);
+      const second = await billingB.reserve(caller.id, usdToMicros(0.4));
+      assert.equal(second.ok, false, "the leased $0.40 is not lent again");
+      await billingA.settle({
+        reservation: held.reservation,
+        costMicros: usdToMicros(0.4),
+        usage: { inputTokens: 10, outputTokens: 10, cachedInputTokens: 0 },
+        trace: {
+          requestId: "req_skew",
+          traceId: "t_skew",
+          callerId: caller.id,
+          route: "chat",
+          status: 200,
+          stream: false,
+          inputTokens: 10,
+          outputTokens: 10,
+          cachedTokens: 0,
+          costMicros: usdToMicros(0.4),
+          latencyMs: 1,
+          time: Date.now(),
+        },
+      });
+      await Promise.all([billingA.flush(), billingB.flush()]);
+      const balance = await readBalance(a, caller.id);
+      assert.equal(balance, usdToMicros(0.1));
+      const ledger = await listLedger(a, caller.id);
+      assert.equal(
+        ledger.reduce((sum, entry) => sum + entry.amountMicros, 0),
+        balance,
+      );
+    } finally {
+      await a.end();
+      await b.end();
     }
   },
 });

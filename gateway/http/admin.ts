@@ -47,6 +47,8 @@ import { CatalogEntryError } from "../state/catalog.ts";
 import { putModel, removeModel } from "../state/live_catalog.ts";
 import type { CatalogEntry } from "../state/catalog.ts";
 import type { KeyHealth } from "../upstream/key_pool.ts";
+import { storeStatus } from "../state/store/mod.ts";
+import { StoreUnavailableError } from "../state/store/outage.ts";
 
 /** Options of {@linkcode createAdminRoutes}. */
 export interface AdminRoutesOptions {
@@ -168,6 +170,15 @@ export function createAdminRoutes(options: AdminRoutesOptions): Hono {
     ),
   );
   admin.use(adminAuth(options.adminToken));
+  // An operator is answered at once while the store is unreachable, not
+  // after a call's wait for it (GATEWAY_STORE_WAIT_MS).
+  admin.use(async (_c, next) => {
+    const store = storeStatus(kv);
+    if (!store.reachable) {
+      throw new StoreUnavailableError(store.downForMs ?? 0);
+    }
+    await next();
+  });
 
   admin.post("/keys", async (c) => {
     const body = await readBody(c, createKeySchema);

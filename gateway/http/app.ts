@@ -43,6 +43,7 @@ import { callerRoutes } from "./caller_routes.ts";
 import { modelRoutes } from "./model_routes.ts";
 import { metricsResponse, statusRoutes } from "./status_routes.ts";
 import { doubledPrefixRoutes, scopeRoutes } from "./route_scopes.ts";
+import { storeStatus } from "../state/store/mod.ts";
 
 /** What {@linkcode createGateway} needs. */
 export interface GatewayOptions {
@@ -244,7 +245,10 @@ export function createGateway(options: GatewayOptions): GatewayApp {
   // The key is checked from the headers, before any body is read.
   const authenticate = callerAuth(callers);
 
-  api.route("/", statusRoutes(metrics, config.adminToken));
+  api.route(
+    "/",
+    statusRoutes(metrics, config.adminToken, () => storeStatus(kv)),
+  );
   api.route("/", modelRoutes(catalog, config.providers));
   api.route("/", callerRoutes(kv, billing, authenticate));
   api.route(

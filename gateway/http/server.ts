@@ -83,12 +83,12 @@ export async function startGateway(
   config: GatewayConfig,
   options: StartOptions = {},
 ): Promise<RunningGateway> {
-  const opened = options.kv
-    ? { kv: options.kv, description: "a store passed in" }
-    : await openStore(config);
-  const kv = opened.kv;
   const log = options.log ??
     ((record) => console.error(JSON.stringify(record)));
+  const opened = options.kv
+    ? { kv: options.kv, description: "a store passed in" }
+    : await openStore(config, log);
+  const kv = opened.kv;
   const journalDir = options.kv ? undefined : journalDirFor(config);
   const journal = journalDir ? await SettleJournal.open(journalDir) : undefined;
   // One clock for every host on PostgreSQL: the database's.

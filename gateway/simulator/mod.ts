@@ -112,6 +112,7 @@ import { responses } from "./openai_responses.ts";
 import { retrieveResponse } from "./openai_responses_get.ts";
 import type { SimulatedModel } from "./model_facts.ts";
 import { ResponseStore, type ResponseStoreOptions } from "./response_store.ts";
+import { ConnectionWatch } from "./connection_watch.ts";
 
 export type {
   Behaviour,
@@ -240,7 +241,15 @@ function quietOnCut(error: unknown): Response {
 function buildApp(state: SimulatorState): Hono {
   const app = new Hono();
   const serve = (path: string, provider: ProviderName, dialect: Dialect) => {
-    app.post(path, (c) => answerRequest(state, c.req.raw, provider, dialect));
+    // Hono hands Deno.serve's connection info over as the env.
+    app.post(path, (c) =>
+      answerRequest(
+        state,
+        c.req.raw,
+        provider,
+        dialect,
+        (c.env as Deno.ServeHandlerInfo | undefined)?.remoteAddr,
+      ));
   };
   // Each family's endpoints, mounted at a provider's path.
   const mount: Record<
@@ -341,6 +350,7 @@ export function startSimulator(
     nextId: 1,
     models: options.models,
     responses: new ResponseStore(options.responseStore),
+    connections: new ConnectionWatch(),
     changed() {
       for (const check of waiters) check();
     },

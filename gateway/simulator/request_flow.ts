@@ -16,6 +16,7 @@ import {
   type SimulatedModel,
 } from "./model_facts.ts";
 import type { ResponseStore } from "./response_store.ts";
+import type { ConnectionWatch } from "./connection_watch.ts";
 import {
   destroyedResponse,
   garbageResponse,
@@ -220,6 +221,8 @@ export interface SimulatorState {
   models?: readonly SimulatedModel[];
   /** Stored Responses-API responses, per organization. */
   responses: ResponseStore;
+  /** Notices clients that closed a connection the simulator holds (`connection_watch.ts`). */
+  connections: ConnectionWatch;
 }
 
 /**
@@ -253,6 +256,7 @@ function wantsStream(body: unknown, url: URL): boolean {
  * @param request The incoming request.
  * @param provider The provider addressed.
  * @param dialect The endpoint's format.
+ * @param client The client's address (Deno.serve's `remoteAddr`), to notice its leaving while the request waits.
  * @returns The response.
  */
 export async function answerRequest(
@@ -260,6 +264,7 @@ export async function answerRequest(
   request: Request,
   provider: ProviderName,
   dialect: Dialect,
+  client?: Deno.Addr,
 ): Promise<Response> {
   const url = new URL(request.url);
   const { wire } = dialect;
@@ -304,12 +309,28 @@ export async function answerRequest(
   const behaviour = state.book.resolve({ provider, key, path: url.pathname });
   const wait = behaviour.hang ? undefined : behaviour.latencyMs ?? 0;
   if (wait === undefined || wait > 0) {
+    // The request's signal misses some clients that leave: the socket
+    // table is watched too.
+    const gone = new AbortController();
+    const unwatch = client?.transport === "tcp" && url.port
+      ? state.connections.watch(
+        Number(url.port),
+        client.port,
+        () => gone.abort(),
+      )
+      : () => {};
     const signal = AbortSignal.any([
       tracker.watch(request.signal),
       state.closing,
+      gone.signal,
     ]);
-    if (wait === undefined) await untilAborted(signal);
-    else await sleep(wait, signal);
+    try {
+      if (wait === undefined) await untilAborted(signal);
+      else await sleep(wait, signal);
+    } finally {
+      unwatch();
+    }
+    if (gone.signal.aborted) tracker.abort();
     if (signal.aborted) {
       tracker.finished();
       return destroyedResponse();

@@ -24,6 +24,7 @@ import { commitWithRetry } from "./_kv_retry.ts";
 import { addOpeningBalanceWrites, readBalance } from "./credits/ledger.ts";
 import { callerByHashKey, callerKey, callersPrefix } from "./kv_keys.ts";
 import type { CallerLimits } from "./limits/limits.ts";
+import { storeReachable } from "./store/mod.ts";
 
 /**
  * Every caller key starts with this.
@@ -339,7 +340,9 @@ export interface CallerAuthenticatorOptions {
  * Creates the {@linkcode CallerAuthenticator} the gateway checks every request
  * with. A lookup, found or not, is cached for at most one second, so a revoked
  * key stops working within a second in every process sharing the KV, and a
- * flood of bad keys costs one KV read per key per second.
+ * flood of bad keys costs one KV read per key per second. While a
+ * PostgreSQL store is unreachable (`store/outage.ts`), a key looked up
+ * before is served from its last lookup, however old.
  *
  * The lookup is by the key's SHA-256 hash; no secret is ever compared, and
  * how long the lookup takes can reveal at most something about a hash, which
@@ -381,7 +384,13 @@ export function createCallerAuthenticator(
       }
       const hash = await hashCallerKey(secret);
       const cached = cache.get(hash);
-      if (cached !== undefined && cached.expiresAt > now()) {
+      // While the store is unreachable nobody can revoke or change a key
+      // through it, so the last lookup stands: a caller its lease covers
+      // is answered at once instead of waiting for the store.
+      if (
+        cached !== undefined &&
+        (cached.expiresAt > now() || !storeReachable(kv))
+      ) {
         return cached.caller;
       }
       const found = await commitWithRetry(

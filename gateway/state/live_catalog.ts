@@ -18,6 +18,7 @@ import {
   catalogVersionKey,
 } from "./kv_keys.ts";
 import type { CatalogEntry } from "./catalog.ts";
+import { storeReachable } from "./store/mod.ts";
 
 /** How often each process looks for catalog changes, ms. */
 export const CATALOG_REFRESH_MS = 2_000;
@@ -243,12 +244,17 @@ export class LiveCatalog {
   }
 
   /**
-   * Resolves once the catalog is at most {@linkcode CATALOG_REFRESH_MS} old.
+   * Resolves once the catalog is at most {@linkcode CATALOG_REFRESH_MS} old,
+   * or at once while the store is unreachable (the catalog known is served).
    *
    * @returns A promise that resolves when the catalog is fresh.
    */
   fresh(): Promise<void> {
-    if (performance.now() - this.#checkedAt < CATALOG_REFRESH_MS) {
+    // An unreachable store is not waited for: the catalog known is served.
+    if (
+      performance.now() - this.#checkedAt < CATALOG_REFRESH_MS ||
+      !storeReachable(this.#kv)
+    ) {
       return Promise.resolve();
     }
     this.#refreshing ??= this.#refresh().finally(() => {

@@ -29,6 +29,14 @@ import {
   planBatch,
 } from "./lease.ts";
 import type { LeaseRecord, LedgerEntry } from "./ledger.ts";
+import { neverReachedStore } from "../store/outage.ts";
+
+/**
+ * How many times a batch without settles is committed again after a commit
+ * whose answer was lost; each time the store is read again first (the
+ * store waits for the database to be back).
+ */
+const UNKNOWN_OUTCOME_ATTEMPTS = 5;
 
 /** What a commit needs from the billing shell. */
 export interface CommitContext {
@@ -77,11 +85,13 @@ export async function runBatch(
 ): Promise<void> {
   let attempts = 0;
   let outcomes: Outcome<unknown>[];
-  try {
-    outcomes = await commitWithRetry(
+  const commit = () =>
+    commitWithRetry(
       `${batch.length} billing operations of caller "${callerId}"`,
       () => attemptBatch(context, callerId, lane, batch, attempts++ === 0),
     );
+  try {
+    outcomes = await repeatUnlessSettling(batch, commit);
   } catch (error) {
     if (batch.length > 1 && isLimitError(error)) {
       const half = Math.ceil(batch.length / 2);
@@ -100,6 +110,33 @@ export async function runBatch(
 }
 
 /**
+ * Runs `commit`, and again (up to {@linkcode UNKNOWN_OUTCOME_ATTEMPTS} in
+ * all) after a commit whose answer was lost when the batch has no settle.
+ * Reserves, growth and returns only move money between the unleased credits
+ * and the lease, under checks on both: whether a lost commit was applied is
+ * found by reading them again (the lease it may have created included,
+ * `Lane.creatingLeaseId`), so repeating it is safe, and a call waiting for
+ * its reservation gets it once the store is back rather than a 5xx. A
+ * settle is never repeated here (`KvBilling` looks its ledger entry up).
+ */
+async function repeatUnlessSettling<T>(
+  batch: readonly Job[],
+  commit: () => Promise<T>,
+): Promise<T> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await commit();
+    } catch (error) {
+      if (
+        !(error instanceof CommitOutcomeUnknownError) ||
+        batch.some((job) => job.kind === "settle") ||
+        attempt >= UNKNOWN_OUTCOME_ATTEMPTS
+      ) throw error;
+    }
+  }
+}
+
+/**
  * One read-plan-commit round for a batch: reads the unleased credits (and,
  * on a retry, the lease), plans the batch with `planBatch`, writes what
  * changed with a check on what it read, and applies the plan to the lane
@@ -113,18 +150,26 @@ async function attemptBatch(
   batch: readonly Job[],
   trusted: boolean,
 ): Promise<Outcome<unknown>[] | null> {
+  // Not trusted (a retry): the lease is read again, or the one a commit
+  // whose answer was lost may have created.
+  const leaseId = trusted
+    ? undefined
+    : lane.lease?.record.id ?? lane.creatingLeaseId;
   const [unleased, leaseRead] = await Promise.all([
     context.kv.get<number>(unleasedKey(callerId)),
-    !trusted && lane.lease
-      ? context.kv.get<LeaseRecord>(leaseKey(callerId, lane.lease.record.id))
-      : undefined,
+    leaseId ? context.kv.get<LeaseRecord>(leaseKey(callerId, leaseId)) : null,
   ]);
   if (leaseRead) {
+    const created = !lane.lease && leaseRead.value !== null;
     // Swept meanwhile: its money, holds included, is in the unleased credits.
     lane.lease = leaseRead.value === null
       ? undefined
       : { record: leaseRead.value, versionstamp: leaseRead.versionstamp! };
     if (!lane.lease) lane.heldMicros = 0;
+    if (created) {
+      lane.creatingLeaseId = undefined;
+      context.onLease?.(callerId, leaseRead.value!.id);
+    }
   }
   const lease = lane.lease;
   const view: LaneView = {
@@ -147,6 +192,8 @@ async function attemptBatch(
     ? addLeaseWrites(op, callerId, lease, plan.next.leased, {
       now,
       ttlMs: context.leaseTtlMs,
+      // Kept until a commit is known to have created it or not.
+      newId: () => lane.creatingLeaseId ??= randomId("ls_", 16),
     })
     : lease?.record;
   if (plan.next.unleased !== view.unleased) {
@@ -182,6 +229,7 @@ async function attemptBatch(
   if (next && next.id !== lease?.record.id) {
     context.onLease?.(callerId, next.id);
   }
+  if (next?.id === lane.creatingLeaseId) lane.creatingLeaseId = undefined;
   // Committed: the lane follows, synchronously, so `#available` never
   // counts a committed settle twice.
   lane.lease = next ? { record: next, versionstamp } : undefined;
@@ -310,7 +358,11 @@ function addLeaseWrites(
   callerId: string,
   lease: HeldLease | undefined,
   amountMicros: number,
-  { now, ttlMs }: { now: number; ttlMs: number },
+  { now, ttlMs, newId }: {
+    now: number;
+    ttlMs: number;
+    newId: () => string;
+  },
 ): LeaseRecord | undefined {
   if (lease) {
     op.check({
@@ -325,7 +377,7 @@ function addLeaseWrites(
   const record: LeaseRecord = lease
     ? { ...lease.record, amountMicros, expiresAt: now + ttlMs }
     : {
-      id: randomId("ls_", 16),
+      id: newId(),
       callerId,
       amountMicros,
       createdAt: now,
@@ -358,15 +410,6 @@ export class CommitOutcomeUnknownError extends Error {
   }
 }
 
-/** Errors a client raises before anything reached the store. */
-const NOT_SENT = new Set([
-  "ECONNREFUSED",
-  "CONNECT_TIMEOUT",
-  "CONNECTION_ENDED",
-  "ENOTFOUND",
-  "EAI_AGAIN",
-]);
-
 /**
  * Whether a commit that threw may have been applied: not when the store
  * refused it (busy, too large, an error PostgreSQL answered with, which
@@ -374,12 +417,11 @@ const NOT_SENT = new Set([
  */
 function mayHaveCommitted(error: unknown): boolean {
   if (isBusy(error) || isLimitError(error)) return false;
-  if (
-    error instanceof Deno.errors.BadResource ||
-    error instanceof Deno.errors.ConnectionRefused
-  ) return false;
+  if (error instanceof Deno.errors.BadResource || neverReachedStore(error)) {
+    return false;
+  }
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== "string") return true;
   // A SQLSTATE: PostgreSQL answered with an error and rolled back.
-  return !/^[0-9A-Z]{5}$/.test(code) && !NOT_SENT.has(code);
+  return !/^[0-9A-Z]{5}$/.test(code);
 }

@@ -13,7 +13,12 @@ import {
   type Outcome,
   settleBytes,
 } from "./_lane.ts";
-import { type LeaseRecord, listLedger, readBalance } from "./ledger.ts";
+import {
+  type LeaseRecord,
+  listLeases,
+  listLedger,
+  readBalance,
+} from "./ledger.ts";
 import type { Reservation, ReserveResult } from "./reservation.ts";
 
 const CALLER = "ck_a";
@@ -23,6 +28,8 @@ const NOW = 1_700_000_000_000;
 interface InstrumentedKv extends Deno.Kv {
   /** Runs before the next commit; returning an error throws it instead of committing. */
   beforeCommit?: () => Promise<Error | void>;
+  /** Thrown after the next commit was applied: its answer lost. */
+  lostAnswer?: Error;
   commits: number;
   lostCommits: number;
 }
@@ -32,6 +39,7 @@ function instrumented(kv: Deno.Kv): InstrumentedKv {
     commits: number;
     lostCommits: number;
     beforeCommit?: () => Promise<Error | void>;
+    lostAnswer?: Error;
   };
   const atomic = () => {
     const op = kv.atomic();
@@ -44,6 +52,9 @@ function instrumented(kv: Deno.Kv): InstrumentedKv {
       if (error) throw error;
       const result = await commit();
       if (!result.ok) state.lostCommits++;
+      const lost = state.lostAnswer;
+      state.lostAnswer = undefined;
+      if (lost) throw lost;
       return result;
     };
     return op;
@@ -226,19 +237,80 @@ Deno.test("runBatch() retries a commit refused with SQLite's busy error", async 
   });
 });
 
-Deno.test("runBatch() does not retry a commit whose answer was lost: its outcome is final and the lane is unchanged", async () => {
+Deno.test("runBatch() commits a reserve again after a commit whose answer was lost before it was applied: granted once", async () => {
   await withKv(async (kv) => {
     await kv.set(unleasedKey(CALLER), 5_000);
     const lane = newLane();
     kv.beforeCommit = () => Promise.resolve(new Error("socket hang up"));
     const reserved = await runOne(contextFor(kv), lane, reserveJob(100));
-    assert.equal(kv.commits, 1);
-    assert.ok(!reserved.ok);
-    assert.equal(reserved.final, true);
-    assert.ok(reserved.error instanceof CommitOutcomeUnknownError);
-    assert.match(String(reserved.error), /socket hang up/);
-    assert.equal(lane.lease, undefined);
-    assert.equal(lane.heldMicros, 0);
+    assert.equal(kv.commits, 2);
+    assert.ok(reserved.ok && reserved.value.ok);
+    assert.equal((await kv.get(unleasedKey(CALLER))).value, 4_900);
+    assert.equal((await listLeases(kv, CALLER)).length, 1);
+    assert.equal(lane.creatingLeaseId, undefined);
+  });
+});
+
+Deno.test("runBatch() finds the lease a reserve's commit created when its answer was lost after it was applied, and leases nothing twice", async () => {
+  await withKv(async (kv) => {
+    await kv.set(unleasedKey(CALLER), 5_000);
+    const lane = newLane();
+    const leases: string[] = [];
+    const context = {
+      ...contextFor(kv),
+      onLease: (_callerId: string, leaseId: string) => leases.push(leaseId),
+    };
+    kv.lostAnswer = new Error("socket hang up");
+    const reserved = await runOne(context, lane, reserveJob(100));
+    assert.ok(reserved.ok && reserved.value.ok);
+    const stored = await listLeases(kv, CALLER);
+    assert.equal(stored.length, 1, JSON.stringify(stored));
+    assert.equal(stored[0].amountMicros, 100);
+    assert.equal(lane.lease?.record.id, stored[0].id);
+    assert.deepEqual(leases, [stored[0].id]);
+    assert.equal((await kv.get(unleasedKey(CALLER))).value, 4_900);
+    assert.equal(await readBalance(kv, CALLER), 5_000);
+  });
+});
+
+Deno.test("runBatch() does not repeat a settle whose commit's answer was lost: its outcome is final and the lane is unchanged", async () => {
+  await withKv(async (kv) => {
+    await kv.set(unleasedKey(CALLER), 5_000);
+    const lane = newLane();
+    const context = contextFor(kv);
+    const reserved = await runOne(context, lane, reserveJob(100));
+    assert.ok(reserved.ok && reserved.value.ok);
+    const { reservation } = reserved.value;
+    const commits = kv.commits;
+    const held = lane.heldMicros;
+    const lease = lane.lease;
+    kv.beforeCommit = () => Promise.resolve(new Error("socket hang up"));
+    const trace = traceOf("req_lost");
+    const settled = await runOne(context, lane, (done) => ({
+      kind: "settle",
+      settlement: {
+        reservation,
+        costMicros: 100,
+        usage: { inputTokens: 10, outputTokens: 20, cachedInputTokens: 0 },
+        trace,
+      },
+      open: {
+        id: reservation.id,
+        callerId: CALLER,
+        leaseId: lease!.record.id,
+        amountMicros: 100,
+        settling: true,
+      },
+      bytes: settleBytes(trace),
+      done,
+    }));
+    assert.equal(kv.commits, commits + 1);
+    assert.ok(!settled.ok);
+    assert.equal(settled.final, true);
+    assert.ok(settled.error instanceof CommitOutcomeUnknownError);
+    assert.match(String(settled.error), /socket hang up/);
+    assert.equal(lane.lease, lease);
+    assert.equal(lane.heldMicros, held);
     assert.equal(lane.blockedMicros, 0);
   });
 });

@@ -45,6 +45,7 @@ import { readBalance } from "./ledger.ts";
 import { assertMicros } from "./money.ts";
 import type { Reservation, ReserveResult, Settlement } from "./reservation.ts";
 import { OpenReservations } from "./_reservations.ts";
+import { storeReachable } from "../store/mod.ts";
 
 /** The first wait before a failed settlement is tried again, ms; it doubles each round. */
 const SETTLE_RETRY_MIN_MS = 50;
@@ -169,7 +170,10 @@ export class KvBilling {
     const settlement = this.#charged(charge);
     const open = this.#claim(settlement);
     this.#journalCharge(settlement, open);
-    const outcome = await this.#submitSettle(settlement, open);
+    // An unreachable store is not waited for here: the charge goes behind.
+    const outcome = storeReachable(this.#kv)
+      ? await this.#submitSettle(settlement, open)
+      : { ok: false as const, error: storeAway() };
     if (outcome.ok) {
       this.#committed(settlement);
       return outcome.value;
@@ -451,7 +455,9 @@ export class KvBilling {
           this.#logLostSettle(settlement, error);
           return;
         }
-        if (round % LOG_EVERY_ROUNDS === 1) {
+        // An unreachable store is logged once, by its outage, not by each
+        // charge that waits for it.
+        if (round % LOG_EVERY_ROUNDS === 1 && storeReachable(this.#kv)) {
           this.#log({
             level: "warn",
             message:
@@ -464,6 +470,7 @@ export class KvBilling {
         delayMs = Math.min(delayMs * 2, SETTLE_RETRY_MAX_MS);
         if (
           error instanceof CommitOutcomeUnknownError &&
+          storeReachable(this.#kv) &&
           await this.#inLedger(settlement, open.callerId)
         ) {
           // Applied after all: the hold leaves the lane, the lease is
@@ -472,6 +479,13 @@ export class KvBilling {
           this.#committed(settlement);
           return;
         }
+      }
+      // While the store is unreachable, nothing is queued: a queue of
+      // charges waiting on it would hold up the reserves behind them, which
+      // the lease can still cover in memory.
+      if (!storeReachable(this.#kv)) {
+        error ??= storeAway();
+        continue;
       }
       const outcome = await this.#submitSettle(settlement, open);
       if (outcome.ok) {
@@ -524,6 +538,11 @@ function withChargedTokens(settlement: Settlement): Settlement {
     charged: chargedTokens(settlement.usage),
   };
   return { ...settlement, trace };
+}
+
+/** Why a settle waits: the store is unreachable (its outage probes it). */
+function storeAway(): Error {
+  return new Error("The store is unreachable");
 }
 
 /** Resolves after `ms`. */

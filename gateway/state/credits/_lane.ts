@@ -101,6 +101,8 @@ export interface Lane {
   /** The latest reservation's amount. */
   callMicros: number;
   growing: boolean;
+  /** The id of the lease a commit is creating, kept while a commit whose answer was lost may have created it: a retry reads it before creating another. */
+  creatingLeaseId?: string;
   lastActivity: number;
   idleTimer?: ReturnType<typeof setTimeout>;
 }

@@ -16,7 +16,11 @@ import { GatewayError } from "../../errors.ts";
 import { limitMinuteKey, limitSpendKey } from "../kv_keys.ts";
 import { GroupCommit } from "../store/group_commit.ts";
 import type { Caller } from "../callers.ts";
+import { isStoreUnreachable, StoreUnavailableError } from "../store/outage.ts";
 import { type CallerLimits, hasCountedLimits, windowOf } from "./limits.ts";
+
+/** Attempts of a batch whose commits' answers a dropped connection kept losing. */
+const LOST_COMMIT_ATTEMPTS = 5;
 
 /** What one call took of its caller's counted limits. */
 export interface LimitTicket {
@@ -172,18 +176,32 @@ export class LimitCounters {
     this.#engine.submit(callerId, job);
   }
 
-  /** Commits one batch of a caller's jobs (retrying conflicts) and answers each. */
+  /**
+   * Commits one batch of a caller's jobs (retrying conflicts) and answers
+   * each. A commit whose answer a dropped connection lost is made again
+   * once the store is back (the store waits for it): if the lost one was
+   * applied, the batch's calls count twice in their minute and period, which
+   * errs towards the limit, never past it, and no call gets a 5xx for it.
+   */
   async #commit(callerId: string, batch: LimitJob[]): Promise<void> {
-    try {
-      const results = await commitWithRetry(
-        `limits of caller "${callerId}"`,
-        () => this.#attempt(callerId, batch),
-      );
-      batch.forEach((job, i) =>
-        (job.done as (result: unknown) => void)(results[i])
-      );
-    } catch (error) {
-      for (const job of batch) job.done(error as Error);
+    for (let attempt = 1;; attempt++) {
+      try {
+        const results = await commitWithRetry(
+          `limits of caller "${callerId}"`,
+          () => this.#attempt(callerId, batch),
+        );
+        batch.forEach((job, i) =>
+          (job.done as (result: unknown) => void)(results[i])
+        );
+        return;
+      } catch (error) {
+        if (
+          attempt < LOST_COMMIT_ATTEMPTS && isStoreUnreachable(error) &&
+          !(error instanceof StoreUnavailableError)
+        ) continue;
+        for (const job of batch) job.done(error as Error);
+        return;
+      }
     }
   }
 

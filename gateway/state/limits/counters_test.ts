@@ -210,3 +210,41 @@ Deno.test("LimitCounters of two processes on one KV grant exactly rpm calls betw
     assert.ok(kv.lostCommits > 0, "no commit conflicted");
   });
 });
+
+Deno.test("reserve() commits again after a commit whose answer a dropped connection lost, counting towards the limit, never past it", async () => {
+  await withKv(async (kv) => {
+    let drops = 1;
+    const atomic = () => {
+      const op = kv.atomic();
+      const commit = op.commit.bind(op);
+      op.commit = async () => {
+        const result = await commit();
+        // Applied, and its answer lost on the way back.
+        if (drops-- > 0) {
+          throw Object.assign(new Error("read ECONNRESET"), {
+            code: "ECONNRESET",
+          });
+        }
+        return result;
+      };
+      return op;
+    };
+    const flaky = new Proxy(kv, {
+      get(target, property) {
+        if (property === "atomic") return atomic;
+        const value = Reflect.get(target, property, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const counters = new LimitCounters(flaky, () => NOON);
+    const caller = callerWith({ rpm: 3 });
+    const ticket = await counters.reserve(caller, { tokens: 10, micros: 0 });
+    assert.ok(ticket);
+    // The lost commit counted too: one call took two of the three.
+    await counters.reserve(caller, { tokens: 10, micros: 0 });
+    await assert.rejects(
+      () => counters.reserve(caller, { tokens: 10, micros: 0 }),
+      GatewayError,
+    );
+  });
+});

@@ -17,6 +17,7 @@
 import { dirname } from "node:path";
 import { ConfigError } from "../../config.ts";
 import type { PostgresKv } from "./postgres.ts";
+import type { StoreOutage, StoreStatus } from "./outage.ts";
 
 /** The gateway's state store: Deno KV's interface, on either store. */
 export type GatewayStore = Deno.Kv;
@@ -34,12 +35,19 @@ export interface OpenedStore {
  * `store`, else the Deno KV at `kvPath` (a file, its folder created;
  * `:memory:`; or an `http(s)://` KV Connect URL).
  *
- * @param settings `store` (`GATEWAY_STORE`) and `kvPath` (`GATEWAY_KV_PATH`).
+ * @param settings `store` (`GATEWAY_STORE`), `kvPath` (`GATEWAY_KV_PATH`), `clockOffsetMs` and, on PostgreSQL, `storeWaitMs` (`GATEWAY_STORE_WAIT_MS`).
+ * @param log Told when PostgreSQL becomes unreachable and when it is back.
  * @returns The open store.
  * @throws {ConfigError} When the PostgreSQL store cannot be opened (one line, without credentials).
  */
 export async function openStore(
-  settings: { store?: string; kvPath: string; clockOffsetMs?: number },
+  settings: {
+    store?: string;
+    kvPath: string;
+    clockOffsetMs?: number;
+    storeWaitMs?: number;
+  },
+  log?: (record: Record<string, unknown>) => void,
 ): Promise<OpenedStore> {
   if (settings.store) {
     const description = `PostgreSQL ${describePostgresUrl(settings.store)}`;
@@ -49,6 +57,8 @@ export async function openStore(
       return {
         kv: await openPostgresStore(settings.store, {
           now: () => Date.now() + offset,
+          waitMs: settings.storeWaitMs,
+          log,
         }),
         description,
       };
@@ -137,4 +147,55 @@ export function storeClock(
       typeof (kv as { clockMs?: unknown }).clockMs === "function"
     ? now as () => number
     : localNow;
+}
+
+/** A store that tracks its outages: PostgreSQL (`outage.ts`); found by shape, so that this module does not load postgres.ts. */
+function outageOf(kv: Deno.Kv): StoreOutage | undefined {
+  const outage = (kv as { outage?: unknown }).outage;
+  return typeof outage === "object" && outage !== null &&
+      typeof (outage as Partial<StoreOutage>).status === "function"
+    ? outage as StoreOutage
+    : undefined;
+}
+
+/**
+ * Whether a store answers now: `false` while PostgreSQL is unreachable and
+ * its probe loop waits for it (`outage.ts`); always `true` for a KV store,
+ * which is local. Work that can be done without the store (serving a cached
+ * lookup, a catalog already loaded) does it instead of waiting.
+ *
+ * @param kv The store.
+ * @returns Whether the store is reachable.
+ *
+ * @example
+ * ```ts
+ * import { storeReachable } from "./mod.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * storeReachable(kv); // true
+ * kv.close();
+ * ```
+ */
+export function storeReachable(kv: Deno.Kv): boolean {
+  return outageOf(kv)?.reachable ?? true;
+}
+
+/**
+ * Whether a store answers, for how long it has not, and how long calls wait
+ * for it (for `/health`).
+ *
+ * @param kv The store.
+ * @returns The status; a KV store is always reachable and waits 0 ms.
+ *
+ * @example
+ * ```ts
+ * import { storeStatus } from "./mod.ts";
+ *
+ * const kv = await Deno.openKv(":memory:");
+ * storeStatus(kv); // { reachable: true, waitMs: 0 }
+ * kv.close();
+ * ```
+ */
+export function storeStatus(kv: Deno.Kv): StoreStatus {
+  return outageOf(kv)?.status() ?? { reachable: true, waitMs: 0 };
 }

@@ -24,7 +24,16 @@
  * advisory lock, so several gateways starting at once migrate it once;
  * `gateway_schema` records the version (`_postgres_schema.ts`). The atomic
  * operation, the list iterator and the row encoding are
- * `_postgres_atomic.ts`.
+ * `_postgres_atomic.ts`, listing `_postgres_list.ts`.
+ *
+ * A database that goes away (stopped, restarting, a pooled connection it
+ * dropped) is waited for, not reported: every operation goes through one
+ * {@linkcode StoreOutage} (`outage.ts`), which probes the database alone
+ * until it answers and lets the waiting operations go again, up to
+ * `waitMs`. A read is sent again; a commit only when it certainly never
+ * reached the database (no connection, or an error PostgreSQL answered with,
+ * which rolled it back): one whose answer was lost is thrown as it was, for
+ * the domain code that knows whether it is safe to repeat.
  *
  * @example Open, write, read
  * ```ts ignore
@@ -39,27 +48,26 @@
  * @module
  */
 import postgres from "postgres";
-import { Buffer } from "node:buffer";
-import { decodeKey, encodeKey, toHex } from "./key_codec.ts";
+import { encodeKey, toHex } from "./key_codec.ts";
+import { listEntries } from "./_postgres_list.ts";
 import { migrate } from "./_postgres_schema.ts";
 import {
   type Check,
-  concat,
   entryOf,
   type Mutation,
   PostgresAtomic,
-  PostgresListIterator,
   type Row,
   versionstampOf,
 } from "./_postgres_atomic.ts";
 import { retry, RetryError } from "../../../_retry.ts";
+import { neverReachedStore, StoreOutage } from "./outage.ts";
 
 /** Expired rows are deleted this often (reads ignore them meanwhile). */
 const EXPIRY_SWEEP_MS = 60_000;
-/** Rows a list reads per round trip. */
-const LIST_PAGE = 500;
 /** Attempts of a commit that failed for a transient database reason. */
 const TRANSIENT_ATTEMPTS = 5;
+/** How long an operation waits for an unreachable database by default, ms. */
+export const DEFAULT_STORE_WAIT_MS = 60_000;
 
 /** Options of {@linkcode openPostgresStore}. */
 export interface PostgresStoreOptions {
@@ -67,12 +75,25 @@ export interface PostgresStoreOptions {
   maxConnections?: number;
   /** This process's own clock, epoch ms; the store keeps to the database's by an offset measured from it (tests shift or replace it). */
   now?: () => number;
+  /** The longest an operation waits for an unreachable database, ms (`GATEWAY_STORE_WAIT_MS`, default {@linkcode DEFAULT_STORE_WAIT_MS}). */
+  waitMs?: number;
+  /** Told when the database becomes unreachable and when it is back. */
+  log?: (record: Record<string, unknown>) => void;
 }
 
 function isTransient(error: unknown): boolean {
   const code = (error as { code?: string }).code;
   return code === "40001" || code === "40P01";
 }
+
+/** A commit that threw this was not applied: it never reached the database, or PostgreSQL answered with an error (a SQLSTATE), which rolled it back. */
+function notApplied(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return neverReachedStore(error) ||
+    (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code));
+}
+
+const always = () => true;
 
 /**
  * The gateway's state in PostgreSQL, behind the part of Deno KV's API the
@@ -82,6 +103,9 @@ function isTransient(error: unknown): boolean {
 export class PostgresKv implements Deno.Kv {
   readonly #sql: postgres.Sql;
   readonly #sweep: ReturnType<typeof setInterval>;
+  readonly #localNow: () => number;
+  /** Whether the database answers; the one loop that waits for it when not. */
+  readonly outage: StoreOutage;
   #ended?: Promise<void>;
   /** The database's clock less this process's, ms, as last measured. */
   #offsetMs = 0;
@@ -99,11 +123,26 @@ export class PostgresKv implements Deno.Kv {
    *
    * @param sql The client.
    * @param localNow This process's own clock.
+   * @param options How long operations wait for an unreachable database, and where that is logged.
    */
-  constructor(sql: postgres.Sql, localNow: () => number) {
+  constructor(
+    sql: postgres.Sql,
+    localNow: () => number,
+    options: Pick<PostgresStoreOptions, "waitMs" | "log"> = {},
+  ) {
     this.#sql = sql;
+    this.#localNow = localNow;
     this.now = () => localNow() + this.#offsetMs;
+    // The probe measures the clock again: a database that restarted may
+    // be another server (a failover) with a clock of its own.
+    this.outage = new StoreOutage({
+      waitMs: options.waitMs ?? DEFAULT_STORE_WAIT_MS,
+      probe: () => this.#measureClock(),
+      log: options.log,
+    });
     this.#sweep = setInterval(() => {
+      // During an outage the probe loop is the only one to reach out.
+      if (!this.outage.reachable) return;
       this.syncClock(localNow).catch(() => {});
       this.deleteExpired().catch(() => {});
     }, EXPIRY_SWEEP_MS);
@@ -116,6 +155,12 @@ export class PostgresKv implements Deno.Kv {
   ): Promise<Deno.KvCommitResult | Deno.KvCommitError> {
     // A serialization failure or deadlock rolled the commit back: it is run
     // again at once, and the last failure is thrown as PostgreSQL gave it.
+    return await this.#run(() => this.#commitOnce(ops), notApplied);
+  }
+
+  async #commitOnce(
+    ops: { c: Check[]; m: Mutation[] },
+  ): Promise<Deno.KvCommitResult | Deno.KvCommitError> {
     try {
       return await retry(async () => {
         const [row] = await this.#sql<{ v: string | null }[]>`
@@ -155,11 +200,14 @@ export class PostgresKv implements Deno.Kv {
     keys: readonly [...{ [K in keyof T]: Deno.KvKey }],
   ): Promise<{ [K in keyof T]: Deno.KvEntryMaybe<T[K]> }> {
     const hexes = keys.map((key) => toHex(encodeKey(key)));
-    const rows = hexes.length === 0 ? [] : await this.#sql<Row[]>`
+    const rows = hexes.length === 0
+      ? []
+      : await this.#run(() =>
+        this.#sql<Row[]>`
       SELECT key, value, u64::text AS u64, version::text AS version
       FROM gateway_kv
       WHERE key IN (SELECT decode(x, 'hex') FROM unnest(${hexes}::text[]) x)
-        AND (expires_at IS NULL OR expires_at > ${this.now()})`;
+        AND (expires_at IS NULL OR expires_at > ${this.now()})`, always);
     const byKey = new Map(rows.map((row) => [toHex(row.key), row]));
     return keys.map((key, i) => entryOf(key, byKey.get(hexes[i]))) as {
       [K in keyof T]: Deno.KvEntryMaybe<T[K]>;
@@ -204,61 +252,13 @@ export class PostgresKv implements Deno.Kv {
     selector: Deno.KvListSelector,
     options: Deno.KvListOptions = {},
   ): Deno.KvListIterator<T> {
-    const prefix = "prefix" in selector && selector.prefix
-      ? encodeKey(selector.prefix)
-      : undefined;
-    let lo = "start" in selector && selector.start
-      ? encodeKey(selector.start)
-      : prefix
-      ? concat(prefix, [0x00])
-      : new Uint8Array();
-    let hi = "end" in selector && selector.end
-      ? encodeKey(selector.end)
-      : prefix
-      ? concat(prefix, [0xff])
-      : new Uint8Array([0xff]);
-    if (options.cursor) {
-      const after = Uint8Array.from(
-        atob(options.cursor),
-        (c) => c.charCodeAt(0),
-      );
-      if (options.reverse) hi = after;
-      else lo = concat(after, [0x00]);
-    }
-    const reverse = options.reverse === true;
-    const limit = options.limit ?? Infinity;
-    const sql = this.#sql;
-    const now = this.now;
-    return new PostgresListIterator<T>(async function* (setCursor) {
-      let served = 0;
-      while (served < limit) {
-        const page = Math.min(LIST_PAGE, limit - served);
-        const rows = reverse
-          ? await sql<Row[]>`
-            SELECT key, value, u64::text AS u64, version::text AS version
-            FROM gateway_kv
-            WHERE key >= ${Buffer.from(lo)} AND key < ${Buffer.from(hi)}
-              AND (expires_at IS NULL OR expires_at > ${now()})
-            ORDER BY key DESC LIMIT ${page}`
-          : await sql<Row[]>`
-            SELECT key, value, u64::text AS u64, version::text AS version
-            FROM gateway_kv
-            WHERE key >= ${Buffer.from(lo)} AND key < ${Buffer.from(hi)}
-              AND (expires_at IS NULL OR expires_at > ${now()})
-            ORDER BY key LIMIT ${page}`;
-        for (const row of rows) {
-          const key = new Uint8Array(row.key);
-          setCursor(key);
-          served++;
-          yield entryOf<T>(decodeKey(key), row) as Deno.KvEntry<T>;
-        }
-        if (rows.length < page) return undefined;
-        const last = new Uint8Array(rows[rows.length - 1].key);
-        if (reverse) hi = last;
-        else lo = concat(last, [0x00]);
-      }
-      return undefined;
-    });
+    return listEntries<T>(
+      this.#sql,
+      this.now,
+      (query) => this.#run(query, always),
+      selector,
+      options,
+    );
   }
 
   /**
@@ -325,10 +325,12 @@ export class PostgresKv implements Deno.Kv {
     const now = this.now();
     // The outer condition is checked again on a row a commit changed while
     // this waited for it: a row made live again is kept.
-    const rows = await this.#sql`
+    // Deleting twice what expired is harmless: sent again like a read.
+    const rows = await this.#run(() =>
+      this.#sql`
       DELETE FROM gateway_kv WHERE key IN (
         SELECT key FROM gateway_kv WHERE expires_at <= ${now} LIMIT 10000)
-        AND expires_at <= ${now}`;
+        AND expires_at <= ${now}`, always);
     return rows.count;
   }
 
@@ -338,10 +340,54 @@ export class PostgresKv implements Deno.Kv {
    *
    * @returns Epoch ms, as PostgreSQL's `clock_timestamp()` reads now.
    */
-  async clockMs(): Promise<number> {
+  clockMs(): Promise<number> {
+    return this.#run(() => this.#readClock(), always);
+  }
+
+  async #readClock(): Promise<number> {
     const [row] = await this.#sql<{ ms: number }[]>`
       SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms`;
     return Number(row.ms);
+  }
+
+  /** The probe of an outage: one round trip, straight to the database (not waiting on the outage it probes), that measures the clock again. */
+  async #measureClock(): Promise<void> {
+    await this.#measure(this.#localNow, () => this.#readClock());
+  }
+
+  async #measure(
+    localNow: () => number,
+    read: () => Promise<number>,
+  ): Promise<number> {
+    const sent = localNow();
+    const database = await read();
+    const received = localNow();
+    // Whole ms: times are stored as bigint.
+    this.#offsetMs = Math.round(database - (sent + received) / 2);
+    return this.#offsetMs;
+  }
+
+  /**
+   * Runs one operation against the database, waiting out an outage: while
+   * the database is unreachable the operation waits for the probe loop to
+   * find it back (at most `waitMs`), and an attempt that finds it
+   * unreachable is made again once it is back when `mayRepeat` says the
+   * attempt cannot have been applied. An attempt the database never answers
+   * (it accepts connections and stays silent) fails at the same deadline.
+   */
+  async #run<T>(
+    attempt: () => Promise<T>,
+    mayRepeat: (error: unknown) => boolean,
+  ): Promise<T> {
+    const deadline = performance.now() + this.outage.waitMs;
+    for (;;) {
+      await this.outage.back(deadline);
+      try {
+        return await this.outage.within(attempt, deadline);
+      } catch (error) {
+        if (!this.outage.report(error) || !mayRepeat(error)) throw error;
+      }
+    }
   }
 
   /**
@@ -351,13 +397,8 @@ export class PostgresKv implements Deno.Kv {
    * @param localNow This process's own clock.
    * @returns The offset, ms.
    */
-  async syncClock(localNow: () => number): Promise<number> {
-    const sent = localNow();
-    const database = await this.clockMs();
-    const received = localNow();
-    // Whole ms: times are stored as bigint.
-    this.#offsetMs = Math.round(database - (sent + received) / 2);
-    return this.#offsetMs;
+  syncClock(localNow: () => number): Promise<number> {
+    return this.#measure(localNow, () => this.clockMs());
   }
 
   /**
@@ -366,7 +407,10 @@ export class PostgresKv implements Deno.Kv {
    * @returns `true` when empty.
    */
   async isEmpty(): Promise<boolean> {
-    const rows = await this.#sql`SELECT 1 FROM gateway_kv LIMIT 1`;
+    const rows = await this.#run(
+      () => this.#sql`SELECT 1 FROM gateway_kv LIMIT 1`,
+      always,
+    );
     return rows.length === 0;
   }
 
@@ -377,6 +421,7 @@ export class PostgresKv implements Deno.Kv {
    */
   end(): Promise<void> {
     clearInterval(this.#sweep);
+    this.outage.close();
     return this.#ended ??= this.#sql.end({ timeout: 5 });
   }
 
@@ -418,7 +463,7 @@ export async function openPostgresStore(
     throw error;
   }
   const localNow = options.now ?? Date.now;
-  const store = new PostgresKv(sql, localNow);
+  const store = new PostgresKv(sql, localNow, options);
   try {
     await store.syncClock(localNow);
   } catch (error) {
