@@ -20,7 +20,8 @@ Deno.test({
     using listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
     const port = (listener.addr as Deno.NetAddr).port;
     const client = await Deno.connect({ hostname: "127.0.0.1", port });
-    using server = await listener.accept();
+    // Held open (and closed at the end) by the server side, as a hung upstream does.
+    using _held = await listener.accept();
     const watch = new ConnectionWatch();
     let gone = 0;
     const { promise, resolve } = Promise.withResolvers<void>();
