@@ -12,27 +12,27 @@
  * `await using`, so whatever happens the call closes when the handler ends,
  * or, for a stream, when the relay's `ended` resolves with what the stream
  * used. Reading the body and resolving the model are in `input.ts`, the
- * credit hold in `hold.ts`, sending upstream and reading the answer in
- * `../upstream/send.ts`, the stream relay in `stream.ts`; what the call needs
- * of the gateway is `deps.ts`.
+ * credit hold in `hold.ts`, trying the candidates in turn in `fallback.ts`,
+ * sending upstream and reading the answer in `../upstream/send.ts`, the
+ * stream relay in `stream.ts`, the trace it leaves in `trace_record.ts`;
+ * what the call needs of the gateway is `deps.ts`.
  *
  * @module
  */
 import {
-  buildExchange,
   fallbackCandidates,
   jsonObject,
   outputLimit,
   parseCall,
-  type ParsedCall,
 } from "./input.ts";
 import { lifecycleHeaders } from "../state/catalog.ts";
 import { errorResponse, GatewayError, toGatewayError } from "../errors.ts";
-import type { CallInput, Exchange } from "../upstream/providers/provider.ts";
 import { NO_USAGE } from "../upstream/providers/provider.ts";
 import type { Reservation, Settlement } from "../state/credits/reservation.ts";
 import type { CatalogEntry } from "../state/catalog.ts";
 import type { CallAttempt, TraceRecord } from "../state/traces.ts";
+import { traceOf } from "./trace_record.ts";
+import { sendToFirstServing } from "./fallback.ts";
 import type { Usage } from "../upstream/usage.ts";
 import { formatUsd } from "../state/credits/money.ts";
 import { estimateInputTokens, namesStoredContext } from "./estimate.ts";
@@ -48,16 +48,9 @@ import type { LimitTicket } from "../state/limits/counters.ts";
 import { checkStaticLimits } from "../state/limits/limits.ts";
 import { type Estimated, relayStream, type StreamEnd } from "./stream.ts";
 import { recordSpan } from "../observe/tracing.ts";
-import type { TraceBodies } from "../state/traces.ts";
-import { keptBody } from "../state/trace_bodies.ts";
-import { readAnswer, sendUpstream, type Upstream } from "../upstream/send.ts";
+import { readAnswer, type Upstream } from "../upstream/send.ts";
 import type { CallDeps, CallRequest } from "./deps.ts";
-import {
-  type CallState,
-  callState,
-  pinAnswer,
-  pinningExchange,
-} from "./state_pin.ts";
+import { type CallState, pinAnswer, pinningExchange } from "./state_pin.ts";
 
 /** How a call ended: what it is charged, and what its trace says. */
 interface Ending {
@@ -189,11 +182,18 @@ class Call implements AsyncDisposable {
       micros: this.#reservation.amountMicros,
     });
     if (large) await otherWorkFirst();
-    const { exchange, upstream } = await this.#sendToFirstServing(
-      candidates,
-      parsed,
-      inputTokens,
+    const { exchange, upstream } = await sendToFirstServing(
+      deps,
+      request,
+      { candidates, parsed, inputTokens },
+      {
+        attempts: this.attempts,
+        keysTried: this.keysTried,
+        trying: (entry) => this.entry = entry,
+        continuing: (state) => this.#state = state,
+      },
     );
+    this.#upstream = upstream;
     const entry = this.entry;
     const state = this.#state;
     if (parsed.stream) {
@@ -353,7 +353,17 @@ class Call implements AsyncDisposable {
     if (this.#ticket) {
       this.deps.limits.settle(this.#ticket, { tokens, micros: cost });
     }
-    const trace = this.#trace(ending);
+    const trace = traceOf(this.deps, this.request, {
+      ...ending,
+      entry: this.entry,
+      providerKeyId: this.#upstream?.key.keyId ?? this.keysTried.at(-1),
+      stream: this.stream,
+      started: this.started,
+      firstTokenAt: this.firstTokenAt,
+      estimated: this.estimated,
+      attempts: this.attempts,
+      answerText: this.#answerText,
+    });
     recordSpan(trace);
     this.deps.metrics?.observe(trace);
     const reservation = this.#reservation;
@@ -393,114 +403,6 @@ class Call implements AsyncDisposable {
       });
     }
   }
-
-  /**
-   * Sends the call to the first candidate that serves it. A candidate whose
-   * provider has no free key, fails, times out or cannot be reached gives
-   * way to the next while nothing has reached the caller; every attempt
-   * goes into the trace. The answer's key is the call's from here on.
-   */
-  async #sendToFirstServing(
-    candidates: readonly CatalogEntry[],
-    parsed: ParsedCall,
-    inputTokens: number,
-  ): Promise<{ exchange: Exchange; upstream: Upstream }> {
-    const { deps, request } = this;
-    // The list is the gateway's to follow; providers never see it.
-    const { models: _models, ...body } = parsed.body;
-    for (const [index, entry] of candidates.entries()) {
-      this.entry = entry;
-      const input: CallInput = {
-        route: request.route,
-        entry,
-        body,
-        stream: parsed.stream,
-        maxOutputTokens: outputLimit(entry, parsed.maxOutputTokens),
-        query: request.query,
-        headers: request.headers,
-      };
-      const provider = deps.providers[entry.provider];
-      const exchange = buildExchange(provider, input);
-      const state = await callState(deps, request, entry.provider, body);
-      this.#state = state;
-      const pinnedKeyId = state?.pinnedKeyId;
-      try {
-        this.#upstream = await sendUpstream(deps, {
-          provider,
-          path: exchange.path,
-          body: exchange.body,
-          headers: exchange.headers,
-          estimatedTokens: inputTokens + parsed.choices * input.maxOutputTokens,
-          signal: request.signal,
-          requestId: request.requestId,
-          callerId: request.caller.id,
-          keysTried: this.keysTried,
-          // Continued state is served by the key that holds it or not at
-          // all; the wait for it is bounded by the upstream's answer time.
-          ...(pinnedKeyId !== undefined &&
-            { pinnedKeyId, pinWaitMs: deps.upstreamTimeoutMs }),
-        });
-        if (candidates.length > 1) {
-          this.attempts.push({
-            model: entry.id,
-            provider: entry.provider,
-            status: 200,
-          });
-        }
-        return { exchange, upstream: this.#upstream };
-      } catch (thrown) {
-        const error = toGatewayError(thrown, request.requestId);
-        if (candidates.length > 1) {
-          this.attempts.push({
-            model: entry.id,
-            provider: entry.provider,
-            status: error.status,
-            error: tracedError(error.message),
-          });
-        }
-        if (
-          !worthFallingBack(error) || index === candidates.length - 1 ||
-          pinnedKeyId !== undefined
-        ) {
-          throw error;
-        }
-      }
-    }
-    throw new Error("unreachable: candidates is never empty");
-  }
-
-  #trace(ending: Ending): TraceRecord & TraceBodies {
-    const { usage, cost, status, error } = ending;
-    const bodyBytes = this.deps.traceBodyBytes;
-    return {
-      requestId: this.request.requestId,
-      traceId: this.request.traceId,
-      callerId: this.request.caller.id,
-      model: this.entry?.id,
-      route: this.request.route,
-      provider: this.entry?.provider,
-      providerKeyId: this.#upstream?.key.keyId ?? this.keysTried.at(-1),
-      status,
-      stream: this.stream,
-      inputTokens: usage.inputTokens,
-      outputTokens: usage.outputTokens,
-      cachedTokens: usage.cachedInputTokens,
-      costMicros: cost,
-      latencyMs: Date.now() - this.started,
-      ttftMs: this.firstTokenAt === undefined
-        ? undefined
-        : this.firstTokenAt - this.started,
-      error: error === undefined ? undefined : tracedError(error),
-      ...(this.estimated.length > 0 ? { estimated: this.estimated } : {}),
-      ...(this.attempts.length > 0 ? { attempts: this.attempts } : {}),
-      ...(bodyBytes && {
-        requestBody: keptBody(this.request.bodyText, bodyBytes),
-        ...(this.#answerText !== undefined &&
-          { responseBody: keptBody(this.#answerText, bodyBytes) }),
-      }),
-      time: this.started,
-    };
-  }
 }
 
 /**
@@ -537,31 +439,11 @@ export async function handleCall(
 }
 
 /**
- * The most characters of an error a trace keeps. A provider's message can be
- * any length, and the trace commits with the call's charge: a Deno KV value
- * holds 64 KiB, so an unbounded one would lose the charge.
- */
-const MAX_TRACE_ERROR_CHARS = 1_000;
-
-/** An error message as a trace keeps it: at most {@linkcode MAX_TRACE_ERROR_CHARS}. */
-function tracedError(message: string): string {
-  return message.length <= MAX_TRACE_ERROR_CHARS
-    ? message
-    : `${message.slice(0, MAX_TRACE_ERROR_CHARS)}...`;
-}
-
-/**
  * The codes of the failures of a request the provider was sent but whose
  * answer was not read (`upstreamFailure` in `../upstream/rules.ts`): a
  * timeout, or the caller gone.
  */
 const SENT_WITHOUT_ANSWER = new Set(["upstream_timeout", "client_closed"]);
-
-/** Failures another provider may not share: no free key, the provider down, slow or unreachable. */
-function worthFallingBack(error: GatewayError): boolean {
-  return error.status === 429 || error.status === 502 ||
-    error.status === 503 || error.status === 504;
-}
 
 /** The response, marked with the model and provider that served it, and the end of the model asked for. */
 function servedBy(
