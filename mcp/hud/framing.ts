@@ -2,7 +2,7 @@
  * The control channel's framing: one JSON value per line, UTF-8, at most
  * {@linkcode MAX_FRAME_BYTES} bytes of encoded JSON (the newline excluded),
  * as HUD v6 (hud-python 0.6) defines it. Both ends use it: the server in
- * `mcp/hud/` and the runner's client in `eval/hud_environment.ts`.
+ * `mcp/hud/` and the runner's client in `eval/environments/hud_control.ts`.
  *
  * @module
  */
