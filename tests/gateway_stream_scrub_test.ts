@@ -280,22 +280,24 @@ async function startQuotedGateway(): Promise<
   };
 }
 
+const HELLO = [{ role: "user" as const, content: "hello" }];
+
+/** A chat model of each provider: passed through to OpenAI, translated to Anthropic and Gemini. */
+const CHAT_MODELS = [
+  ["gpt-4o-mini", "openai"],
+  ["claude-haiku-4-5", "anthropic"],
+  ["gemini-2.5-pro", "gemini"],
+] as const;
+
 Deno.test("a provider key quoted in a stream, plainly, JSON-escaped, cut across reads or split across events, reaches no caller on any route", async () => {
   await using gateway = await startQuotedGateway();
   const { openai, anthropic, gemini } = gateway;
-  const hello = [{ role: "user" as const, content: "hello" }];
 
   // Chat: passed through to OpenAI, translated from Anthropic and Gemini.
-  for (
-    const [model, provider] of [
-      ["gpt-4o-mini", "openai"],
-      ["claude-haiku-4-5", "anthropic"],
-      ["gemini-2.5-pro", "gemini"],
-    ] as const
-  ) {
+  for (const [model, provider] of CHAT_MODELS) {
     const stream = await openai.chat.completions.create({
       model,
-      messages: hello,
+      messages: HELLO,
       max_completion_tokens: 50,
       stream: true,
     });
@@ -309,7 +311,7 @@ Deno.test("a provider key quoted in a stream, plainly, JSON-escaped, cut across 
   const messages = anthropic.messages.stream({
     model: "claude-haiku-4-5",
     max_tokens: 50,
-    messages: hello,
+    messages: HELLO,
   });
   let said = "";
   messages.on("text", (delta) => said += delta);
@@ -341,17 +343,10 @@ Deno.test("a provider key quoted in a stream, plainly, JSON-escaped, cut across 
 Deno.test("a provider key quoted in a whole answer, plainly or JSON-escaped, reaches no caller on any route", async () => {
   await using gateway = await startQuotedGateway();
   const { openai, anthropic, gemini } = gateway;
-  const hello = [{ role: "user" as const, content: "hello" }];
-  for (
-    const [model, provider] of [
-      ["gpt-4o-mini", "openai"],
-      ["claude-haiku-4-5", "anthropic"],
-      ["gemini-2.5-pro", "gemini"],
-    ] as const
-  ) {
+  for (const [model, provider] of CHAT_MODELS) {
     const answer = await openai.chat.completions.create({
       model,
-      messages: hello,
+      messages: HELLO,
       max_completion_tokens: 50,
     });
     assertScrubbed(answer.choices[0].message.content ?? "", provider, 2);
@@ -359,7 +354,7 @@ Deno.test("a provider key quoted in a whole answer, plainly or JSON-escaped, rea
   const message = await anthropic.messages.create({
     model: "claude-haiku-4-5",
     max_tokens: 50,
-    messages: hello,
+    messages: HELLO,
   });
   const block = message.content[0];
   assertScrubbed(block.type === "text" ? block.text : "", "anthropic", 2);
