@@ -11,12 +11,7 @@ import { shapeToJsonSchema } from "../primitives/_schema.ts";
 import type { Capability } from "./capability.ts";
 import type { RunToolFilters } from "../scenarios/run_tools.ts";
 import { type DisplayRequest, displayRequest } from "./display.ts";
-import {
-  type FrameRead,
-  type FrameReader,
-  oversizedMessage,
-  writeAll,
-} from "./framing.ts";
+import { type FrameRead, type FrameReader, writeAll } from "./framing.ts";
 import { readWithin } from "./frame_wait.ts";
 import {
   ChannelError,
@@ -25,6 +20,7 @@ import {
   ErrorCode,
   errorFrame,
   messageOf,
+  oversizedFrame,
   requestId,
 } from "./rpc.ts";
 import { SessionTasks } from "./session_tasks.ts";
@@ -179,12 +175,7 @@ export class ControlChannel {
         if (next.kind === "oversized") {
           await writeAll(
             conn,
-            encodeReply(errorFrame(
-              null,
-              ErrorCode.InvalidRequest,
-              oversizedMessage(next.size, next.measured),
-              { size: next.size, limit: reader.limit },
-            )),
+            encodeReply(oversizedFrame(next, reader.limit)),
           );
           return;
         }

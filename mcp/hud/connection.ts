@@ -14,10 +14,9 @@ import {
   encodeFrame,
   type FrameRead,
   type FrameReader,
-  oversizedMessage,
   writeAll,
 } from "./framing.ts";
-import { ErrorCode, errorFrame } from "./rpc.ts";
+import { ErrorCode, errorFrame, oversizedFrame } from "./rpc.ts";
 import { splice } from "./tunnel.ts";
 
 /** How one connection is served: its limits and the shared state it draws on. */
@@ -55,12 +54,7 @@ export async function serveConnection(
   if (first.kind === "oversized") {
     await writeAll(
       conn,
-      encodeFrame(errorFrame(
-        null,
-        ErrorCode.InvalidRequest,
-        oversizedMessage(first.size, first.measured),
-        { size: first.size, limit: reader.limit },
-      )),
+      encodeFrame(oversizedFrame(first, reader.limit)),
     );
     return;
   }

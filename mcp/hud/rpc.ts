@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { encodeFrame } from "./framing.ts";
+import { encodeFrame, oversizedMessage } from "./framing.ts";
 
 /** JSON-RPC error codes the channel answers with. */
 export const ErrorCode = {
@@ -76,6 +76,26 @@ export function errorFrame(
   data?: Record<string, unknown>,
 ): Record<string, unknown> {
   return { jsonrpc: "2.0", id, ...errorBody(code, message, data) };
+}
+
+/**
+ * The answer to a frame past the size bound, which ends its connection:
+ * -32600 naming the frame's size (or how much of it was read) and the bound.
+ *
+ * @param read The frame's size, and whether that size was measured whole.
+ * @param limit The bound, bytes.
+ * @returns The frame.
+ */
+export function oversizedFrame(
+  read: { size: number; measured: boolean },
+  limit: number,
+): Record<string, unknown> {
+  return errorFrame(
+    null,
+    ErrorCode.InvalidRequest,
+    oversizedMessage(read.size, read.measured),
+    { size: read.size, limit },
+  );
 }
 
 /** Encodes a reply; one over the frame limit becomes an error naming its size. */
